@@ -1,0 +1,41 @@
+export { chunksOf, isAbortError, throwIfAborted } from './abort.ts';
+export {
+  AlreadyExistsError,
+  ConflictError,
+  InvalidKeyError,
+  NotFoundError,
+  NotImplementedError,
+  PreconditionFailedError,
+  StoreError,
+  type StoreErrorCode,
+  type StoreErrorOptions,
+} from './errors.ts';
+export { FsStore, type FsStoreOptions } from './fs-store.ts';
+export {
+  compareKeys,
+  isValidKey,
+  joinKey,
+  MAX_KEY_BYTES,
+  normalizePrefix,
+  validateKey,
+} from './keys.ts';
+export { listFromKeys } from './list-helpers.ts';
+export { MemoryStore } from './memory-store.ts';
+export {
+  type CallOptions,
+  type DeleteOptions,
+  type GetResult,
+  type GetStreamResult,
+  type ListOptions,
+  type ListResult,
+  type ObjectInfo,
+  type ObjectStore,
+  type ObjectVersion,
+  type PutMode,
+  type PutOptions,
+  sameVersion,
+  type StoreCapabilities,
+  type UploadOptions,
+  type UploadSource,
+} from './object-store.ts';
+export { PrefixedStore } from './prefixed-store.ts';

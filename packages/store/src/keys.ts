@@ -1,0 +1,73 @@
+/**
+ * Key rules shared by every store, so that a key accepted by one backend is
+ * accepted by all, and no key can name a path outside a store's root.
+ *
+ * A key is a `/`-separated path of one or more segments. Refused, with
+ * {@link InvalidKeyError} naming the rule:
+ * - the empty key;
+ * - a key that starts with `/` (it would read as absolute), or has an empty
+ *   segment (`a//b`); a trailing `/` is refused as well, since it names no object;
+ * - a `.` or `..` segment;
+ * - NUL or any other control character (U+0000–U+001F, U+007F);
+ * - a backslash (a path separator on some systems);
+ * - more than {@link MAX_KEY_BYTES} bytes of UTF-8;
+ * - a string that is not well-formed UTF-16 (a lone surrogate cannot be encoded).
+ */
+import { InvalidKeyError } from './errors.ts';
+
+/** The longest key, in UTF-8 bytes (S3's and GCS's limit). */
+export const MAX_KEY_BYTES = 1024;
+
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+
+function keyProblem(key: string): string | undefined {
+  if (typeof key !== 'string') return 'not a string';
+  if (key.length === 0) return 'empty';
+  if (!key.isWellFormed()) return 'contains a lone surrogate (not valid Unicode)';
+  if (CONTROL_CHARACTERS.test(key)) return 'contains NUL or a control character';
+  if (key.includes('\\')) return 'contains a backslash';
+  if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES)
+    return `longer than ${MAX_KEY_BYTES} bytes of UTF-8`;
+  if (key.startsWith('/')) return 'starts with "/"';
+  for (const segment of key.split('/')) {
+    if (segment === '') return 'has an empty path segment ("//" or a trailing "/")';
+    if (segment === '.' || segment === '..') return `has a "${segment}" segment`;
+  }
+  return undefined;
+}
+
+/** Throws {@link InvalidKeyError} unless `key` is a valid object key. */
+export function validateKey(key: string): void {
+  const problem = keyProblem(key);
+  if (problem !== undefined) throw new InvalidKeyError(String(key), problem);
+}
+
+/** True when `key` is a valid object key. */
+export function isValidKey(key: string): boolean {
+  return keyProblem(key) === undefined;
+}
+
+/**
+ * A prefix is either empty (the whole store) or a valid key, optionally with
+ * one trailing `/`. Returns it normalised without the trailing `/`.
+ */
+export function normalizePrefix(prefix: string): string {
+  if (prefix === '') return '';
+  const trimmed = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
+  const problem = keyProblem(trimmed);
+  if (problem !== undefined) throw new InvalidKeyError(prefix, `invalid prefix: ${problem}`);
+  return trimmed;
+}
+
+/** `prefix + "/" + key`, or `key` alone for the empty prefix. */
+export function joinKey(prefix: string, key: string): string {
+  return prefix === '' ? key : `${prefix}/${key}`;
+}
+
+/**
+ * Compares keys by their UTF-8 bytes, the order S3, GCS and Azure list in.
+ * (JavaScript's `<` compares UTF-16 code units, which differs above U+FFFF.)
+ */
+export function compareKeys(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
