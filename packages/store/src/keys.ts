@@ -18,13 +18,19 @@ import { InvalidKeyError } from './errors.ts';
 /** The longest key, in UTF-8 bytes (S3's and GCS's limit). */
 export const MAX_KEY_BYTES = 1024;
 
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
+}
 
 function keyProblem(key: string): string | undefined {
   if (typeof key !== 'string') return 'not a string';
   if (key.length === 0) return 'empty';
   if (!key.isWellFormed()) return 'contains a lone surrogate (not valid Unicode)';
-  if (CONTROL_CHARACTERS.test(key)) return 'contains NUL or a control character';
+  if (hasControlCharacter(key)) return 'contains NUL or a control character';
   if (key.includes('\\')) return 'contains a backslash';
   if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES)
     return `longer than ${MAX_KEY_BYTES} bytes of UTF-8`;

@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig, singleDatabaseConfig } from './config.ts';
+
+const env = { BUCKET: 'my-bucket', EMPTY: '' };
+
+function problemsOf(text: string): readonly string[] {
+  try {
+    parseConfig(text, { env, baseDir: '/srv' });
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+describe('config validation', () => {
+  const cases: [string, string, string][] = [
+    [
+      'unknown scheme',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n  - path: b.db\n    url: s4://b/p\n',
+      'databases[1].url: unknown scheme "s4"',
+    ],
+    [
+      'missing url',
+      'databases:\n  - path: a.db\n',
+      'databases[0].url: required, where to back up to (e.g. s3://bucket/prefix or file:///backups/app)',
+    ],
+    [
+      'missing path',
+      'databases:\n  - url: s3://b/p\n',
+      'databases[0].path: required, the database file to back up',
+    ],
+    [
+      'no databases',
+      'listen: 127.0.0.1:9090\n',
+      'databases: must be a non-empty list, got nothing',
+    ],
+    ['databases not a list', 'databases: 3\n', 'databases: must be a non-empty list, got number 3'],
+    [
+      'root not a mapping',
+      '- a\n',
+      '(root): must be a mapping with a "databases" list, got a list',
+    ],
+    [
+      'bad interval',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    interval: soon\n',
+      'databases[0].interval: must be a duration such as "1s" or "500ms", got "soon"',
+    ],
+    [
+      'interval too short',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    interval: 10ms\n',
+      'databases[0].interval: must be at least 100ms',
+    ],
+    [
+      'lease ttl too short',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    leaseTtl: 1s\n',
+      'databases[0].leaseTtl: must be at least 3000ms',
+    ],
+    [
+      'lease ttl too long',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    leaseTtl: 2h\n',
+      'databases[0].leaseTtl: must be at most 1h',
+    ],
+    [
+      'retention zero',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    retention: 0\n',
+      'databases[0].retention: must be a whole number of at least 1, got number 0',
+    ],
+    [
+      'retention text',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    retention: many\n',
+      'databases[0].retention: must be a whole number of at least 1, got string "many"',
+    ],
+    [
+      'unknown key',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    intervall: 1s\n',
+      'databases[0].intervall: unknown setting (known: path, type, url, urls, interval, retention, leaseTtl, shutdownGrace, checkpoint, conditional)',
+    ],
+    [
+      'bad type',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    type: postgres\n',
+      'databases[0].type: must be "sqlite" or "framed", got string "postgres"',
+    ],
+    [
+      'checkpoint order',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    checkpoint: { passivePages: 500, truncatePages: 100 }\n',
+      'databases[0].checkpoint.truncatePages: must be greater than passivePages (500)',
+    ],
+    [
+      'credentials in URL',
+      'databases:\n  - path: a.db\n    url: s3://key:secret@b/p\n',
+      'databases[0].url: credentials in a store URL are not accepted; use the environment or the SDK credential chain',
+    ],
+    [
+      'url without prefix',
+      'databases:\n  - path: a.db\n    url: s3://bucket\n',
+      'databases[0].url: s3 URL needs a prefix after the bucket (e.g. s3://name/db1)',
+    ],
+    [
+      'unknown url option',
+      'databases:\n  - path: a.db\n    url: s3://b/p?colour=red\n',
+      'databases[0].url: unknown option "colour" for s3 (known: endpoint, region, forcePathStyle)',
+    ],
+    [
+      'unset variable',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the config syntax under test
+      'databases:\n  - path: a.db\n    url: s3://${NOPE}/p\n',
+      'databases[0].url: environment variable "NOPE" is not set',
+    ],
+    [
+      'same prefix twice',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n  - path: b.db\n    url: s3://b/p\n',
+      'databases[1].url: s3://b/p is also used by databases[0]; one prefix holds one database',
+    ],
+    [
+      'relative file url',
+      'databases:\n  - path: a.db\n    url: file://backups\n',
+      'databases[0].url: file URLs must be local (file:///path)',
+    ],
+    [
+      'bad listen',
+      'listen: everywhere\ndatabases:\n  - path: a.db\n    url: s3://b/p\n',
+      'listen: must be "host:port" such as "127.0.0.1:9090", got string "everywhere"',
+    ],
+    ['not yaml', 'databases: [\n', 'not valid YAML'],
+  ];
+  it.each(cases)('%s', (_label, text, expected) => {
+    const problems = problemsOf(text);
+    expect(problems.some((problem) => problem.startsWith(expected))).toBe(true);
+    if (expected !== 'not valid YAML') expect(problems).toContain(expected);
+  });
+
+  it('expands variables, applies defaults and resolves relative paths', () => {
+    const config = parseConfig(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the config syntax under test
+      'databases:\n  - path: data/a.db\n    url: s3://${BUCKET}/db1?region=${REGION:-eu-west-1}\n',
+      {
+        env,
+        baseDir: '/srv',
+      },
+    );
+    const database = config.databases[0]!;
+    expect(database.path).toBe('/srv/data/a.db');
+    expect(database.urls[0]!.location).toEqual({
+      scheme: 's3',
+      bucket: 'my-bucket',
+      prefix: 'db1',
+      region: 'eu-west-1',
+    });
+    expect(database.intervalMs).toBe(1000);
+    expect(database.retention).toBe(24);
+    expect(database.leaseTtlSeconds).toBe(30);
+  });
+
+  it('reports every problem at once', () => {
+    const problems = problemsOf('databases:\n  - path: a.db\n    url: s4://b/p\n    interval: x\n');
+    expect(problems).toHaveLength(2);
+  });
+
+  it('takes the single-database settings from the environment', () => {
+    const config = singleDatabaseConfig(
+      { path: 'app.db', url: 'file:///tmp/backups' },
+      { env: { BACKUPD_INTERVAL: '250ms', BACKUPD_RETENTION: '3' }, baseDir: '/srv' },
+    );
+    expect(config.databases[0]!.intervalMs).toBe(250);
+    expect(config.databases[0]!.retention).toBe(3);
+    expect(() =>
+      singleDatabaseConfig({ path: 'a.db', url: 'ftp://x/y' }, { env: {}, baseDir: '/' }),
+    ).toThrow('unknown scheme "ftp"');
+  });
+});

@@ -1,0 +1,361 @@
+/**
+ * The configuration file (YAML) and the single-database environment.
+ *
+ * Every problem is reported as `path: problem`, e.g.
+ * `databases[1].url: unknown scheme "s4"`, and all problems are reported at
+ * once. Strings may use `${VAR}` (or `${VAR:-default}`) to read the
+ * environment; `$${` writes a literal `${`. Credentials are never settings:
+ * they come from the environment or the SDKs' standard chains.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { describe, parseDuration } from './duration.ts';
+import { parseStoreUrl, type StoreLocation, StoreUrlError } from './store-url.ts';
+
+export type SourceKind = 'sqlite' | 'framed';
+
+export interface CheckpointSettings {
+  /** WAL pages after which backupd runs a PASSIVE checkpoint. */
+  readonly passivePages: number;
+  /** WAL pages after which backupd runs a TRUNCATE checkpoint. */
+  readonly truncatePages: number;
+}
+
+export interface DatabaseConfig {
+  /** Absolute path of the database file (sqlite) or store directory (framed). */
+  readonly path: string;
+  readonly type: SourceKind;
+  /** One or more replica locations; each gets its own worker and lease. */
+  readonly urls: readonly { readonly text: string; readonly location: StoreLocation }[];
+  readonly intervalMs: number;
+  /** Restore points kept (the newest N manifests). */
+  readonly retention: number;
+  readonly leaseTtlSeconds: number;
+  readonly shutdownGraceMs: number;
+  readonly checkpoint: CheckpointSettings;
+  /** false runs the lease best-effort on services without conditional writes (logged as a warning). */
+  readonly conditional: boolean;
+}
+
+export interface BackupdConfig {
+  readonly listen?: string;
+  readonly databases: readonly DatabaseConfig[];
+}
+
+export const DEFAULTS = {
+  intervalMs: 1000,
+  retention: 24,
+  leaseTtlSeconds: 30,
+  shutdownGraceMs: 10_000,
+  checkpoint: { passivePages: 1000, truncatePages: 121_359 },
+  conditional: true,
+} as const;
+
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[], source: string) {
+    super(`invalid configuration in ${source}:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const TOP_KEYS = ['listen', 'databases'];
+const DATABASE_KEYS = [
+  'path',
+  'type',
+  'url',
+  'urls',
+  'interval',
+  'retention',
+  'leaseTtl',
+  'shutdownGrace',
+  'checkpoint',
+  'conditional',
+];
+const CHECKPOINT_KEYS = ['passivePages', 'truncatePages'];
+
+/** Parses and validates a config file's text. `baseDir` resolves relative database paths. */
+export function parseConfig(
+  text: string,
+  options: { env: Env; baseDir: string; source?: string },
+): BackupdConfig {
+  const source = options.source ?? 'config';
+  let document: unknown;
+  try {
+    document = parseYaml(text, { maxAliasCount: 100 });
+  } catch (error) {
+    throw new ConfigError([`not valid YAML: ${(error as Error).message.split('\n')[0]}`], source);
+  }
+  const problems: string[] = [];
+  const expanded = expandEnvironment(document, '', options.env, problems);
+  const config = validateConfig(expanded, options.baseDir, problems);
+  if (problems.length > 0 || !config) throw new ConfigError(problems, source);
+  return config;
+}
+
+/**
+ * The single-database case from flags and the environment:
+ * BACKUPD_INTERVAL, BACKUPD_RETENTION, BACKUPD_LEASE_TTL, BACKUPD_SHUTDOWN_GRACE,
+ * BACKUPD_CHECKPOINT_PASSIVE_PAGES, BACKUPD_CHECKPOINT_TRUNCATE_PAGES, BACKUPD_CONDITIONAL.
+ */
+export function singleDatabaseConfig(
+  database: { path: string; url: string; type?: SourceKind },
+  options: { env: Env; baseDir: string; listen?: string },
+): BackupdConfig {
+  const env = options.env;
+  const raw: Record<string, unknown> = { path: database.path, url: database.url };
+  if (database.type) raw.type = database.type;
+  const fromEnv = (name: string, key: string, numeric = false) => {
+    const value = env[name];
+    if (value !== undefined && value !== '')
+      raw[key] = numeric && /^\d+$/.test(value) ? Number(value) : value;
+  };
+  fromEnv('BACKUPD_INTERVAL', 'interval');
+  fromEnv('BACKUPD_RETENTION', 'retention', true);
+  fromEnv('BACKUPD_LEASE_TTL', 'leaseTtl');
+  fromEnv('BACKUPD_SHUTDOWN_GRACE', 'shutdownGrace');
+  if (env.BACKUPD_CONDITIONAL !== undefined)
+    raw.conditional = env.BACKUPD_CONDITIONAL !== 'off' && env.BACKUPD_CONDITIONAL !== 'false';
+  const checkpoint: Record<string, unknown> = {};
+  if (env.BACKUPD_CHECKPOINT_PASSIVE_PAGES)
+    checkpoint.passivePages = Number(env.BACKUPD_CHECKPOINT_PASSIVE_PAGES);
+  if (env.BACKUPD_CHECKPOINT_TRUNCATE_PAGES)
+    checkpoint.truncatePages = Number(env.BACKUPD_CHECKPOINT_TRUNCATE_PAGES);
+  if (Object.keys(checkpoint).length > 0) raw.checkpoint = checkpoint;
+  const problems: string[] = [];
+  const document = { databases: [raw], ...(options.listen ? { listen: options.listen } : {}) };
+  const config = validateConfig(document, options.baseDir, problems);
+  if (problems.length > 0 || !config)
+    throw new ConfigError(problems, 'command line and environment');
+  return config;
+}
+
+function expandEnvironment(value: unknown, path: string, env: Env, problems: string[]): unknown {
+  if (typeof value === 'string') {
+    return value.replace(
+      /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+      (whole, name?: string, fallback?: string) => {
+        if (whole === '$${') return '${';
+        const found = env[name!];
+        if (found !== undefined && found !== '') return found;
+        if (fallback !== undefined) return fallback;
+        problems.push(`${path || '(root)'}: environment variable "${name}" is not set`);
+        return '';
+      },
+    );
+  }
+  if (Array.isArray(value))
+    return value.map((item, index) => expandEnvironment(item, `${path}[${index}]`, env, problems));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      out[key] = expandEnvironment(item, path ? `${path}.${key}` : key, env, problems);
+    }
+    return out;
+  }
+  return value;
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function unknownKeys(
+  value: Record<string, unknown>,
+  known: readonly string[],
+  path: string,
+  problems: string[],
+): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key))
+      problems.push(
+        `${path ? `${path}.` : ''}${key}: unknown setting (known: ${known.join(', ')})`,
+      );
+  }
+}
+
+function validateConfig(
+  document: unknown,
+  baseDir: string,
+  problems: string[],
+): BackupdConfig | undefined {
+  if (!isMapping(document)) {
+    problems.push(`(root): must be a mapping with a "databases" list, got ${describe(document)}`);
+    return undefined;
+  }
+  unknownKeys(document, TOP_KEYS, '', problems);
+  let listen: string | undefined;
+  if (document.listen !== undefined) {
+    if (typeof document.listen !== 'string' || !/^[^\s:]*:\d{1,5}$/.test(document.listen)) {
+      problems.push(
+        `listen: must be "host:port" such as "127.0.0.1:9090", got ${describe(document.listen)}`,
+      );
+    } else listen = document.listen;
+  }
+  const list = document.databases;
+  if (!Array.isArray(list) || list.length === 0) {
+    problems.push(
+      `databases: must be a non-empty list, got ${list === undefined ? 'nothing' : describe(list)}`,
+    );
+    return undefined;
+  }
+  const databases: DatabaseConfig[] = [];
+  const seenPaths = new Map<string, number>();
+  const seenUrls = new Map<string, string>();
+  list.forEach((entry, index) => {
+    const path = `databases[${index}]`;
+    const database = validateDatabase(entry, path, baseDir, problems);
+    if (!database) return;
+    const earlier = seenPaths.get(database.path);
+    if (earlier !== undefined)
+      problems.push(`${path}.path: same database as databases[${earlier}] (${database.path})`);
+    seenPaths.set(database.path, index);
+    for (const url of database.urls) {
+      const previous = seenUrls.get(url.text);
+      if (previous !== undefined)
+        problems.push(
+          `${path}.url: ${url.text} is also used by ${previous}; one prefix holds one database`,
+        );
+      seenUrls.set(url.text, path);
+    }
+    databases.push(database);
+  });
+  return { ...(listen ? { listen } : {}), databases };
+}
+
+function validateDatabase(
+  entry: unknown,
+  path: string,
+  baseDir: string,
+  problems: string[],
+): DatabaseConfig | undefined {
+  if (!isMapping(entry)) {
+    problems.push(`${path}: must be a mapping, got ${describe(entry)}`);
+    return undefined;
+  }
+  const before = problems.length;
+  unknownKeys(entry, DATABASE_KEYS, path, problems);
+
+  let databasePath = '';
+  if (typeof entry.path !== 'string' || entry.path.trim() === '') {
+    problems.push(`${path}.path: required, the database file to back up`);
+  } else {
+    databasePath = isAbsolute(entry.path) ? entry.path : resolve(baseDir, entry.path);
+  }
+
+  let type: SourceKind = 'sqlite';
+  if (entry.type !== undefined) {
+    if (entry.type === 'sqlite' || entry.type === 'framed') type = entry.type;
+    else problems.push(`${path}.type: must be "sqlite" or "framed", got ${describe(entry.type)}`);
+  }
+
+  const urlTexts: { text: unknown; at: string }[] = [];
+  if (entry.url !== undefined && entry.urls !== undefined) {
+    problems.push(`${path}: give either "url" or "urls", not both`);
+  } else if (entry.url !== undefined) {
+    urlTexts.push({ text: entry.url, at: `${path}.url` });
+  } else if (Array.isArray(entry.urls) && entry.urls.length > 0) {
+    for (const [i, text] of entry.urls.entries()) urlTexts.push({ text, at: `${path}.urls[${i}]` });
+  } else if (entry.urls !== undefined) {
+    problems.push(`${path}.urls: must be a non-empty list of store URLs`);
+  } else {
+    problems.push(
+      `${path}.url: required, where to back up to (e.g. s3://bucket/prefix or file:///backups/app)`,
+    );
+  }
+  const urls: { text: string; location: StoreLocation }[] = [];
+  for (const { text, at } of urlTexts) {
+    if (typeof text !== 'string') {
+      problems.push(`${at}: must be a store URL, got ${describe(text)}`);
+      continue;
+    }
+    try {
+      urls.push({ text, location: parseStoreUrl(text) });
+    } catch (error) {
+      if (error instanceof StoreUrlError) problems.push(`${at}: ${error.message}`);
+      else throw error;
+    }
+  }
+
+  const duration = (key: string, fallback: number, min: number): number => {
+    const value = entry[key];
+    if (value === undefined) return fallback;
+    const parsed = parseDuration(value);
+    if (typeof parsed === 'string') {
+      problems.push(`${path}.${key}: ${parsed}`);
+      return fallback;
+    }
+    if (parsed < min) {
+      problems.push(`${path}.${key}: must be at least ${min}ms`);
+      return fallback;
+    }
+    return parsed;
+  };
+  const intervalMs = duration('interval', DEFAULTS.intervalMs, 100);
+  const shutdownGraceMs = duration('shutdownGrace', DEFAULTS.shutdownGraceMs, 0);
+  const leaseTtlMs = duration('leaseTtl', DEFAULTS.leaseTtlSeconds * 1000, 3000);
+  if (leaseTtlMs > 3_600_000) problems.push(`${path}.leaseTtl: must be at most 1h`);
+
+  const integer = (value: unknown, at: string, fallback: number, min: number): number => {
+    if (value === undefined) return fallback;
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
+      problems.push(`${at}: must be a whole number of at least ${min}, got ${describe(value)}`);
+      return fallback;
+    }
+    return value;
+  };
+  const retention = integer(entry.retention, `${path}.retention`, DEFAULTS.retention, 1);
+
+  let checkpoint: CheckpointSettings = DEFAULTS.checkpoint;
+  if (entry.checkpoint !== undefined) {
+    if (!isMapping(entry.checkpoint)) {
+      problems.push(`${path}.checkpoint: must be a mapping, got ${describe(entry.checkpoint)}`);
+    } else {
+      unknownKeys(entry.checkpoint, CHECKPOINT_KEYS, `${path}.checkpoint`, problems);
+      const passivePages = integer(
+        entry.checkpoint.passivePages,
+        `${path}.checkpoint.passivePages`,
+        DEFAULTS.checkpoint.passivePages,
+        1,
+      );
+      const truncatePages = integer(
+        entry.checkpoint.truncatePages,
+        `${path}.checkpoint.truncatePages`,
+        DEFAULTS.checkpoint.truncatePages,
+        1,
+      );
+      if (truncatePages <= passivePages) {
+        problems.push(
+          `${path}.checkpoint.truncatePages: must be greater than passivePages (${passivePages})`,
+        );
+      }
+      checkpoint = { passivePages, truncatePages };
+    }
+  }
+
+  let conditional: boolean = DEFAULTS.conditional;
+  if (entry.conditional !== undefined) {
+    if (typeof entry.conditional === 'boolean') conditional = entry.conditional;
+    else
+      problems.push(
+        `${path}.conditional: must be true or false, got ${describe(entry.conditional)}`,
+      );
+  }
+
+  if (problems.length > before) return undefined;
+  return {
+    path: databasePath,
+    type,
+    urls,
+    intervalMs,
+    retention,
+    leaseTtlSeconds: Math.round(leaseTtlMs / 1000),
+    shutdownGraceMs,
+    checkpoint,
+    conditional,
+  };
+}

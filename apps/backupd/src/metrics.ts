@@ -1,0 +1,120 @@
+/**
+ * Prometheus text exposition (format 0.0.4) of the replicas' status. Label
+ * values are escaped as the format requires; no credentials can reach a label
+ * because replica names are built from parsed URLs that refuse them.
+ */
+import { OPERATIONS } from './instrumented-store.ts';
+import type { ReplicaStatus } from './status.ts';
+
+function escapeLabel(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+}
+
+function labels(pairs: Record<string, string>): string {
+  return `{${Object.entries(pairs)
+    .map(([key, value]) => `${key}="${escapeLabel(value)}"`)
+    .join(',')}}`;
+}
+
+interface Family {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'gauge' | 'counter';
+  readonly samples: (status: ReplicaStatus) => readonly [Record<string, string>, number][];
+}
+
+const FAMILIES: readonly Family[] = [
+  {
+    name: 'backupd_healthy',
+    help: '1 when the replica is healthy, 0 otherwise.',
+    type: 'gauge',
+    samples: (s) => [[{}, s.healthy ? 1 : 0]],
+  },
+  {
+    name: 'backupd_lag_seconds',
+    help: 'Seconds the oldest durable, unshipped WAL byte has waited.',
+    type: 'gauge',
+    samples: (s) => [[{}, s.lagSeconds]],
+  },
+  {
+    name: 'backupd_last_success_timestamp_seconds',
+    help: 'Unix time of the last moment everything durable was shipped.',
+    type: 'gauge',
+    samples: (s) => [[{}, s.lastSuccessSeconds]],
+  },
+  {
+    name: 'backupd_errors_total',
+    help: 'Failed backup steps since start.',
+    type: 'counter',
+    samples: (s) => [[{}, s.errors]],
+  },
+  {
+    name: 'backupd_lease_held',
+    help: '1 while this process holds the replica lease.',
+    type: 'gauge',
+    samples: (s) => [[{}, s.leaseHeld ? 1 : 0]],
+  },
+  {
+    name: 'backupd_restore_points',
+    help: 'Restore points (manifests) this process knows in the replica.',
+    type: 'gauge',
+    samples: (s) => [[{}, s.restorePoints]],
+  },
+  {
+    name: 'backupd_latest_restore_point_commit',
+    help: 'Commit count of the restore point LATEST names.',
+    type: 'gauge',
+    samples: (s) => (s.latestRestorePoint ? [[{}, s.latestRestorePoint.commitSeq]] : []),
+  },
+  {
+    name: 'backupd_requests_total',
+    help: 'Object-store requests by operation.',
+    type: 'counter',
+    samples: (s) =>
+      OPERATIONS.map(
+        (operation) =>
+          [{ operation }, s.requests[operation].requests] as [Record<string, string>, number],
+      ),
+  },
+  {
+    name: 'backupd_request_errors_total',
+    help: 'Object-store requests that failed, by operation.',
+    type: 'counter',
+    samples: (s) =>
+      OPERATIONS.map(
+        (operation) =>
+          [{ operation }, s.requests[operation].errors] as [Record<string, string>, number],
+      ),
+  },
+  {
+    name: 'backupd_bytes_total',
+    help: 'Bytes sent to (out) and received from (in) the object store, by operation.',
+    type: 'counter',
+    samples: (s) =>
+      OPERATIONS.flatMap((operation) => [
+        [{ operation, direction: 'out' }, s.requests[operation].bytesOut] as [
+          Record<string, string>,
+          number,
+        ],
+        [{ operation, direction: 'in' }, s.requests[operation].bytesIn] as [
+          Record<string, string>,
+          number,
+        ],
+      ]),
+  },
+];
+
+export function renderMetrics(statuses: readonly ReplicaStatus[]): string {
+  const lines: string[] = [];
+  for (const family of FAMILIES) {
+    lines.push(`# HELP ${family.name} ${family.help}`, `# TYPE ${family.name} ${family.type}`);
+    for (const status of statuses) {
+      for (const [extra, value] of family.samples(status)) {
+        lines.push(
+          `${family.name}${labels({ database: status.database, replica: status.replica, ...extra })} ${value}`,
+        );
+      }
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
