@@ -5,6 +5,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     projects: ['packages/*/vitest.config.ts', 'apps/*/vitest.config.ts'],
+    globalSetup: ['packages/test-servers/src/global-setup.ts'],
     reporters: ['default', ['json', { outputFile: '.ci/vitest-report.json' }]],
   },
 });

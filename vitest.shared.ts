@@ -5,8 +5,10 @@
  */
 import { defineProject, mergeConfig, type ViteUserConfig } from 'vitest/config';
 
-// Vite's default server conditions, with ours first.
-const conditions = ['@x/source', 'module', 'node', 'development|production'];
+// Vite's default server conditions with ours first, less `module`: with it,
+// Vite picks the AWS SDK's bundler-only `dist-es` build, whose extensionless
+// imports Node cannot load.
+const conditions = ['@x/source', 'node', 'development|production'];
 
 export function packageProject(name: string, extra: ViteUserConfig = {}): ViteUserConfig {
   return mergeConfig(

@@ -28,6 +28,8 @@ export interface DatabaseConfig {
   /** One or more replica locations; each gets its own worker and lease. */
   readonly urls: readonly { readonly text: string; readonly location: StoreLocation }[];
   readonly intervalMs: number;
+  /** Least time between two restore points while WAL keeps shipping (and at shutdown, always one). */
+  readonly restorePointIntervalMs: number;
   /** Restore points kept (the newest N manifests). */
   readonly retention: number;
   readonly leaseTtlSeconds: number;
@@ -44,6 +46,7 @@ export interface BackupdConfig {
 
 export const DEFAULTS = {
   intervalMs: 1000,
+  restorePointIntervalMs: 10_000,
   retention: 24,
   leaseTtlSeconds: 30,
   shutdownGraceMs: 10_000,
@@ -70,6 +73,7 @@ const DATABASE_KEYS = [
   'url',
   'urls',
   'interval',
+  'restorePointInterval',
   'retention',
   'leaseTtl',
   'shutdownGrace',
@@ -115,6 +119,7 @@ export function singleDatabaseConfig(
       raw[key] = numeric && /^\d+$/.test(value) ? Number(value) : value;
   };
   fromEnv('BACKUPD_INTERVAL', 'interval');
+  fromEnv('BACKUPD_RESTORE_POINT_INTERVAL', 'restorePointInterval');
   fromEnv('BACKUPD_RETENTION', 'retention', true);
   fromEnv('BACKUPD_LEASE_TTL', 'leaseTtl');
   fromEnv('BACKUPD_SHUTDOWN_GRACE', 'shutdownGrace');
@@ -267,6 +272,14 @@ function validateDatabase(
       `${path}.url: required, where to back up to (e.g. s3://bucket/prefix or file:///backups/app)`,
     );
   }
+  if (type === 'sqlite' && urlTexts.length > 1) {
+    // One SQLite database is read by one source per process; several replicas
+    // of it would need several, which would release each other's locks.
+    problems.push(
+      `${path}.urls: a SQLite database has one replica URL (several are not supported yet)`,
+    );
+    urlTexts.length = 1;
+  }
   const urls: { text: string; location: StoreLocation }[] = [];
   for (const { text, at } of urlTexts) {
     if (typeof text !== 'string') {
@@ -296,6 +309,11 @@ function validateDatabase(
     return parsed;
   };
   const intervalMs = duration('interval', DEFAULTS.intervalMs, 100);
+  const restorePointIntervalMs = duration(
+    'restorePointInterval',
+    DEFAULTS.restorePointIntervalMs,
+    100,
+  );
   const shutdownGraceMs = duration('shutdownGrace', DEFAULTS.shutdownGraceMs, 0);
   const leaseTtlMs = duration('leaseTtl', DEFAULTS.leaseTtlSeconds * 1000, 3000);
   if (leaseTtlMs > 3_600_000) problems.push(`${path}.leaseTtl: must be at most 1h`);
@@ -352,6 +370,7 @@ function validateDatabase(
     type,
     urls,
     intervalMs,
+    restorePointIntervalMs,
     retention,
     leaseTtlSeconds: Math.round(leaseTtlMs / 1000),
     shutdownGraceMs,

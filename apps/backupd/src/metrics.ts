@@ -58,7 +58,7 @@ const FAMILIES: readonly Family[] = [
     name: 'backupd_restore_points',
     help: 'Restore points (manifests) this process knows in the replica.',
     type: 'gauge',
-    samples: (s) => [[{}, s.restorePoints]],
+    samples: (s) => (s.restorePoints !== undefined ? [[{}, s.restorePoints]] : []),
   },
   {
     name: 'backupd_latest_restore_point_commit',

@@ -26,7 +26,7 @@ function row(status: ReplicaStatus, now: number): string {
   const latest = status.latestRestorePoint
     ? `commit ${status.latestRestorePoint.commitSeq}${status.latestRestorePoint.createdAt ? ` <small>(${escapeHtml(status.latestRestorePoint.createdAt)})</small>` : ''}`
     : 'none yet';
-  return `<tr><td>${escapeHtml(status.database)}</td><td>${escapeHtml(status.replica)}</td><td>${health}</td><td class="lag">${status.lagSeconds}s</td><td>${ago(status.lastSuccessSeconds, now)}</td><td>${lease}</td><td>${latest}</td><td>${status.restorePoints}</td><td>${status.errors}</td></tr>`;
+  return `<tr><td>${escapeHtml(status.database)}</td><td>${escapeHtml(status.replica)}</td><td>${health}</td><td class="lag">${status.lagSeconds}s</td><td>${ago(status.lastSuccessSeconds, now)}</td><td>${lease}</td><td>${latest}</td><td>${status.restorePoints ?? '—'}</td><td>${status.errors}</td></tr>`;
 }
 
 export function renderStatusPage(

@@ -21,7 +21,8 @@ export interface ReplicaStatus {
     readonly key: string;
     readonly createdAt?: string;
   };
-  readonly restorePoints: number;
+  /** This lineage's restore points after the last retention pass; absent before one ran. */
+  readonly restorePoints?: number;
   readonly requests: Readonly<Record<Operation, OperationCounters>>;
 }
 

@@ -118,14 +118,20 @@ export function parseStoreUrl(text: string): StoreLocation {
     );
   const endpoint = option('endpoint');
   if (endpoint !== undefined) {
+    // The endpoint's text is never echoed: it may carry a credential (a
+    // user:password part, perhaps from a `${VAR}` in a config file).
+    let parsed: URL | undefined;
     try {
-      const parsed = new URL(endpoint);
-      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
-      if (parsed.username || parsed.password)
-        throw problem('credentials in an endpoint are not accepted');
-    } catch (error) {
-      if (error instanceof StoreUrlError) throw error;
-      throw problem(`endpoint must be an http(s) URL, got ${JSON.stringify(endpoint)}`);
+      parsed = new URL(endpoint);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed && (parsed.username || parsed.password))
+      throw problem('credentials in an endpoint are not accepted');
+    if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+      throw problem(
+        `endpoint must be an http(s) URL such as https://s3.example.com, got ${parsed ? `a ${parsed.protocol.slice(0, -1)}: URL` : 'text that is not a URL'}`,
+      );
     }
   }
   if (scheme === 's3') {

@@ -11,6 +11,7 @@ export {
   type StoreErrorOptions,
 } from './errors.ts';
 export { FsStore, type FsStoreOptions } from './fs-store.ts';
+export { getCapped, isTooLarge, type TooLarge } from './get-capped.ts';
 export {
   compareKeys,
   isValidKey,
@@ -20,7 +21,7 @@ export {
   validateKey,
 } from './keys.ts';
 export { listFromKeys } from './list-helpers.ts';
-export { MemoryStore } from './memory-store.ts';
+export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
 export {
   type CallOptions,
   type DeleteOptions,
@@ -33,8 +34,8 @@ export {
   type ObjectVersion,
   type PutMode,
   type PutOptions,
-  sameVersion,
   type StoreCapabilities,
+  sameVersion,
   type UploadOptions,
   type UploadSource,
 } from './object-store.ts';

@@ -1,4 +1,5 @@
 /** Building a `ListResult` from a sorted list of objects, for stores that list everything at once. */
+import { compareKeys } from './keys.ts';
 import type { ListResult, ObjectInfo } from './object-store.ts';
 
 /**
@@ -19,5 +20,5 @@ export function listFromKeys(
     if (at === -1) kept.push(info);
     else prefixes.add(info.key.slice(0, at + delimiter.length));
   }
-  return { objects: kept, commonPrefixes: [...prefixes].sort() };
+  return { objects: kept, commonPrefixes: [...prefixes].sort(compareKeys) };
 }

@@ -6,7 +6,13 @@
  * interface describes. Bodies are copied in and out: a caller that mutates a
  * buffer after `put` or after `get` does not change the stored object.
  * Nothing survives the process.
+ *
+ * With `versions: 'content-hash'` it behaves like S3 where S3 differs:
+ * a version is the quoted MD5 of the bytes (an S3 ETag of a single PUT), so
+ * a rewrite of identical bytes keeps its version, and it declares
+ * `distinctVersions: false`. For testing code that must also be right on S3.
  */
+import { createHash } from 'node:crypto';
 import { chunksOf, throwIfAborted } from './abort.ts';
 import { AlreadyExistsError, PreconditionFailedError } from './errors.ts';
 import { compareKeys, validateKey } from './keys.ts';
@@ -35,24 +41,39 @@ interface StoredObject {
 
 let storeCounter = 0;
 
+export interface MemoryStoreOptions {
+  /**
+   * `unique` (default): every write gets a new version, also of identical
+   * bytes. `content-hash`: the version is the quoted MD5 of the bytes, like
+   * an S3 ETag, and `capabilities.distinctVersions` is `false`.
+   */
+  readonly versions?: 'unique' | 'content-hash';
+}
+
 export class MemoryStore implements ObjectStore {
   readonly description: string;
-  readonly capabilities: StoreCapabilities = {
-    conditionalPut: true,
-    conditionalDelete: true,
-    multipartCreate: true,
-  };
+  readonly capabilities: StoreCapabilities;
 
   readonly #objects = new Map<string, StoredObject>();
   readonly #instance =
     `${process.pid.toString(36)}.${(storeCounter++).toString(36)}.${Math.random().toString(36).slice(2, 8)}`;
+  readonly #contentHashVersions: boolean;
   #writes = 0;
 
-  constructor(name = 'memory') {
+  constructor(name = 'memory', options: MemoryStoreOptions = {}) {
     this.description = `memory:${name}`;
+    this.#contentHashVersions = options.versions === 'content-hash';
+    this.capabilities = {
+      conditionalPut: true,
+      conditionalDelete: true,
+      multipartCreate: true,
+      distinctVersions: !this.#contentHashVersions,
+    };
   }
 
-  #nextVersion(): ObjectVersion {
+  #nextVersion(body: Uint8Array): ObjectVersion {
+    if (this.#contentHashVersions)
+      return { etag: `"${createHash('md5').update(body).digest('hex')}"` };
     this.#writes += 1;
     return { etag: `"${this.#instance}.${this.#writes}"` };
   }
@@ -106,7 +127,7 @@ export class MemoryStore implements ObjectStore {
       if (!existing) throw new PreconditionFailedError(key, { detail: 'no object at the key' });
       if (!sameVersion(existing.version, mode.ifMatch)) throw new PreconditionFailedError(key);
     }
-    const version = this.#nextVersion();
+    const version = this.#nextVersion(body);
     this.#objects.set(key, { body, version });
     return version;
   }

@@ -5,8 +5,23 @@
  * Semantics (the reference is {@link MemoryStore}):
  * - Keys follow the rules in `keys.ts`; a bad key is refused with
  *   `InvalidKeyError` before any request is sent.
- * - Every write produces a new {@link ObjectVersion}, also when the bytes are
- *   the same as before, so a replace-if-version can tell two writes apart.
+ * - Every write produces a new {@link ObjectVersion} when its bytes differ
+ *   from the object it replaces. When the bytes are identical, it does so
+ *   only if the store declares `capabilities.distinctVersions`: S3 ETags are
+ *   content hashes (on AWS too), so there two writes of the same bytes share
+ *   a version and a replace-if-version cannot tell them apart (an ABA: a
+ *   writer holding the old version still matches). Callers that rely on
+ *   replace-if-version to detect another writer must make each write's
+ *   bytes unique — e.g. a fresh nonce in every record, as the lease's record
+ *   carries.
+ * - Keys are names, not paths, but some file-system-backed S3 servers
+ *   (versitygw's posix backend, MinIO) store them as paths: they refuse, or
+ *   hide from listings, a key that is also the folder of another key (`a/b`
+ *   next to `a/b/c`). Portable layouts never create one. backupd's layout
+ *   under a backup prefix (`LATEST`, `LEASE`, `manifest/…`, `snapshots/…`,
+ *   `archives/<g>/…`, `wal/<g>/…`, `side/<name>/…`) never does, as long as
+ *   one backup prefix is not itself a key of another backup (e.g. `p` and
+ *   `p/LATEST`).
  * - Conditional writes are atomic: of any number of concurrent
  *   create-if-absent writes of one key exactly one succeeds; of concurrent
  *   replace-if-version writes against one version exactly one succeeds.
@@ -112,6 +127,14 @@ export interface StoreCapabilities {
   readonly conditionalDelete: boolean;
   /** `upload` honours `create` atomically at completion. */
   readonly multipartCreate: boolean;
+  /**
+   * Every write produces a new version, even of identical bytes. `false` for
+   * S3 and S3-compatible services, whose ETags are content hashes: there a
+   * rewrite of the same bytes keeps the version, and a replace-if-version
+   * against the older write still matches. Wrappers pass the inner store's
+   * value through.
+   */
+  readonly distinctVersions: boolean;
 }
 
 export interface ObjectStore {

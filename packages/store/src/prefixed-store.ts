@@ -7,7 +7,7 @@
  * segments are refused, so a key cannot climb out. A `list("")` lists the
  * prefix only.
  */
-import { validateKey, joinKey, normalizePrefix } from './keys.ts';
+import { joinKey, normalizePrefix, validateKey } from './keys.ts';
 import type {
   CallOptions,
   DeleteOptions,

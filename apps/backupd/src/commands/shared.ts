@@ -1,0 +1,54 @@
+/** What several commands share: opening the URL argument, printing JSON or text. */
+import type { CommandContext } from '../main.ts';
+import { UsageError } from '../main.ts';
+import { type OpenedStore, openStore } from '../open-store.ts';
+import { parseStoreUrl } from '../store-url.ts';
+
+export async function openUrlArgument(
+  context: CommandContext,
+  position: number,
+  what = '<url>',
+): Promise<OpenedStore & { url: string }> {
+  const url = context.positionals[position];
+  if (url === undefined) throw new UsageError(`missing ${what}`);
+  const opened = await openStore(parseStoreUrl(url), context.env);
+  return { ...opened, url };
+}
+
+export function expectPositionals(context: CommandContext, count: number): void {
+  if (context.positionals.length > count) {
+    throw new UsageError(`unexpected argument "${context.positionals[count]}"`);
+  }
+}
+
+export function printJson(context: CommandContext, value: unknown): void {
+  context.stdout.write(context.redactor.text(`${JSON.stringify(value, null, 2)}\n`));
+}
+
+export function print(context: CommandContext, text: string): void {
+  context.stdout.write(context.redactor.text(`${text}\n`));
+}
+
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/** Formats rows as aligned columns. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
+  );
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}

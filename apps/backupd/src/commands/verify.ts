@@ -1,0 +1,36 @@
+/** `backupd verify <url> [--deep]`: every restore point and the objects it names; the exit code says the result. */
+import { verify } from '@x/backup-worker';
+import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import type { CommandContext } from '../main.ts';
+import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';
+
+export async function verifyCommand(context: CommandContext): Promise<number> {
+  expectPositionals(context, 1);
+  const { store, prefix } = await openUrlArgument(context, 0);
+  const deep = context.values.deep === true;
+  const report = await verify(store, prefix, { deep });
+  if (context.values.json) {
+    printJson(context, report);
+    return report.ok ? EXIT_OK : EXIT_FAILED;
+  }
+  const lines: string[] = [];
+  lines.push(
+    `LATEST: ${report.latest.manifestKey ?? '(none)'} ${report.latest.ok ? 'ok' : 'PROBLEM'}`,
+  );
+  for (const problem of report.latest.problems) lines.push(`  - ${problem.message}`);
+  for (const manifest of report.manifests) {
+    lines.push(
+      `${manifest.key}: ${manifest.status}${manifest.commitSeq !== undefined ? ` (commit ${manifest.commitSeq})` : ''}`,
+    );
+    for (const problem of manifest.problems) lines.push(`  - ${problem.message}`);
+  }
+  for (const problem of report.problems) lines.push(`prefix: ${problem.message}`);
+  const problems = report.manifests.filter((manifest) => manifest.status === 'problems').length;
+  lines.push(
+    report.ok
+      ? `verified ${report.manifests.length} restore point(s)${deep ? ' with CRC-32 checks' : ' (sizes; add --deep for CRC-32)'}`
+      : `FAILED: ${problems} of ${report.manifests.length} restore point(s) have problems${report.latest.ok ? '' : '; LATEST has problems'}`,
+  );
+  print(context, lines.join('\n'));
+  return report.ok ? EXIT_OK : EXIT_FAILED;
+}

@@ -1,0 +1,131 @@
+/**
+ * The daemon: one backup worker per (database, replica URL), each with its
+ * own store, lease and health, and the status they report. It owns nothing
+ * else: signals, the HTTP listener and a child application are the
+ * replicate command's.
+ */
+import { hostname } from 'node:os';
+import {
+  type BackupHandle,
+  type BackupLogger,
+  type BackupSource,
+  BackupWorker,
+  FramedDirSource,
+} from '@x/backup-worker';
+import type { BackupdConfig, DatabaseConfig } from './config.ts';
+import { InstrumentedStore } from './instrumented-store.ts';
+import type { Logger } from './logger.ts';
+import { openStore } from './open-store.ts';
+import type { ReplicaStatus } from './status.ts';
+import { describeLocation, type StoreLocation } from './store-url.ts';
+
+interface Replica {
+  readonly database: DatabaseConfig;
+  readonly location: StoreLocation;
+  readonly store: InstrumentedStore;
+  readonly handle: BackupHandle;
+  readonly source: BackupSource & { close?: () => Promise<void> | void };
+}
+
+export interface Daemon {
+  statuses(): ReplicaStatus[];
+  /** Graceful: every worker flushes, writes its final manifest and releases its lease, within its grace period. */
+  shutdown(): Promise<void>;
+}
+
+export type SourceFactory = (
+  database: DatabaseConfig,
+) => Promise<BackupSource & { close?: () => Promise<void> | void }>;
+
+/** The default sources: framed store directories here; SQLite through `sqliteSourceFactory` when given. */
+export function defaultSourceFactory(sqlite?: SourceFactory): SourceFactory {
+  return async (database) => {
+    if (database.type === 'framed') return new FramedDirSource({ directory: database.path });
+    if (!sqlite) throw new Error('SQLite sources are not available in this build');
+    return sqlite(database);
+  };
+}
+
+function workerLogger(logger: Logger, fields: Record<string, string>): BackupLogger {
+  const child = logger.child(fields);
+  return {
+    info: (event, extra) => child.info({ event, ...extra }),
+    warn: (event, extra) => child.warn({ event, ...extra }),
+    error: (event, extra) => child.error({ event, ...extra }),
+  };
+}
+
+export async function startDaemon(
+  config: BackupdConfig,
+  options: {
+    logger: Logger;
+    env: Readonly<Record<string, string | undefined>>;
+    sources: SourceFactory;
+  },
+): Promise<Daemon> {
+  const replicas: Replica[] = [];
+  try {
+    for (const database of config.databases) {
+      for (const url of database.urls) {
+        const { store: bare, prefix } = await openStore(url.location, options.env);
+        const store = new InstrumentedStore(bare);
+        const source = await options.sources(database);
+        const replica = describeLocation(url.location);
+        const worker = new BackupWorker({
+          store,
+          prefix,
+          source,
+          walIntervalMs: database.intervalMs,
+          manifestIntervalMs: database.restorePointIntervalMs,
+          retain: database.retention,
+          leaseTtlSeconds: database.leaseTtlSeconds,
+          conditional: database.conditional,
+          shutdownGraceMs: database.shutdownGraceMs,
+          logger: workerLogger(options.logger, { database: database.path, replica }),
+        });
+        options.logger.info({
+          event: 'replica-started',
+          database: database.path,
+          replica,
+          host: hostname(),
+          instanceId: worker.instanceId,
+        });
+        replicas.push({ database, location: url.location, store, handle: worker.start(), source });
+      }
+    }
+  } catch (error) {
+    await Promise.allSettled(replicas.map((replica) => replica.handle.shutdown()));
+    throw error;
+  }
+  return {
+    statuses: () =>
+      replicas.map((replica) => {
+        const health = replica.handle.health();
+        return {
+          database: replica.database.path,
+          replica: describeLocation(replica.location),
+          healthy: health.healthy,
+          ...(health.reason ? { reason: health.reason } : {}),
+          lagSeconds: health.lagSeconds,
+          lastSuccessSeconds:
+            health.lastSuccessAt === null ? 0 : Math.floor(health.lastSuccessAt / 1000),
+          errors: health.errorCount,
+          leaseHeld: health.leaseHeld,
+          ...(health.latestRestorePoint
+            ? {
+                latestRestorePoint: {
+                  commitSeq: health.latestRestorePoint.commitSeq,
+                  key: health.latestRestorePoint.manifestKey,
+                },
+              }
+            : {}),
+          ...(health.restorePoints !== null ? { restorePoints: health.restorePoints } : {}),
+          requests: replica.store.counters,
+        };
+      }),
+    shutdown: async () => {
+      await Promise.allSettled(replicas.map((replica) => replica.handle.shutdown()));
+      await Promise.allSettled(replicas.map((replica) => replica.source.close?.()));
+    },
+  };
+}

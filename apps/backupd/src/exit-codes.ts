@@ -1,0 +1,14 @@
+/**
+ * Exit codes, documented in the README:
+ * - 0: success (for `verify`: every restore point verified; for `check`: the service gives real exclusion);
+ * - 1: the operation failed, or `verify`/`check` found a problem;
+ * - 2: usage or configuration error (nothing was done);
+ * - 3: refused to overwrite (restore target exists; use --force or --if-missing);
+ * - 130: stopped by a second SIGINT/SIGTERM before the graceful shutdown finished.
+ * `replicate --exec` exits with the child's code instead.
+ */
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+export const EXIT_REFUSED = 3;
+export const EXIT_INTERRUPTED = 130;

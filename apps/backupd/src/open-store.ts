@@ -1,0 +1,115 @@
+/**
+ * Opens the store a URL names. Adapter packages are imported only when their
+ * scheme is used, so `file://` needs no cloud SDK loaded.
+ *
+ * Credentials (never from the URL):
+ * - s3: the AWS SDK's standard chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY,
+ *   AWS_PROFILE, web identity, instance roles). Region: `?region=`, else
+ *   AWS_REGION, else `us-east-1` when an endpoint is given.
+ * - az: AZURE_STORAGE_CONNECTION_STRING; or an account (`?account=` or
+ *   AZURE_STORAGE_ACCOUNT) with AZURE_STORAGE_KEY, or with
+ *   AZURE_STORAGE_SAS_TOKEN. `?endpoint=` overrides the blob endpoint
+ *   (Azurite, sovereign clouds). Microsoft Entra ID token credentials are
+ *   available to library users (`@x/store-azure`), not from the command line.
+ * - gs: Google's application-default credentials (GOOGLE_APPLICATION_CREDENTIALS,
+ *   the metadata server); with `?endpoint=` and no credentials, requests are
+ *   sent unauthenticated (emulators).
+ */
+import { FsStore, MemoryStore, type ObjectStore } from '@x/store';
+import { type StoreLocation, StoreUrlError } from './store-url.ts';
+
+export interface OpenedStore {
+  /** The store at the bucket's (or directory's) root. */
+  readonly store: ObjectStore;
+  /** The backup prefix inside it. */
+  readonly prefix: string;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const memoryStores = new Map<string, MemoryStore>();
+
+export async function openStore(location: StoreLocation, env: Env): Promise<OpenedStore> {
+  switch (location.scheme) {
+    case 'memory': {
+      let store = memoryStores.get(location.name);
+      if (!store) {
+        store = new MemoryStore(location.name);
+        memoryStores.set(location.name, store);
+      }
+      return { store, prefix: location.prefix };
+    }
+    case 'file':
+      return { store: new FsStore({ root: location.root }), prefix: location.prefix };
+    case 's3': {
+      const { S3Store } = await import('@x/store-s3');
+      const region =
+        location.region ??
+        env.AWS_REGION ??
+        env.AWS_DEFAULT_REGION ??
+        (location.endpoint ? 'us-east-1' : undefined);
+      return {
+        store: new S3Store({
+          bucket: location.bucket,
+          ...(region ? { region } : {}),
+          ...(location.endpoint ? { endpoint: location.endpoint } : {}),
+          ...(location.forcePathStyle !== undefined
+            ? { forcePathStyle: location.forcePathStyle }
+            : {}),
+        }),
+        prefix: location.prefix,
+      };
+    }
+    case 'az': {
+      const { AzureBlobStore } = await import('@x/store-azure');
+      const account = location.account ?? env.AZURE_STORAGE_ACCOUNT;
+      const endpoint =
+        location.endpoint ?? (account ? `https://${account}.blob.core.windows.net` : undefined);
+      if (env.AZURE_STORAGE_CONNECTION_STRING) {
+        return {
+          store: new AzureBlobStore({
+            container: location.container,
+            connectionString: env.AZURE_STORAGE_CONNECTION_STRING,
+          }),
+          prefix: location.prefix,
+        };
+      }
+      if (account && env.AZURE_STORAGE_KEY) {
+        return {
+          store: new AzureBlobStore({
+            container: location.container,
+            accountName: account,
+            accountKey: env.AZURE_STORAGE_KEY,
+            ...(endpoint ? { blobEndpoint: endpoint } : {}),
+          }),
+          prefix: location.prefix,
+        };
+      }
+      if (endpoint && env.AZURE_STORAGE_SAS_TOKEN) {
+        const token = env.AZURE_STORAGE_SAS_TOKEN.replace(/^\?/, '');
+        return {
+          store: new AzureBlobStore({
+            container: location.container,
+            sasUrl: `${endpoint}?${token}`,
+          }),
+          prefix: location.prefix,
+        };
+      }
+      throw new StoreUrlError(
+        'no Azure credentials: set AZURE_STORAGE_CONNECTION_STRING, or an account (?account= or AZURE_STORAGE_ACCOUNT) with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN',
+      );
+    }
+    case 'gs': {
+      const { GcsStore } = await import('@x/store-gcs');
+      const projectId = location.project ?? env.GOOGLE_CLOUD_PROJECT ?? env.GCLOUD_PROJECT;
+      return {
+        store: new GcsStore({
+          bucket: location.bucket,
+          ...(projectId ? { projectId } : {}),
+          ...(location.endpoint ? { apiEndpoint: location.endpoint } : {}),
+        }),
+        prefix: location.prefix,
+      };
+    }
+  }
+}

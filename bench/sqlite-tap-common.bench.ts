@@ -1,0 +1,240 @@
+/**
+ * Shared pieces of the SQLite benchmarks (not a benchmark itself: it exports
+ * no `benchmark`, so the harness skips it): the application under load, run
+ * in its own process with its own node:sqlite connection, and backupd
+ * (SqliteSource under the real BackupWorker, shipping to a MemoryStore, so
+ * network time is left out) in this process.
+ */
+import { spawn } from 'node:child_process';
+import { DatabaseSync } from 'node:sqlite';
+import { BackupWorker } from '../packages/backup-worker/src/backup-worker.ts';
+import { SqliteSource } from '../packages/backup-worker/src/sqlite/sqlite-source.ts';
+import type { SqliteTapOptions } from '../packages/backup-worker/src/sqlite/tap.ts';
+import { FakeClock } from '../packages/lease/src/index.ts';
+import { MemoryStore } from '../packages/store/src/index.ts';
+
+/**
+ * The application: one row of 200 bytes per transaction, synchronous=NORMAL
+ * (the usual WAL setting), SQLite's default auto-checkpoint, busy_timeout 10 s.
+ * `max`: as many transactions as it can for `durationMs`; prints the count.
+ * `paced`: `rate` transactions per second in batches every 10 ms; prints the
+ * wall-clock time of every commit (JSON array).
+ */
+const APPLICATION = `
+const { DatabaseSync } = require('node:sqlite');
+const [path, mode, durationText, rateText] = process.argv.slice(1);
+const durationMs = Number(durationText);
+const db = new DatabaseSync(path, { timeout: 10000 });
+db.exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL');
+const insert = db.prepare('INSERT INTO load (at, body) VALUES (?, ?)');
+const body = Buffer.alloc(200, 7);
+if (mode === 'max') {
+  const end = Date.now() + durationMs;
+  let n = 0;
+  while (Date.now() < end) { insert.run(Date.now(), body); n++; }
+  process.stdout.write(String(n));
+  db.close();
+} else {
+  const rate = Number(rateText);
+  const times = [];
+  const started = Date.now();
+  const tick = () => {
+    const due = Math.floor(((Date.now() - started) / 1000) * rate);
+    while (times.length < due) { insert.run(Date.now(), body); times.push(Date.now()); }
+    if (Date.now() - started < durationMs) setTimeout(tick, 10);
+    else { process.stdout.write(JSON.stringify(times)); db.close(); }
+  };
+  tick();
+}
+`;
+
+export function runApplication(
+  path: string,
+  mode: 'max' | 'paced',
+  durationMs: number,
+  rate = 0,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['-e', APPLICATION, path, mode, String(durationMs), String(rate)],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let output = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (text: string) => {
+      output += text;
+    });
+    child.on('exit', (code) =>
+      code === 0 ? resolve(output) : reject(new Error(`application exited with ${code}`)),
+    );
+  });
+}
+
+/**
+ * The write-heavy application of the overhead benchmark, in its own process
+ * with its own node:sqlite connection, kept open across phases (as a real
+ * service's would be while backupd attaches and detaches). Each transaction
+ * inserts `rowsPerTransaction` rows of 200 bytes (the table has an index, so
+ * each commit writes at least two b-tree leaves). `synchronous` as the
+ * application configures it: FULL fsyncs the WAL at every commit (a commit
+ * that returned survives power loss), NORMAL only at checkpoints.
+ * Commands on stdin: `run <ms>` answers the number of transactions committed
+ * in that many ms; `quit` closes the connection.
+ */
+const DURABLE_APPLICATION = `
+const { DatabaseSync } = require('node:sqlite');
+const { createInterface } = require('node:readline');
+const [path, synchronous, rowsText] = process.argv.slice(1);
+const rows = Number(rowsText);
+const db = new DatabaseSync(path, { timeout: 10000 });
+db.exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=' + synchronous);
+const insert = db.prepare('INSERT INTO load (at, body) VALUES (?, ?)');
+const body = Buffer.alloc(200, 7);
+const lines = createInterface({ input: process.stdin });
+lines.on('line', (line) => {
+  const [command, argument] = line.split(' ');
+  if (command === 'quit') { db.close(); lines.close(); return; }
+  const end = Date.now() + Number(argument);
+  let n = 0;
+  while (Date.now() < end) {
+    db.exec('BEGIN');
+    for (let i = 0; i < rows; i += 1) insert.run(Date.now(), body);
+    db.exec('COMMIT');
+    n += 1;
+  }
+  process.stdout.write(n + '\\n');
+});
+`;
+
+export interface DurableApplication {
+  /** Commits as fast as it can for `durationMs`; resolves to the transactions committed. */
+  run(durationMs: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+export function startDurableApplication(
+  path: string,
+  synchronous: 'FULL' | 'NORMAL',
+  rowsPerTransaction: number,
+): DurableApplication {
+  const child = spawn(
+    process.execPath,
+    ['-e', DURABLE_APPLICATION, path, synchronous, String(rowsPerTransaction)],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  let buffered = '';
+  const waiting: ((count: number) => void)[] = [];
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (text: string) => {
+    buffered += text;
+    for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      waiting.shift()?.(Number(line));
+    }
+  });
+  return {
+    run(durationMs) {
+      return new Promise<number>((resolve, reject) => {
+        waiting.push(resolve);
+        child.stdin.write(`run ${durationMs}\n`);
+        void exited.then((code) => reject(new Error(`application exited with ${code}`)));
+      });
+    },
+    async close() {
+      child.stdin.write('quit\n');
+      child.stdin.end();
+      const code = await exited;
+      if (code !== 0) throw new Error(`application exited with ${code}`);
+    },
+  };
+}
+
+export function createLoadDatabase(path: string): void {
+  const db = new DatabaseSync(path);
+  db.exec('PRAGMA journal_mode=WAL');
+  db.exec('CREATE TABLE IF NOT EXISTS load (id INTEGER PRIMARY KEY, at INTEGER, body BLOB)');
+  db.close();
+}
+
+/**
+ * A MemoryStore that forgets segment bodies: at tens of thousands of commits
+ * per second a store holding every byte in this process would measure the
+ * garbage collector, not backupd. Uploading costs what it costs (copies,
+ * CRC-32); only the retention is skipped.
+ */
+class DiscardingStore extends MemoryStore {
+  override put(
+    key: string,
+    body: Uint8Array,
+    options?: Parameters<MemoryStore['put']>[2],
+  ): ReturnType<MemoryStore['put']> {
+    return super.put(key, key.includes('/wal/') ? new Uint8Array(1) : body, options);
+  }
+
+  override async upload(
+    key: string,
+    source: Parameters<MemoryStore['upload']>[1],
+    options?: Parameters<MemoryStore['upload']>[2],
+  ): ReturnType<MemoryStore['upload']> {
+    let size = 0;
+    if (source instanceof Uint8Array) size = source.byteLength;
+    else for await (const chunk of source) size += chunk.byteLength;
+    const result = await super.upload(key, new Uint8Array(1), options);
+    return { ...result, size };
+  }
+}
+
+/**
+ * backupd attached to `path`: a worker step every `intervalMs` until `stop()`.
+ * `ready` resolves once the generation's snapshot is in the bucket (from
+ * then on the tap runs in its steady state).
+ */
+export function attachBackupd(
+  path: string,
+  intervalMs: number,
+  tapOptions: SqliteTapOptions & { captureIntervalMs?: number } = {},
+  onStep?: (source: SqliteSource) => void,
+): { source: SqliteSource; ready: Promise<void>; stop(): Promise<void> } {
+  const source = SqliteSource.open({ path, ...tapOptions });
+  const worker = new BackupWorker({
+    store: new DiscardingStore(),
+    prefix: 'bench',
+    source,
+    clock: new FakeClock(),
+    manifestIntervalMs: 0,
+  });
+  let stopped = false;
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => {
+    markReady = resolve;
+  });
+  const loop = (async () => {
+    while (!stopped) {
+      await worker.runOnce();
+      // The first restore point (the snapshot) is in the bucket: steady state.
+      if (!source.tap.snapshotAvailable) markReady();
+      onStep?.(source);
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+    await worker.runOnce();
+    onStep?.(source);
+  })();
+  return {
+    source,
+    ready,
+    async stop() {
+      stopped = true;
+      await loop;
+      await source.close();
+    },
+  };
+}
+
+export function percentile(values: readonly number[], fraction: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
+}

@@ -1,0 +1,157 @@
+/**
+ * Health: lag, counters and a reason, computed from the engine's durable
+ * position and what has shipped.
+ *
+ * Unhealthy, always with a reason, when (first match wins): the worker has
+ * stopped (for good), it refused the prefix (lineage), a lease keeps it out,
+ * {@link UNHEALTHY_AFTER_FAILURES} consecutive steps failed, or durable data
+ * waited unshipped longer than `max(30 s, 10 × WAL interval)`.
+ */
+
+/** Consecutive failed steps after which the worker reports itself unhealthy. */
+export const UNHEALTHY_AFTER_FAILURES = 3;
+/** First retry delay after a failure; doubles per failure up to {@link MAX_BACKOFF_MS}. */
+export const FIRST_BACKOFF_MS = 1_000;
+/** Longest retry delay. */
+export const MAX_BACKOFF_MS = 60_000;
+/** The shortest lag that makes the worker unhealthy. */
+export const MIN_UNHEALTHY_LAG_MS = 30_000;
+
+/** A snapshot of the worker's health and counters. */
+export interface BackupHealth {
+  readonly healthy: boolean;
+  /** Why it is unhealthy; once stopped, why it stopped (`"stopped"`, or the panic). `null` while healthy. */
+  readonly reason: string | null;
+  /** Failed steps, lease attempts and renewals since start. */
+  readonly errorCount: number;
+  /** Wall-clock ms of the last evaluation that found everything durable shipped; `null` before the first. */
+  readonly lastSuccessAt: number | null;
+  /** Seconds the oldest durable, unshipped WAL byte has waited (whole seconds); 0 when all is shipped. */
+  readonly lagSeconds: number;
+  /** Whether this worker holds the bucket lease right now. */
+  readonly leaseHeld: boolean;
+  /** The restore point LATEST names, as this worker last wrote or read it; `null` before it knows one. */
+  readonly latestRestorePoint: { readonly manifestKey: string; readonly commitSeq: number } | null;
+  /** This lineage's restore points after the last retention pass; `null` before one ran (or with `retain: 0`). */
+  readonly restorePoints: number | null;
+}
+
+/** The WAL a generation ships: engine generation plus snapshot and WAL identities. */
+export interface WalKey {
+  readonly engineGeneration: string;
+  readonly snapshot: string | null;
+  readonly wal: string | null;
+}
+
+export function sameWalKey(a: WalKey | null | undefined, b: WalKey | null | undefined): boolean {
+  if (!a || !b) return false;
+  return a.engineGeneration === b.engineGeneration && a.snapshot === b.snapshot && a.wal === b.wal;
+}
+
+/** The position fields health reads. */
+export interface PositionForHealth extends WalKey {
+  readonly durableLength: number;
+}
+
+/** Shared by the worker and its supervisor; every method is synchronous (no interleaving). */
+export class HealthTracker {
+  readonly #limitMs: number;
+  shipped: { key: WalKey; cursor: number } | null = null;
+  consecutiveFailures = 0;
+  /** Why the last step did nothing, when it deferred. */
+  deferral: string | null = null;
+  /** Why a lease keeps this worker from uploading, while it does. */
+  lease: string | null = null;
+  /** Why the worker refused the prefix; permanent. */
+  lineage: string | null = null;
+  stopped: string | null = null;
+  errorCount = 0;
+  leaseHeld = false;
+  #seen: { length: number; at: number }[] = [];
+  #seenKey: WalKey | null = null;
+  #baseDueSince: number | null = null;
+  #lastSuccessAt: number | null = null;
+  #lagSeconds = 0;
+  #reason: string | null = null;
+
+  constructor(walIntervalMs: number) {
+    this.#limitMs = Math.max(MIN_UNHEALTHY_LAG_MS, 10 * walIntervalMs);
+  }
+
+  /**
+   * Re-evaluate at monotonic `now` (and wall `wallNow`) against `position`.
+   * The lag runs from the first evaluation that saw a durable length beyond
+   * what shipped (evaluations run every interval, so at most one interval
+   * after the fsync), or, while a new restore point is due, from when that
+   * was first seen.
+   */
+  observe(position: PositionForHealth | null, now: number, wallNow: number): void {
+    let lagMs = 0;
+    // Success means everything durable of the WAL being shipped is in the
+    // bucket; a restore point that is due (nothing shipped yet) is not.
+    let caughtUp = false;
+    if (position) {
+      const shipped = this.shipped;
+      if (shipped && sameWalKey(shipped.key, position)) {
+        this.#baseDueSince = null;
+        if (!sameWalKey(this.#seenKey, position)) {
+          this.#seen = [];
+          this.#seenKey = {
+            engineGeneration: position.engineGeneration,
+            snapshot: position.snapshot,
+            wal: position.wal,
+          };
+        }
+        const last = this.#seen.at(-1)?.length ?? shipped.cursor;
+        if (position.durableLength > last)
+          this.#seen.push({ length: position.durableLength, at: now });
+        while (this.#seen.length > 0 && this.#seen[0]!.length <= shipped.cursor) this.#seen.shift();
+        const first = this.#seen[0];
+        lagMs = first ? Math.max(0, now - first.at) : 0;
+        caughtUp = first === undefined;
+      } else {
+        this.#baseDueSince ??= now;
+        lagMs = Math.max(0, now - this.#baseDueSince);
+      }
+    }
+    if (caughtUp) this.#lastSuccessAt = wallNow;
+    this.#lagSeconds = Math.floor(lagMs / 1000);
+    let reason: string | null = null;
+    if (this.stopped !== null) reason = this.stopped;
+    else if (this.lineage !== null) reason = this.lineage;
+    else if (this.lease !== null) reason = this.lease;
+    else if (this.consecutiveFailures >= UNHEALTHY_AFTER_FAILURES)
+      reason = `${this.consecutiveFailures} consecutive failed backup steps`;
+    else if (lagMs > this.#limitMs)
+      reason =
+        this.deferral === null
+          ? `durable data unshipped for ${this.#lagSeconds}s`
+          : `durable data unshipped for ${this.#lagSeconds}s: ${this.deferral}`;
+    this.#reason = reason;
+  }
+
+  /** The worker is gone, for `why`: unhealthy from now on. */
+  stop(why: string): void {
+    this.stopped = why;
+    this.leaseHeld = false;
+    this.#reason = why;
+  }
+
+  /** Set by the worker whenever LATEST is written or read. */
+  latestRestorePoint: { readonly manifestKey: string; readonly commitSeq: number } | null = null;
+  /** Set by the worker after each retention pass. */
+  restorePoints: number | null = null;
+
+  snapshot(): BackupHealth {
+    return {
+      latestRestorePoint: this.latestRestorePoint,
+      restorePoints: this.restorePoints,
+      healthy: this.#reason === null,
+      reason: this.#reason,
+      errorCount: this.errorCount,
+      lastSuccessAt: this.#lastSuccessAt,
+      lagSeconds: this.#lagSeconds,
+      leaseHeld: this.leaseHeld,
+    };
+  }
+}

@@ -1,0 +1,291 @@
+/**
+ * Typed refusals of restore, one class per failure a caller can act on.
+ *
+ * Each carries a `code`, the facts a person needs (which key, which target,
+ * what was expected), a `Symbol.for` marker and `static isInstance`, so checks
+ * survive two copies of the package. Store failures (transport, permission)
+ * are not wrapped: they arrive as the store's own `StoreError`s, and an
+ * aborted restore rejects with the signal's reason.
+ */
+
+const MARKER_PREFIX = 'x.backup-worker.restore.error';
+
+function markerOf(name: string): symbol {
+  return Symbol.for(`${MARKER_PREFIX}.${name}`);
+}
+
+function hasMarker(value: unknown, marker: symbol): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[marker] === true
+  );
+}
+
+function mark(target: object, marker: symbol): void {
+  (target as Record<symbol, boolean>)[marker] = true;
+}
+
+export type RestoreErrorCode =
+  | 'RESTORE_ERROR'
+  | 'RESTORE_OPTIONS'
+  | 'RESTORE_TARGET_NOT_EMPTY'
+  | 'RESTORE_TARGET_UNSAFE'
+  | 'NO_RESTORE_POINT'
+  | 'RESTORE_POINT_REJECTED'
+  | 'OBJECT_MISSING'
+  | 'OBJECT_CORRUPT'
+  | 'RESTORE_INCOMPLETE';
+
+const RESTORE_ERROR_MARKER = markerOf('RestoreError');
+
+/** Base class of every restore refusal. */
+export class RestoreError extends Error {
+  readonly code: RestoreErrorCode;
+
+  constructor(
+    message: string,
+    code: RestoreErrorCode = 'RESTORE_ERROR',
+    options?: { cause?: unknown },
+  ) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'RestoreError';
+    this.code = code;
+    mark(this, RESTORE_ERROR_MARKER);
+  }
+
+  static isInstance(value: unknown): value is RestoreError {
+    return hasMarker(value, RESTORE_ERROR_MARKER);
+  }
+}
+
+const OPTIONS_MARKER = markerOf('RestoreOptionsError');
+
+/** The options contradict each other or are out of range; nothing was read or written. */
+export class RestoreOptionsError extends RestoreError {
+  readonly option: string;
+
+  constructor(option: string, problem: string) {
+    super(`restore option ${option}: ${problem}`, 'RESTORE_OPTIONS');
+    this.name = 'RestoreOptionsError';
+    this.option = option;
+    mark(this, OPTIONS_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is RestoreOptionsError {
+    return hasMarker(value, OPTIONS_MARKER);
+  }
+}
+
+const NOT_EMPTY_MARKER = markerOf('RestoreTargetNotEmptyError');
+
+/** The target directory holds files and `force` was not given; nothing was written. */
+export class RestoreTargetNotEmptyError extends RestoreError {
+  readonly targetDir: string;
+  /** Up to ten of the entries found. */
+  readonly entries: readonly string[];
+
+  constructor(targetDir: string, entries: readonly string[]) {
+    const shown = entries.slice(0, 10);
+    super(
+      `restore target ${targetDir} is not empty (${shown.join(', ')}${entries.length > shown.length ? ', …' : ''}); ` +
+        'restore into an empty directory, or pass force to replace the store files in it',
+      'RESTORE_TARGET_NOT_EMPTY',
+    );
+    this.name = 'RestoreTargetNotEmptyError';
+    this.targetDir = targetDir;
+    this.entries = shown;
+    mark(this, NOT_EMPTY_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is RestoreTargetNotEmptyError {
+    return hasMarker(value, NOT_EMPTY_MARKER);
+  }
+}
+
+const UNSAFE_MARKER = markerOf('RestoreTargetUnsafeError');
+
+/**
+ * The target cannot be written safely: it is not a directory, or it (or an
+ * entry in it) is a symbolic link, which could send a write outside it.
+ * Nothing was written.
+ */
+export class RestoreTargetUnsafeError extends RestoreError {
+  readonly targetDir: string;
+  readonly reason: string;
+
+  constructor(targetDir: string, reason: string) {
+    super(`restore target ${targetDir} refused: ${reason}`, 'RESTORE_TARGET_UNSAFE');
+    this.name = 'RestoreTargetUnsafeError';
+    this.targetDir = targetDir;
+    this.reason = reason;
+    mark(this, UNSAFE_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is RestoreTargetUnsafeError {
+    return hasMarker(value, UNSAFE_MARKER);
+  }
+}
+
+/** A commit range one restore point can restore to: any commit in `[from, to]`. */
+export interface RestorableRange {
+  readonly manifestKey: string;
+  readonly from: number;
+  readonly to: number;
+}
+
+const NO_POINT_MARKER = markerOf('NoRestorePointError');
+
+/**
+ * No restore point answers the request: the prefix has none, LATEST is
+ * missing, or no manifest covers the requested commit. For a commit, the
+ * nearest restorable commits below and above it are named (when they exist).
+ */
+export class NoRestorePointError extends RestoreError {
+  readonly prefix: string;
+  readonly requestedCommitSeq: number | undefined;
+  /** The highest restorable commit below the request. */
+  readonly nearestBelow: number | undefined;
+  /** The lowest restorable commit above the request. */
+  readonly nearestAbove: number | undefined;
+  /** The ranges the readable restore points cover, oldest first. */
+  readonly available: readonly RestorableRange[];
+
+  constructor(
+    prefix: string,
+    detail: string,
+    facts: {
+      requestedCommitSeq?: number;
+      nearestBelow?: number;
+      nearestAbove?: number;
+      available?: readonly RestorableRange[];
+    } = {},
+  ) {
+    const nearest: string[] = [];
+    if (facts.nearestBelow !== undefined) nearest.push(`nearest below: ${facts.nearestBelow}`);
+    if (facts.nearestAbove !== undefined) nearest.push(`nearest above: ${facts.nearestAbove}`);
+    super(
+      `no restore point in ${prefix}: ${detail}${nearest.length > 0 ? ` (${nearest.join(', ')})` : ''}`,
+      'NO_RESTORE_POINT',
+    );
+    this.name = 'NoRestorePointError';
+    this.prefix = prefix;
+    this.requestedCommitSeq = facts.requestedCommitSeq;
+    this.nearestBelow = facts.nearestBelow;
+    this.nearestAbove = facts.nearestAbove;
+    this.available = facts.available ?? [];
+    mark(this, NO_POINT_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is NoRestorePointError {
+    return hasMarker(value, NO_POINT_MARKER);
+  }
+}
+
+const REJECTED_MARKER = markerOf('RestorePointRejectedError');
+
+/**
+ * The restore point cannot be trusted as written: its manifest (or LATEST)
+ * does not parse, names another lineage, names a file that would land
+ * outside the target, a key outside the prefix, segments that do not chain,
+ * or objects whose content disagrees with it (frame counts). Nothing was
+ * written to the target.
+ */
+export class RestorePointRejectedError extends RestoreError {
+  /** The manifest (or LATEST) key. */
+  readonly key: string;
+  readonly problems: readonly string[];
+
+  constructor(key: string, problems: readonly string[], options?: { cause?: unknown }) {
+    super(
+      `restore point ${key} refused: ${problems.join('; ')}`,
+      'RESTORE_POINT_REJECTED',
+      options,
+    );
+    this.name = 'RestorePointRejectedError';
+    this.key = key;
+    this.problems = problems;
+    mark(this, REJECTED_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is RestorePointRejectedError {
+    return hasMarker(value, REJECTED_MARKER);
+  }
+}
+
+const MISSING_MARKER = markerOf('ObjectMissingError');
+
+/** An object the manifest names does not exist. Nothing was written to the target. */
+export class ObjectMissingError extends RestoreError {
+  readonly key: string;
+  readonly manifestKey: string;
+
+  constructor(key: string, manifestKey: string) {
+    super(`object ${key} named by ${manifestKey} does not exist`, 'OBJECT_MISSING');
+    this.name = 'ObjectMissingError';
+    this.key = key;
+    this.manifestKey = manifestKey;
+    mark(this, MISSING_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is ObjectMissingError {
+    return hasMarker(value, MISSING_MARKER);
+  }
+}
+
+const CORRUPT_MARKER = markerOf('ObjectCorruptError');
+
+/**
+ * An object's size or CRC-32 differs from what the manifest records. It was
+ * not used: nothing was written to the target.
+ */
+export class ObjectCorruptError extends RestoreError {
+  readonly key: string;
+  readonly property: 'size' | 'crc32';
+  readonly expected: string;
+  readonly actual: string;
+
+  constructor(key: string, property: 'size' | 'crc32', expected: string, actual: string) {
+    super(
+      `object ${key} is corrupt: ${property} expected ${expected}, found ${actual}`,
+      'OBJECT_CORRUPT',
+    );
+    this.name = 'ObjectCorruptError';
+    this.key = key;
+    this.property = property;
+    this.expected = expected;
+    this.actual = actual;
+    mark(this, CORRUPT_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is ObjectCorruptError {
+    return hasMarker(value, CORRUPT_MARKER);
+  }
+}
+
+const INCOMPLETE_MARKER = markerOf('RestoreIncompleteError');
+
+/**
+ * Every object verified, but moving the files into the target failed part
+ * way (a full disk, a permission, a vanished directory). The target may hold
+ * some restored files and has no parent record: restore again with `force`.
+ */
+export class RestoreIncompleteError extends RestoreError {
+  readonly targetDir: string;
+
+  constructor(targetDir: string, cause: unknown) {
+    super(
+      `restore into ${targetDir} did not complete while moving files into place (${cause instanceof Error ? cause.message : String(cause)}); ` +
+        'the directory holds a partial restore without a parent record: restore again with force',
+      'RESTORE_INCOMPLETE',
+      { cause },
+    );
+    this.name = 'RestoreIncompleteError';
+    this.targetDir = targetDir;
+    mark(this, INCOMPLETE_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is RestoreIncompleteError {
+    return hasMarker(value, INCOMPLETE_MARKER);
+  }
+}

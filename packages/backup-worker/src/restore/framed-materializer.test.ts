@@ -1,0 +1,122 @@
+import { completeFrames, encodeFrame, FRAME_HEADER_BYTES } from '@x/wal-segment';
+import { describe, expect, it } from 'vitest';
+import { FramedWalCutter, framedStoreMaterializer } from './framed-materializer.ts';
+
+function frames(sizes: readonly number[]): Uint8Array[] {
+  return sizes.map((size, index) => encodeFrame(new Uint8Array(size).fill(index + 1)));
+}
+
+/** Feeds `stream` in chunks of `chunkSize` and returns what was kept. */
+function cut(stream: Uint8Array, commits: number, chunkSize: number) {
+  const cutter = new FramedWalCutter(commits);
+  const kept: Uint8Array[] = [];
+  let stoppedEarly = false;
+  for (let offset = 0; offset < stream.byteLength; offset += chunkSize) {
+    const chunk = stream.subarray(offset, offset + chunkSize);
+    const keep = cutter.push(chunk);
+    if (stoppedEarly) expect(keep).toBe(0);
+    if (keep < chunk.byteLength) stoppedEarly = true;
+    kept.push(chunk.subarray(0, keep));
+  }
+  return { kept: Buffer.concat(kept), cutter };
+}
+
+describe('FramedWalCutter', () => {
+  const sizes = [1, 2, 7, 8, 9, 300, 1, 64];
+  const all = frames(sizes);
+  const stream = Buffer.concat(all);
+
+  it('keeps exactly the first N frames, for every N and every chunking', () => {
+    for (const chunkSize of [1, 3, FRAME_HEADER_BYTES, 13, 64, stream.byteLength]) {
+      for (let wanted = 0; wanted <= all.length; wanted += 1) {
+        const { kept, cutter } = cut(stream, wanted, chunkSize);
+        expect(
+          kept.equals(Buffer.concat(all.slice(0, wanted))),
+          `chunk ${chunkSize}, N ${wanted}`,
+        ).toBe(true);
+        expect(cutter.commitsKept).toBe(wanted);
+        expect(cutter.commitsSeen).toBe(all.length);
+      }
+    }
+  });
+
+  it('counts only complete frames: a torn tail is neither counted nor kept past the cut', () => {
+    const torn = Buffer.concat([stream, all[5]!.subarray(0, 20)]);
+    const { kept, cutter } = cut(torn, all.length, 5);
+    expect(cutter.commitsSeen).toBe(all.length);
+    expect(kept.equals(stream)).toBe(true);
+  });
+
+  it('a frame with a bad CRC or a zero length ends the log, as completeFrames says', () => {
+    const badCrc = Buffer.from(all[3]!);
+    badCrc[badCrc.byteLength - 1]! ^= 0xff;
+    const zero = new Uint8Array(FRAME_HEADER_BYTES);
+    for (const breaker of [badCrc, zero]) {
+      const log = Buffer.concat([...all.slice(0, 3), breaker, ...all.slice(4)]);
+      for (const chunkSize of [1, 5, log.byteLength]) {
+        const { kept, cutter } = cut(log, 3, chunkSize);
+        expect(cutter.commitsSeen).toBe(completeFrames(log).frames);
+        expect(cutter.commitsSeen).toBe(3);
+        expect(kept.equals(Buffer.concat(all.slice(0, 3)))).toBe(true);
+        // Asking for more than the log holds: the cutter says it found fewer.
+        expect(cut(log, 5, chunkSize).cutter.commitsKept).toBe(3);
+      }
+    }
+  });
+
+  it('asking for more frames than there are keeps everything and says how many it found', () => {
+    const { kept, cutter } = cut(stream, all.length + 3, 17);
+    expect(kept.equals(stream)).toBe(true);
+    expect(cutter.commitsKept).toBe(all.length);
+  });
+});
+
+describe('framedStoreMaterializer', () => {
+  const manifest = {
+    formatVersion: 1 as const,
+    lineage: 'l',
+    createdAt: '2026-11-29T09:00:00Z',
+    commitSeq: 0,
+    oldestCommitSeq: 0,
+    walGeneration: 0,
+    files: [],
+    segments: [],
+  };
+  const entry = (name: string) => ({
+    name,
+    key: 'p/x',
+    size: 0,
+    crc32: '00000000',
+    frames: 0,
+    lineage: 'l',
+  });
+
+  it('leaves backup.lineage out, refuses wal.bin, snapshot.intent and backup.parent, keeps the rest by name', () => {
+    expect(framedStoreMaterializer.targetName(entry('backup.lineage'), manifest)).toBeNull();
+    for (const name of ['snapshot.bin', 'wal.3.archive', 'wal.floor', 'roles.json', 'keys.json']) {
+      expect(framedStoreMaterializer.targetName(entry(name), manifest)).toBe(name);
+    }
+    for (const name of ['wal.bin', 'snapshot.intent', 'backup.parent']) {
+      expect(() => framedStoreMaterializer.targetName(entry(name), manifest)).toThrow(
+        /never carries/,
+      );
+    }
+  });
+
+  it('owns the store layout names and nothing else', () => {
+    for (const name of [
+      'snapshot.bin',
+      'wal.bin',
+      'snapshot.intent',
+      'wal.12.archive',
+      'backup.lineage',
+      'backup.parent',
+      'wal.floor',
+    ]) {
+      expect(framedStoreMaterializer.ownsName(name)).toBe(true);
+    }
+    for (const name of ['notes.txt', 'wal.bin.bak', 'wal.x.archive', 'database.sqlite']) {
+      expect(framedStoreMaterializer.ownsName(name)).toBe(false);
+    }
+  });
+});

@@ -1,0 +1,157 @@
+/**
+ * The default materializer: the framed store directory.
+ *
+ * A restore point becomes `snapshot.bin` (when the manifest has one), each
+ * archive as `wal.{n}.archive`, the chain and side files by name, and
+ * `wal.bin` rebuilt from the segments — cut after the frame that brings the
+ * commit count to the requested one. `backup.lineage` is left out on
+ * purpose: the restored store gets a lineage of its own at its first backup,
+ * and the parent record names the lineage it came from. `snapshot.intent`
+ * never travels, and a manifest naming it (or `wal.bin`, or the parent
+ * record) is refused.
+ */
+import { crc32 } from 'node:zlib';
+import { parseArchiveName } from '@x/manifest';
+import { FRAME_HEADER_BYTES } from '@x/wal-segment';
+import {
+  INTENT_FILE,
+  LINEAGE_FILE,
+  PARENT_FILE,
+  SIDE_FILES,
+  SNAPSHOT_FILE,
+  WAL_FILE,
+} from '../framed-dir-source.ts';
+import { RestorePointRejectedError } from './errors.ts';
+import type { RestoreMaterializer, WalCutter } from './materializer.ts';
+
+/** Names a manifest entry may never restore to: they are rebuilt, never travel, or are restore's own. */
+const REFUSED_NAMES = new Set<string>([WAL_FILE, INTENT_FILE, PARENT_FILE]);
+
+/**
+ * Finds frame boundaries (`u32 LE length`, `u32 LE CRC-32`, payload) in a
+ * stream of chunks and keeps the bytes up to the end of the wanted frame.
+ *
+ * The log ends where `@x/wal-segment` says it ends: at the first frame that
+ * declares length 0 or fails its CRC. Such a frame and everything after it
+ * are never counted or kept, so the counts agree with `completeFrames` and
+ * with what the engine reads when it opens the restored `wal.bin`.
+ */
+export class FramedWalCutter implements WalCutter {
+  readonly #wanted: number;
+  #seen = 0;
+  #kept = 0;
+  #keeping: boolean;
+  #ended = false;
+  readonly #header = new Uint8Array(FRAME_HEADER_BYTES);
+  #headerFilled = 0;
+  #inPayload = false;
+  #remaining = 0;
+  #expectedCrc = 0;
+  #runningCrc = 0;
+
+  constructor(commits: number) {
+    this.#wanted = commits;
+    this.#keeping = commits > 0;
+  }
+
+  get commitsSeen(): number {
+    return this.#seen;
+  }
+
+  get commitsKept(): number {
+    return this.#kept;
+  }
+
+  push(chunk: Uint8Array): number {
+    const wasKeeping = this.#keeping;
+    let keepEnd = 0;
+    let index = 0;
+    const length = chunk.byteLength;
+    while (index < length && !this.#ended) {
+      if (this.#inPayload) {
+        const take = Math.min(this.#remaining, length - index);
+        this.#runningCrc = crc32(chunk.subarray(index, index + take), this.#runningCrc);
+        index += take;
+        this.#remaining -= take;
+        if (this.#remaining > 0) break;
+        this.#inPayload = false;
+        if (this.#runningCrc >>> 0 !== this.#expectedCrc) {
+          this.#ended = true;
+          break;
+        }
+        // A frame ended at `index`.
+        this.#seen += 1;
+        if (this.#keeping) {
+          this.#kept += 1;
+          keepEnd = index;
+          if (this.#kept >= this.#wanted) this.#keeping = false;
+        }
+        continue;
+      }
+      let payloadLength: number;
+      if (this.#headerFilled === 0 && length - index >= FRAME_HEADER_BYTES) {
+        // The common case: the whole header is in this chunk.
+        payloadLength = readU32(chunk, index);
+        this.#expectedCrc = readU32(chunk, index + 4);
+        index += FRAME_HEADER_BYTES;
+      } else {
+        const take = Math.min(FRAME_HEADER_BYTES - this.#headerFilled, length - index);
+        this.#header.set(chunk.subarray(index, index + take), this.#headerFilled);
+        this.#headerFilled += take;
+        index += take;
+        if (this.#headerFilled < FRAME_HEADER_BYTES) break;
+        this.#headerFilled = 0;
+        payloadLength = readU32(this.#header, 0);
+        this.#expectedCrc = readU32(this.#header, 4);
+      }
+      if (payloadLength === 0) {
+        this.#ended = true;
+        break;
+      }
+      this.#inPayload = true;
+      this.#remaining = payloadLength;
+      this.#runningCrc = 0;
+    }
+    if (!wasKeeping) return 0;
+    if (this.#keeping && !this.#ended) return length;
+    // Stopped in this chunk: at the wanted frame, or at the end of the log.
+    return keepEnd;
+  }
+}
+
+function readU32(bytes: Uint8Array, at: number): number {
+  return (
+    (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) >>> 0
+  );
+}
+
+function isFramedStoreName(name: string): boolean {
+  return (
+    name === SNAPSHOT_FILE ||
+    name === WAL_FILE ||
+    name === INTENT_FILE ||
+    name === PARENT_FILE ||
+    (SIDE_FILES as readonly string[]).includes(name) ||
+    parseArchiveName(name) !== undefined
+  );
+}
+
+/** The framed store directory of `@x/wal-segment` frames (see the module comment). */
+export const framedStoreMaterializer: RestoreMaterializer = {
+  name: 'framed-store-directory',
+  walFileName: WAL_FILE,
+  parentRecordName: PARENT_FILE,
+  targetName(entry, manifest) {
+    if (entry.name === LINEAGE_FILE) return null;
+    if (REFUSED_NAMES.has(entry.name)) {
+      throw new RestorePointRejectedError(`commit ${manifest.commitSeq}`, [
+        `the manifest names a file ${JSON.stringify(entry.name)}, which a restore point never carries`,
+      ]);
+    }
+    return entry.name;
+  },
+  createWalCutter(commits) {
+    return new FramedWalCutter(commits);
+  },
+  ownsName: isFramedStoreName,
+};

@@ -1,0 +1,32 @@
+export {
+  NoRestorePointError,
+  ObjectCorruptError,
+  ObjectMissingError,
+  type RestorableRange,
+  RestoreError,
+  type RestoreErrorCode,
+  RestoreIncompleteError,
+  RestoreOptionsError,
+  RestorePointRejectedError,
+  RestoreTargetNotEmptyError,
+  RestoreTargetUnsafeError,
+} from './errors.ts';
+export { FramedWalCutter, framedStoreMaterializer } from './framed-materializer.ts';
+export { listRestorePoints, type RestorePointInfo } from './list-restore-points.ts';
+export type { RestoreMaterializer, StagedRestore, WalCutter } from './materializer.ts';
+export type { RestoreProgress, VerifyProgress } from './progress.ts';
+export {
+  type RestoreOptions,
+  type RestoreResult,
+  restore,
+} from './restore.ts';
+export { fileNameProblem } from './restore-point-checks.ts';
+export { type LatestReading, readLatest } from './restore-points.ts';
+export {
+  type ManifestVerification,
+  type VerifyOptions,
+  type VerifyProblem,
+  type VerifyProblemKind,
+  type VerifyReport,
+  verify,
+} from './verify.ts';

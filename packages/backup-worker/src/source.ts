@@ -1,0 +1,324 @@
+/**
+ * The source interface: everything the backup worker learns about a database
+ * engine, and the only way it touches the engine's files.
+ *
+ * The worker knows no engine. A source answers five kinds of question:
+ *
+ * 1. **Where is the engine durable?** {@link BackupSource.durablePosition}:
+ *    which WAL generation, which snapshot and WAL file it is on, how many WAL
+ *    bytes are durable, how many commits the store holds, whether a snapshot
+ *    is being taken.
+ * 2. **What do the files on disk say?** {@link BackupSource.observe}: the
+ *    identity of the snapshot and of the WAL file, the WAL's length, whether a
+ *    snapshot intent is pending. Every read the worker keeps is bracketed by
+ *    two observations ({@link unchangedBetween}).
+ * 3. **Catch up.** {@link BackupSource.catchUp}: when the files on disk show
+ *    what the engine's position does not (another process wrote them), the
+ *    engine absorbs it.
+ * 4. **Read.** {@link BackupSource.openRestorePoint} opens a snapshot, its
+ *    archives and its chain files; {@link BackupSource.readWalRange} reads
+ *    complete WAL frames (the source counts them: frame formats differ);
+ *    {@link BackupSource.readSideFile} reads a small side file.
+ * 5. **Hooks.** {@link BackupSource.afterStep} runs after every step with
+ *    what is safely in the bucket, so an engine that must be kept from
+ *    restarting its WAL over unshipped frames (SQLite: a held read
+ *    transaction, checkpoints run by the source) can act between steps.
+ *
+ * What the worker guarantees a source:
+ * - Calls are never concurrent: one step at a time, and the health supervisor
+ *   only calls {@link BackupSource.durablePosition}, which must therefore be
+ *   cheap and safe to call at any moment (it takes no engine lock).
+ * - The worker writes nothing into the store's directory except through
+ *   {@link BackupSource.createLineage}, once, on the store's first backup.
+ *
+ * What a source must guarantee the worker (the consistency rules rest on it):
+ * - Identities ({@link FileIdentity}) name one version of a file: a snapshot
+ *   file replaced, or a WAL file restarted, gets a new identity; the WAL file
+ *   growing keeps its identity.
+ * - The position's `snapshot` and `wal` identities are computed exactly as
+ *   {@link BackupSource.observe} computes them, so the worker can compare them.
+ * - `durableLength` never counts bytes the engine could still lose, except
+ *   where the source documents otherwise (see `FramedDirSource` out of
+ *   process).
+ */
+
+/**
+ * Opaque identity of one version of a file (for example device, inode and
+ * creation time). Compared with `===`; never parsed by the worker.
+ */
+export type FileIdentity = string;
+
+/**
+ * The engine's durable position, read without taking an engine lock.
+ *
+ * The triple (`engineGeneration`, `snapshot`, `wal`) names the WAL the engine
+ * is writing; when any part changes, the worker starts a new generation in the
+ * bucket (a new restore point: snapshot, archives, chain files, then the WAL
+ * from offset 0).
+ */
+export interface DurablePosition {
+  /**
+   * The engine's own WAL generation (framed store: a counter the engine keeps;
+   * SQLite: the WAL header's salts). Any string; only equality matters.
+   */
+  readonly engineGeneration: string;
+  /** Identity of the snapshot file the engine's state is on; `null` when there is none. */
+  readonly snapshot: FileIdentity | null;
+  /** Identity of the WAL file the engine writes; `null` when there is none yet. */
+  readonly wal: FileIdentity | null;
+  /** Bytes of that WAL file that are durable (fsynced), always a whole number of frames. */
+  readonly durableLength: number;
+  /**
+   * Commits the store holds (the commit count a restore of everything durable
+   * would report), or `null` while the engine does not know it yet. The worker
+   * defers its first step until it is known: resume compares it with the
+   * newest restore point in the bucket.
+   */
+  readonly commitCount: number | null;
+  /** True while this engine handle is taking a snapshot; the worker defers. */
+  readonly snapshotInProgress: boolean;
+}
+
+/** What the files on disk say, at one moment. */
+export interface FileObservation {
+  readonly snapshot: FileIdentity | null;
+  readonly wal: FileIdentity | null;
+  /** The WAL file's length in bytes (0 when there is none). */
+  readonly walLength: number;
+  /**
+   * True while a snapshot is between writing its snapshot file and replacing
+   * the WAL (framed store: `snapshot.intent` is non-empty). Nothing is read
+   * while it is; the step is deferred, not failed.
+   */
+  readonly intentPending: boolean;
+}
+
+/**
+ * True when a read made between `before` and `after` can be kept: neither the
+ * snapshot, the WAL file nor the intent changed, and the WAL did not shrink.
+ */
+export function unchangedBetween(before: FileObservation, after: FileObservation): boolean {
+  return (
+    before.snapshot === after.snapshot &&
+    before.wal === after.wal &&
+    before.intentPending === after.intentPending &&
+    !after.intentPending &&
+    after.walLength >= before.walLength
+  );
+}
+
+/** Counts frames in a stream of WAL bytes, in the source's frame format. */
+export interface FrameCounting {
+  push(chunk: Uint8Array): void;
+  /** Complete frames (commits) seen so far. */
+  readonly frames: number;
+}
+
+/**
+ * A file opened for reading as part of a restore point. It is opened (a handle
+ * held) before the worker's second observation, so its bytes are those of the
+ * file as it was then, even if the file is replaced before it is streamed.
+ */
+export interface OpenedFile {
+  /** The name it is restored under (e.g. `snapshot.bin`, `wal.3.archive`). */
+  readonly name: string;
+  /** Its length when opened. */
+  readonly size: number;
+  /**
+   * Streams its bytes from the beginning, in bounded memory; exactly `size`
+   * bytes. May be called more than once (the worker reads an archive once to
+   * check its CRC before deciding to upload it); each call yields fresh
+   * buffers the caller may keep.
+   */
+  read(options?: { signal?: AbortSignal }): AsyncIterable<Uint8Array>;
+}
+
+/** An archived WAL file of the chain a snapshot stands on. */
+export interface OpenedArchive extends OpenedFile {
+  /** Its number in the chain (`wal.{number}.archive`). */
+  readonly number: number;
+}
+
+/** A small file read whole. */
+export interface SmallFile {
+  readonly name: string;
+  readonly bytes: Uint8Array;
+}
+
+/**
+ * A restore point opened while the files held still: the snapshot, the
+ * archives it needs, and the chain files, which belong to this generation and
+ * are read once, here.
+ */
+export interface OpenedRestorePoint {
+  /** The snapshot; `null` when the store has none yet (everything is in the WAL). */
+  readonly snapshot: (OpenedFile & { readonly identity: FileIdentity }) | null;
+  /**
+   * Commits the snapshot holds beyond `floor` and the archives (framed store:
+   * 0, because its snapshot stands on the archives; an engine whose snapshot
+   * is a full copy reports the commits it holds and no archives).
+   */
+  readonly snapshotCommits: number;
+  /** The archives, in chain order. */
+  readonly archives: readonly OpenedArchive[];
+  /** The chain files (framed store: `wal.genesis`, `wal.genesis.v11`, `wal.floor`). */
+  readonly chainFiles: readonly SmallFile[];
+  /**
+   * The commit count the store's horizon starts at (framed store: `wal.floor`),
+   * the manifest's `oldestCommitSeq`.
+   */
+  readonly floor: number;
+  /** Releases the handles. Called exactly once, whatever happened. */
+  close(): Promise<void>;
+}
+
+/** Complete WAL frames read from the current WAL file. */
+export interface WalRange {
+  /** Offset of the first byte (the cursor asked for). */
+  readonly start: number;
+  /** Offset after the last complete frame. */
+  readonly end: number;
+  readonly bytes: Uint8Array;
+  /** Commits (complete frames, in the source's format) in `bytes`. */
+  readonly frames: number;
+}
+
+/** A side file's state, as {@link BackupSource.readSideFile} returns it. */
+export interface SideFileRead {
+  readonly identity: FileIdentity;
+  /** The bytes; `null` when `identity` equals the one the caller already knows. */
+  readonly bytes: Uint8Array | null;
+}
+
+/**
+ * The parent record a restore writes (`backup.parent` in the framed store):
+ * the lineage and manifest the store was restored from. It lets a restored
+ * store adopt the prefix it came from (see the worker's lineage rules).
+ */
+export interface ParentRecord {
+  readonly lineage: string;
+  /** Full key of the manifest restored from. */
+  readonly manifestKey: string;
+  readonly commitSeq: number;
+}
+
+/** What is in the bucket, as the worker tells the source after a step. */
+export interface ShippedProgress {
+  /** The WAL being shipped, as the position named it when the generation started. */
+  readonly engineGeneration: string;
+  readonly snapshot: FileIdentity | null;
+  readonly wal: FileIdentity | null;
+  /** Bytes of that WAL file uploaded (every byte before it is in an immutable object). */
+  readonly shippedLength: number;
+  /**
+   * Bytes of that WAL file named by a manifest `LATEST` points at (a restore
+   * point exists up to here). Never more than `shippedLength`.
+   */
+  readonly inRestorePoint: number;
+  /** The bucket generation number these bytes are under. */
+  readonly walGeneration: number;
+}
+
+export interface SourceCallOptions {
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * A database engine's files, as the backup worker sees them.
+ *
+ * Errors: any method may throw; the worker counts a thrown step as failed and
+ * retries with back-off. A method that finds the files mid-change should not
+ * throw: it reports what it saw and lets the bracketing observations decide.
+ */
+export interface BackupSource {
+  /** Short text for logs (a path, never credentials). */
+  readonly description: string;
+
+  /**
+   * Side files refreshed at every manifest (uploaded when their content
+   * changed), by name. Must not include the chain files, which travel with
+   * the restore point instead, and must not include anything that describes
+   * one machine's half-finished work (framed store: never `snapshot.intent`).
+   */
+  readonly sideFileNames: readonly string[];
+
+  /**
+   * The chain files' names (those `openRestorePoint` reads), when the engine
+   * has any. Retention deletes a side object only when its name is one of
+   * these or of {@link sideFileNames}: a manifest in the bucket that names
+   * anything else under `side/` is not trusted to have been this worker's.
+   */
+  readonly chainFileNames?: readonly string[];
+
+  /** The engine's durable position. Cheap; called at any moment, also by the health supervisor. */
+  durablePosition(options?: SourceCallOptions): Promise<DurablePosition>;
+
+  /** One look at the files on disk. */
+  observe(options?: SourceCallOptions): Promise<FileObservation>;
+
+  /**
+   * Lets the engine absorb what another process committed or snapshotted.
+   * Called only when the files differ from the position and no intent is
+   * pending. May do nothing (a position read from disk is always caught up).
+   */
+  catchUp(options?: SourceCallOptions): Promise<void>;
+
+  /**
+   * Opens the snapshot and archives (handles held) and reads the chain files.
+   * The worker keeps the result only if an observation after this call shows
+   * nothing changed and the position still names the same files; otherwise
+   * it closes it and defers.
+   */
+  openRestorePoint(options?: SourceCallOptions): Promise<OpenedRestorePoint>;
+
+  /**
+   * Reads the complete frames of the current WAL file from `start` up to at
+   * most `durableLength`, and at most `options.maxBytes` bytes unless the
+   * first frame alone is larger (then that one frame); `null` when there is
+   * not one complete frame. `start` is always a frame boundary the source
+   * returned before (or 0).
+   */
+  readWalRange(
+    start: number,
+    durableLength: number,
+    options?: SourceCallOptions & { readonly maxBytes?: number },
+  ): Promise<WalRange | null>;
+
+  /** A frame counter for archives (the worker streams them and counts as it goes). */
+  frameCounter(): FrameCounting;
+
+  /**
+   * Reads side file `name`; `null` when it does not exist. When `known` is
+   * the file's current identity, `bytes` is `null` (nothing re-read).
+   */
+  readSideFile(
+    name: string,
+    known: FileIdentity | null,
+    options?: SourceCallOptions,
+  ): Promise<SideFileRead | null>;
+
+  /** The store's lineage id, or `null` before its first backup. */
+  readLineage(options?: SourceCallOptions): Promise<string | null>;
+
+  /**
+   * Records `lineage` as the store's lineage (framed store: writes
+   * `backup.lineage` atomically). Called once, on the first backup, and only
+   * when {@link readLineage} returned `null`. The lineage file travels as a
+   * side file when it is listed in {@link sideFileNames}.
+   */
+  createLineage(lineage: string, options?: SourceCallOptions): Promise<void>;
+
+  /** The parent record a restore left, or `null`. */
+  readParent(options?: SourceCallOptions): Promise<ParentRecord | null>;
+
+  /**
+   * Called after every step, succeeded or not, with what the bucket holds of
+   * the WAL being shipped (`null` before the first restore point of this
+   * tenure). A source that must keep its engine from restarting the WAL over
+   * unshipped frames acts here. Errors thrown here fail the step.
+   */
+  afterStep?(shipped: ShippedProgress | null, options?: SourceCallOptions): Promise<void>;
+
+  /** Releases what the source holds. The worker does not call it; the owner does. */
+  close?(): Promise<void>;
+}

@@ -1,0 +1,134 @@
+/**
+ * The log backupd ships for a SQLite database: one record per committed
+ * SQLite transaction, each wrapped in the framed-log frame of
+ * `@x/wal-segment` (u32 LE payload length, u32 LE CRC-32 of the payload,
+ * payload), so one frame is one commit, as the worker counts them.
+ *
+ * Why not ship the `-wal` file's bytes: SQLite restarts its WAL after every
+ * complete checkpoint, and a restore from WAL bytes would need a new snapshot
+ * per restart. A commit record is self-contained (the pages a transaction
+ * wrote and the database size after it), so records of any number of WAL
+ * cycles apply, in order, onto one snapshot.
+ *
+ * Payload layout (little-endian), version 1:
+ *
+ * | offset | size | field |
+ * |---|---|---|
+ * | 0 | 4 | magic `0x31434253` ("SBC1") |
+ * | 4 | 4 | page size in bytes |
+ * | 8 | 4 | database size in pages after the commit |
+ * | 12 | 4 | number of pages in the record (n) |
+ * | 16 | 8 | commit time: wall-clock ms since the epoch when backupd first saw the commit (f64) |
+ * | 24 | 4 | salt-1 of the WAL cycle it came from (diagnostic) |
+ * | 28 | 4 | salt-2 of the WAL cycle (diagnostic) |
+ * | 32 | 4 | index of its commit frame in that cycle (diagnostic) |
+ * | 36 | 4 | reserved, 0 |
+ * | 40 | n × (4 + page size) | page number (u32) then the page's bytes, ascending page numbers |
+ */
+import { crc32 } from 'node:zlib';
+import { FRAME_HEADER_BYTES } from '@x/wal-segment';
+
+export const COMMIT_RECORD_MAGIC = 0x31434253;
+export const COMMIT_RECORD_HEADER_BYTES = 40;
+/** Bytes before each frame's payload: length and CRC-32 (the `@x/wal-segment` frame). */
+export const LOG_FRAME_HEADER_BYTES = FRAME_HEADER_BYTES;
+
+export interface CommitRecord {
+  readonly pageSize: number;
+  readonly databasePages: number;
+  /** Wall-clock ms when backupd first saw the commit (SQLite records no commit times). */
+  readonly commitTime: number;
+  readonly walSalt1: number;
+  readonly walSalt2: number;
+  readonly commitFrame: number;
+  /** Page number → page bytes. */
+  readonly pages: ReadonlyMap<number, Uint8Array>;
+}
+
+/**
+ * Encodes a record as one framed-log frame (header + payload): the same bytes
+ * as `encodeFrame(payload)` of `@x/wal-segment`, built in place to avoid
+ * copying the pages twice.
+ */
+export function encodeCommitFrame(record: CommitRecord): Uint8Array {
+  const pageNumbers = [...record.pages.keys()].sort((a, b) => a - b);
+  const payloadBytes = COMMIT_RECORD_HEADER_BYTES + pageNumbers.length * (4 + record.pageSize);
+  const frame = new Uint8Array(LOG_FRAME_HEADER_BYTES + payloadBytes);
+  const view = new DataView(frame.buffer);
+  const p = LOG_FRAME_HEADER_BYTES;
+  view.setUint32(p, COMMIT_RECORD_MAGIC, true);
+  view.setUint32(p + 4, record.pageSize, true);
+  view.setUint32(p + 8, record.databasePages, true);
+  view.setUint32(p + 12, pageNumbers.length, true);
+  view.setFloat64(p + 16, record.commitTime, true);
+  view.setUint32(p + 24, record.walSalt1, true);
+  view.setUint32(p + 28, record.walSalt2, true);
+  view.setUint32(p + 32, record.commitFrame, true);
+  let offset = p + COMMIT_RECORD_HEADER_BYTES;
+  for (const pageNumber of pageNumbers) {
+    const page = record.pages.get(pageNumber)!;
+    if (page.byteLength !== record.pageSize)
+      throw new RangeError(
+        `page ${pageNumber} is ${page.byteLength} bytes, not ${record.pageSize}`,
+      );
+    view.setUint32(offset, pageNumber, true);
+    frame.set(page, offset + 4);
+    offset += 4 + record.pageSize;
+  }
+  const payload = frame.subarray(LOG_FRAME_HEADER_BYTES);
+  view.setUint32(0, payloadBytes, true);
+  view.setUint32(4, crc32(payload) >>> 0, true);
+  return frame;
+}
+
+/** Decodes a record payload (without the frame header); throws `RangeError` on a malformed one. */
+export function decodeCommitRecord(payload: Uint8Array): CommitRecord {
+  if (payload.byteLength < COMMIT_RECORD_HEADER_BYTES)
+    throw new RangeError(`commit record of ${payload.byteLength} bytes is shorter than its header`);
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  if (view.getUint32(0, true) !== COMMIT_RECORD_MAGIC)
+    throw new RangeError('not a SQLite commit record (bad magic)');
+  const pageSize = view.getUint32(4, true);
+  const count = view.getUint32(12, true);
+  if (payload.byteLength !== COMMIT_RECORD_HEADER_BYTES + count * (4 + pageSize))
+    throw new RangeError('commit record length does not match its page count');
+  const pages = new Map<number, Uint8Array>();
+  let offset = COMMIT_RECORD_HEADER_BYTES;
+  for (let i = 0; i < count; i += 1) {
+    const pageNumber = view.getUint32(offset, true);
+    if (pageNumber === 0) throw new RangeError('commit record names page 0');
+    pages.set(pageNumber, payload.subarray(offset + 4, offset + 4 + pageSize));
+    offset += 4 + pageSize;
+  }
+  return {
+    pageSize,
+    databasePages: view.getUint32(8, true),
+    commitTime: view.getFloat64(16, true),
+    walSalt1: view.getUint32(24, true),
+    walSalt2: view.getUint32(28, true),
+    commitFrame: view.getUint32(32, true),
+    pages,
+  };
+}
+
+/**
+ * Splits framed-log bytes into payloads, checking each CRC. Stops at the end
+ * of the last complete frame; `rest` is the incomplete tail (carry it into
+ * the next call). Throws `RangeError` on a CRC mismatch.
+ */
+export function splitLogFrames(bytes: Uint8Array): { payloads: Uint8Array[]; rest: Uint8Array } {
+  const payloads: Uint8Array[] = [];
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let offset = 0;
+  while (offset + LOG_FRAME_HEADER_BYTES <= bytes.byteLength) {
+    const length = view.getUint32(offset, true);
+    const end = offset + LOG_FRAME_HEADER_BYTES + length;
+    if (end > bytes.byteLength) break;
+    const payload = bytes.subarray(offset + LOG_FRAME_HEADER_BYTES, end);
+    if (crc32(payload) >>> 0 !== view.getUint32(offset + 4, true))
+      throw new RangeError(`log frame at byte ${offset} fails its CRC-32`);
+    payloads.push(payload);
+    offset = end;
+  }
+  return { payloads, rest: bytes.subarray(offset) };
+}

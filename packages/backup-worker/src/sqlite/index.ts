@@ -1,0 +1,43 @@
+export {
+  COMMIT_RECORD_HEADER_BYTES,
+  COMMIT_RECORD_MAGIC,
+  type CommitRecord,
+  decodeCommitRecord,
+  encodeCommitFrame,
+  splitLogFrames,
+} from './commit-record.ts';
+export {
+  SqliteBackupError,
+  type SqliteBackupErrorCode,
+  SqliteCorruptWalFrameError,
+  SqliteDatabaseReplacedError,
+  SqliteDatabaseTruncatedError,
+  SqliteNotWalError,
+  SqliteRestoreCorruptError,
+  SqliteRestorePointUnavailableError,
+  SqliteRestoreTargetExistsError,
+  SqliteWalRestartedUnderneathError,
+} from './errors.ts';
+export {
+  type ByteSource,
+  integrityCheck,
+  restoreSqliteDatabase,
+  type SqliteRestoreOptions,
+  type SqliteRestoreResult,
+} from './restore.ts';
+export { type SqliteCommitAtTime, sqliteCommitAtTime } from './restore-point-at-time.ts';
+export { type SqliteMaterializerOptions, sqliteMaterializer } from './sqlite-materializer.ts';
+export {
+  SQLITE_LINEAGE_SUFFIX,
+  SQLITE_PARENT_SUFFIX,
+  SQLITE_SNAPSHOT_NAME,
+  SQLITE_STATE_SUFFIX,
+  SqliteSource,
+  type SqliteSourceOptions,
+} from './sqlite-source.ts';
+export {
+  type CheckpointReport,
+  type SqliteSnapshot,
+  SqliteTap,
+  type SqliteTapOptions,
+} from './tap.ts';

@@ -1,0 +1,350 @@
+/**
+ * `SqliteSource`: a live SQLite database in WAL mode as the backup worker's
+ * source, built on {@link SqliteTap}.
+ *
+ * What the worker sees:
+ * - The "WAL" it ships is the tap's commit log (one framed record per SQLite
+ *   commit, see `commit-record.ts`), not the `-wal` file: SQLite restarts its
+ *   WAL after every complete checkpoint, the commit log runs on across those
+ *   restarts, so one snapshot serves a whole generation.
+ * - A generation is one unbroken run of captured commits. It starts when the
+ *   source opens, and again when continuity breaks (the `-wal` file replaced
+ *   underneath, the database file replaced, or the worker asking for a
+ *   restore point the tap no longer holds). `engineGeneration`, `snapshot`
+ *   and `wal` all carry the generation's id, so any break is a new restore
+ *   point for the worker.
+ * - The snapshot is the database image at the generation's start (page for
+ *   page, read under the tap's pinned reader); the worker ships the log from
+ *   offset 0 beside it.
+ * - Commit count: `generationBase + commits captured`, where `generationBase`
+ *   is one more than the count this database last reported (kept in
+ *   `<db>-backupd.state`, written before any commit it counts can be
+ *   shipped). A database whose state file was lost reports fewer commits
+ *   than its restore points, and the worker refuses the prefix instead of
+ *   burying newer history.
+ *
+ * Files it keeps beside the database (never inside it; no tables):
+ * `<db>-backupd.lineage` (the lineage id), `<db>-backupd.state` (the commit
+ * count), and it reads `<db>-backupd.parent` (the parent record a restore
+ * left). Side files: none.
+ */
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { FrameCounter } from '@x/wal-segment';
+import type {
+  BackupSource,
+  DurablePosition,
+  FileObservation,
+  FrameCounting,
+  OpenedRestorePoint,
+  ParentRecord,
+  ShippedProgress,
+  SideFileRead,
+  SourceCallOptions,
+  WalRange,
+} from '../source.ts';
+import { SqliteDatabaseReplacedError, SqliteWalRestartedUnderneathError } from './errors.ts';
+import { SqliteTap, type SqliteTapOptions } from './tap.ts';
+
+/** The shortest delay between two capture ticks, however fast the WAL grows. */
+const MIN_CAPTURE_INTERVAL_MS = 2;
+
+/** Name the snapshot travels under (the manifest's file entry). */
+export const SQLITE_SNAPSHOT_NAME = 'sqlite.snapshot';
+/** Suffixes of the files kept beside the database. */
+export const SQLITE_LINEAGE_SUFFIX = '-backupd.lineage';
+export const SQLITE_STATE_SUFFIX = '-backupd.state';
+export const SQLITE_PARENT_SUFFIX = '-backupd.parent';
+
+export interface SqliteSourceOptions extends SqliteTapOptions {
+  /** Path of the database file. */
+  readonly path: string;
+  /**
+   * How often the tap captures new commits, moves its read transaction
+   * forward and runs its checkpoints past their thresholds, between the
+   * worker's steps, in ms. Short keeps the WAL small and hot in the page
+   * cache, and (with the default thresholds, below SQLite's auto-checkpoint
+   * of 1000 pages) does the checkpointing off the application's commit path.
+   * 0 turns it off (only the worker's steps capture). Default 100.
+   */
+  readonly captureIntervalMs?: number;
+}
+
+interface PersistedState {
+  readonly commitCount: number;
+}
+
+function readJson(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    // A damaged state file counts as missing: the worker then refuses the
+    // prefix (fewer commits than its restore points), which is the safe side.
+    if (error instanceof SyntaxError) return null;
+    throw error;
+  }
+}
+
+function writeAtomically(path: string, text: string): void {
+  const temporary = `${path}.tmp-${process.pid}`;
+  writeFileSync(temporary, text);
+  renameSync(temporary, path);
+}
+
+export class SqliteSource implements BackupSource {
+  readonly description: string;
+  readonly sideFileNames: readonly string[] = [];
+  readonly path: string;
+  readonly #options: SqliteSourceOptions;
+  #tap: SqliteTap;
+  /** Commits before the current generation's snapshot. */
+  #generationBase: number;
+  #persistedCount: number;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #closed = false;
+  readonly #captureIntervalMs: number;
+  /** An error the capture timer met, rethrown to the worker at its next call. */
+  #timerError: unknown = null;
+
+  private constructor(options: SqliteSourceOptions) {
+    this.#options = options;
+    this.path = options.path;
+    this.description = `sqlite:${options.path}`;
+    const state = readJson(`${options.path}${SQLITE_STATE_SUFFIX}`) as PersistedState | null;
+    const last =
+      state !== null && Number.isSafeInteger(state.commitCount) && state.commitCount >= 0
+        ? state.commitCount
+        : null;
+    this.#tap = SqliteTap.open(options.path, options);
+    // A new generation counts one commit for the break, so its restore
+    // points never share a commit count with the previous generation's.
+    this.#generationBase = last === null ? 0 : last + 1;
+    this.#persistedCount = -1;
+    this.#persist();
+    this.#captureIntervalMs = options.captureIntervalMs ?? 100;
+    if (this.#captureIntervalMs > 0) this.#schedule(this.#captureIntervalMs);
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#closed) return;
+    this.#timer = setTimeout(() => this.#tick(), delayMs);
+    this.#timer.unref();
+  }
+
+  /**
+   * One tick: capture, move the reader, checkpoint past the thresholds. The
+   * next tick comes sooner while the WAL grows fast, so the WAL restarts
+   * before SQLite's auto-checkpoint (1000 pages) would make the
+   * application's every commit attempt a checkpoint of its own.
+   */
+  #tick(): void {
+    if (this.#timerError !== null) return;
+    const framesBefore = this.#tap.walFrames;
+    try {
+      this.#guarded(() => this.#tap.maintain());
+      this.#persist();
+    } catch (error) {
+      this.#timerError = error;
+      return;
+    }
+    const grown = Math.max(0, this.#tap.walFrames - framesBefore);
+    const target = Math.max(1, this.#tap.options.truncateCheckpointPages / 2);
+    const interval = this.#captureIntervalMs;
+    const delay =
+      grown <= target
+        ? interval
+        : Math.max(MIN_CAPTURE_INTERVAL_MS, Math.floor((interval * target) / grown));
+    this.#schedule(delay);
+  }
+
+  /**
+   * Opens the database (read transactions held from now on) and starts the
+   * first generation.
+   * @throws SqliteNotWalError when the database is not in WAL mode.
+   */
+  static open(options: SqliteSourceOptions): SqliteSource {
+    return new SqliteSource(options);
+  }
+
+  /** The tap underneath (for metrics: checkpoint reports, WAL size). */
+  get tap(): SqliteTap {
+    return this.#tap;
+  }
+
+  get #commitCount(): number {
+    return this.#generationBase + this.#tap.commits;
+  }
+
+  #persist(): void {
+    const count = this.#commitCount;
+    if (count === this.#persistedCount) return;
+    writeAtomically(
+      `${this.path}${SQLITE_STATE_SUFFIX}`,
+      `${JSON.stringify({ commitCount: count })}\n`,
+    );
+    this.#persistedCount = count;
+  }
+
+  #newGeneration(): void {
+    this.#generationBase = this.#commitCount + 1;
+    this.#tap.startGeneration();
+    this.#persist();
+  }
+
+  /** Captures new commits; turns a break in continuity into a new generation. */
+  #capture(): void {
+    if (this.#timerError !== null) {
+      const error = this.#timerError;
+      this.#timerError = null;
+      throw error;
+    }
+    this.#guarded(() => this.#tap.capture());
+    // Before the worker can ship them: see the module comment.
+    this.#persist();
+  }
+
+  /** Runs `action` on the tap; a break in continuity becomes a new generation, other errors propagate. */
+  #guarded(action: () => unknown): void {
+    try {
+      action();
+    } catch (error) {
+      if (SqliteWalRestartedUnderneathError.isInstance(error)) {
+        this.#newGeneration();
+      } else if (SqliteDatabaseReplacedError.isInstance(error)) {
+        const base = this.#commitCount + 1;
+        this.#tap.close();
+        this.#tap = SqliteTap.open(this.path, this.#options);
+        this.#generationBase = base;
+      } else {
+        throw error;
+      }
+    }
+  }
+
+  async durablePosition(): Promise<DurablePosition> {
+    const id = this.#tap.generationId;
+    return {
+      engineGeneration: id,
+      snapshot: `${id}/snapshot`,
+      wal: `${id}/log`,
+      durableLength: this.#tap.logLength,
+      commitCount: this.#commitCount,
+      snapshotInProgress: false,
+    };
+  }
+
+  async observe(): Promise<FileObservation> {
+    this.#capture();
+    const id = this.#tap.generationId;
+    return {
+      snapshot: `${id}/snapshot`,
+      wal: `${id}/log`,
+      walLength: this.#tap.logLength,
+      intentPending: false,
+    };
+  }
+
+  async catchUp(): Promise<void> {
+    this.#capture();
+  }
+
+  async openRestorePoint(): Promise<OpenedRestorePoint> {
+    let snapshot = this.#tap.snapshot();
+    if (snapshot === null) {
+      // The snapshot this generation started from was let go (it reached the
+      // bucket before) and the worker wants a restore point again: start a
+      // new generation; the worker sees the identities change and comes back.
+      this.#newGeneration();
+      snapshot = this.#tap.snapshot()!;
+    }
+    const id = this.#tap.generationId;
+    const image = snapshot;
+    return {
+      snapshot: {
+        name: SQLITE_SNAPSHOT_NAME,
+        size: image.size,
+        identity: `${id}/snapshot`,
+        read: (options) => image.read(options),
+      },
+      snapshotCommits: this.#generationBase,
+      archives: [],
+      chainFiles: [],
+      floor: 0,
+      close: async () => undefined,
+    };
+  }
+
+  async readWalRange(
+    start: number,
+    durableLength: number,
+    options: SourceCallOptions & { readonly maxBytes?: number } = {},
+  ): Promise<WalRange | null> {
+    const end =
+      options.maxBytes === undefined
+        ? durableLength
+        : Math.min(durableLength, start + options.maxBytes);
+    const range = this.#tap.readLog(start, end) ?? this.#tap.readLog(start, durableLength, 1);
+    if (range === null) return null;
+    return { start, end: range.end, bytes: range.bytes, frames: range.commits };
+  }
+
+  frameCounter(): FrameCounting {
+    return new FrameCounter();
+  }
+
+  async readSideFile(): Promise<SideFileRead | null> {
+    // No side files travel with a SQLite restore point.
+    return null;
+  }
+
+  async readLineage(): Promise<string | null> {
+    try {
+      const text = readFileSync(`${this.path}${SQLITE_LINEAGE_SUFFIX}`, 'utf8').trim();
+      return text === '' ? null : text;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
+  async createLineage(lineage: string): Promise<void> {
+    writeAtomically(`${this.path}${SQLITE_LINEAGE_SUFFIX}`, `${lineage}\n`);
+  }
+
+  async readParent(): Promise<ParentRecord | null> {
+    const record = readJson(`${this.path}${SQLITE_PARENT_SUFFIX}`) as ParentRecord | null;
+    if (
+      record === null ||
+      typeof record.lineage !== 'string' ||
+      typeof record.manifestKey !== 'string' ||
+      !Number.isSafeInteger(record.commitSeq)
+    )
+      return null;
+    return {
+      lineage: record.lineage,
+      manifestKey: record.manifestKey,
+      commitSeq: record.commitSeq,
+    };
+  }
+
+  /**
+   * What the bucket holds lets the tap go: the snapshot once the generation's
+   * restore point is there, log bytes once shipped. Then the tap moves its
+   * reader forward and checkpoints past its thresholds.
+   */
+  async afterStep(shipped: ShippedProgress | null): Promise<void> {
+    if (shipped !== null && shipped.engineGeneration === this.#tap.generationId) {
+      this.#tap.releaseSnapshot();
+      this.#tap.releaseLog(shipped.shippedLength);
+    }
+    this.#guarded(() => this.#tap.maintain());
+    this.#persist();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#tap.close();
+  }
+}

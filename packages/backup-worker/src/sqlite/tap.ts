@@ -1,0 +1,935 @@
+/**
+ * The SQLite tap: captures every committed transaction of a live SQLite
+ * database in WAL mode, written by any process with any SQLite library, and
+ * keeps SQLite from overwriting a WAL frame before it has been captured.
+ *
+ * # How SQLite could lose frames for us, and why it cannot
+ *
+ * SQLite overwrites WAL frames only when it restarts the WAL (a writer starting
+ * over at the beginning of the file, or a TRUNCATE checkpoint). A restart
+ * needs every frame checkpointed into the database file, and no reader holding
+ * one of the read marks 1..N. A checkpoint never copies a frame past the mark
+ * of a live reader, and copies nothing at all while a reader holds read mark 0
+ * (the mark a reader gets when the WAL was completely checkpointed when it
+ * began: it reads the database file only).
+ *
+ * The tap holds a read transaction at all times, on one of two connections,
+ * and moves it forward by beginning the new one before ending the old one,
+ * each time right after a capture. So:
+ * - while the held reader has a mark ≥ 1, no restart can happen at all;
+ * - a reader gets mark 0 only when everything is checkpointed, and a
+ *   checkpoint could only have reached frames at or below the previous
+ *   reader's mark, which the capture before it had already read;
+ * - while it holds mark 0 nothing can be checkpointed, so the only WAL that can
+ *   be restarted is one whose every frame was captured.
+ * Measured with `node:sqlite` (see the README): with a reader held, another
+ * connection's `wal_checkpoint(TRUNCATE)` answers busy, copies only up to the
+ * reader's mark and keeps the WAL's salts; with a mark-0 reader it copies
+ * nothing new. The application's checkpoints, in any mode and at any rate,
+ * therefore never cost a commit.
+ *
+ * # The tap's own checkpoints
+ *
+ * Without help the WAL would only restart when the application pauses, so
+ * the tap checkpoints itself: PASSIVE past `passiveCheckpointPages` (no lock:
+ * it copies up to the held reader's mark), and past `truncateCheckpointPages`
+ * a restart under a brief write lock: it takes the write lock
+ * (`BEGIN IMMEDIATE`, so no commit can land), captures the last frames, ends
+ * its reader, runs a PASSIVE checkpoint of what is left (most was copied just
+ * before, without the lock), begins a new reader (mark 0 when everything was
+ * copied) and releases the lock; the next commit starts the WAL over. With
+ * `truncateWalFile`, a TRUNCATE checkpoint with no busy wait then empties the
+ * file; the mark-0 reader makes sure it can only drop frames that were
+ * captured. The tap never writes to the database and creates no tables in it.
+ *
+ * The tap keeps its own descriptors of the database and `-shm` files open
+ * for its whole life: POSIX locks belong to a process and a file, so closing
+ * any descriptor of those files would silently drop SQLite's read marks.
+ *
+ * # What is detected
+ *
+ * - `journal_mode` not WAL: {@link SqliteNotWalError} at open; never switched.
+ * - The WAL restarted in a way SQLite's own restarts cannot explain (its
+ *   checkpoint sequence and salt-1 must advance together):
+ *   {@link SqliteWalRestartedUnderneathError}; the owner starts a new generation.
+ * - The database file replaced (another inode at the path):
+ *   {@link SqliteDatabaseReplacedError}; the owner reopens.
+ * - The database file truncated below the size its header records:
+ *   {@link SqliteDatabaseTruncatedError}.
+ * - A committed frame failing its checksum (the wal-index counts frames past
+ *   it): {@link SqliteCorruptWalFrameError}, after keeping every commit before it.
+ *
+ * # Limits
+ *
+ * - Same machine only (the read marks live in the `-shm` shared memory) and
+ *   the unix VFS; not `locking_mode=EXCLUSIVE` databases.
+ * - Commit times are the wall-clock time the tap first saw a commit (SQLite
+ *   records none), so they trail the real commit by up to one capture interval.
+ * - A crash of the tap ends its read transaction; commits captured but not yet
+ *   shipped may then be checkpointed away, and the next generation's snapshot
+ *   holds them (their individual restore points are lost, never their content).
+ */
+import { closeSync, fstatSync, openSync, statSync } from 'node:fs';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { encodeCommitFrame } from './commit-record.ts';
+import {
+  SqliteCorruptWalFrameError,
+  SqliteDatabaseReplacedError,
+  SqliteDatabaseTruncatedError,
+  SqliteNotWalError,
+  SqliteWalRestartedUnderneathError,
+} from './errors.ts';
+import {
+  parseWalHeader,
+  readAt,
+  readWalIndexCommitted,
+  scanWalFrames,
+  WAL_FRAME_HEADER_BYTES,
+  WAL_HEADER_BYTES,
+  type WalHeader,
+  walCycleId,
+} from './wal-file.ts';
+
+export interface SqliteTapOptions {
+  /** WAL size in frames past which the tap runs a PASSIVE checkpoint (no lock). Default 400. */
+  readonly passiveCheckpointPages?: number;
+  /**
+   * WAL size in frames past which the tap restarts the WAL under a brief write
+   * lock (see `truncateWalFile` to also empty the file). Default 800: below
+   * SQLite's default auto-checkpoint (1000 pages), so with the tap attached
+   * the application's commits rarely have to checkpoint themselves.
+   */
+  readonly truncateCheckpointPages?: number;
+  /**
+   * After a restart checkpoint, also empty the `-wal` file with a
+   * `wal_checkpoint(TRUNCATE)`. Off by default: SQLite reuses the file from
+   * its start at the next commit anyway, and the truncate holds the write
+   * lock for as long as the filesystem takes to shrink and sync the file
+   * (tens of ms measured here), while the restart needs no lock at all.
+   */
+  readonly truncateWalFile?: boolean;
+  /**
+   * How long the tap waits for the write lock before skipping a restart until
+   * its next tick. Default 50 ms. Short on purpose: while it waits the tap
+   * cannot move its reader, and an application's FULL/RESTART/TRUNCATE
+   * checkpoint holds the write lock while it waits for exactly that.
+   */
+  readonly busyTimeoutMs?: number;
+  /** Wall clock for commit times (ms since the epoch). Default `Date.now`. */
+  readonly wallNow?: () => number;
+  /** Monotonic clock (ms) for lock timings. Default `performance.now`. */
+  readonly monotonicNow?: () => number;
+}
+
+export interface CheckpointReport {
+  readonly mode: 'passive' | 'truncate';
+  /** True when SQLite could not copy everything (readers, or the write lock was busy). */
+  readonly busy: boolean;
+  /** Frames in the WAL and frames copied into the database, as SQLite answered. */
+  readonly walFrames: number;
+  readonly checkpointedFrames: number;
+  /** The longest the tap held the write lock (truncate mode only; `null` when it never got it). */
+  readonly writeLockHeldMs: number | null;
+  /** How long the final TRUNCATE checkpoint took (it holds the write lock itself, briefly). */
+  readonly truncateMs: number | null;
+  /**
+   * True when everything was copied into the database file and the tap's
+   * reader reads the database file only: the next commit restarts the WAL
+   * from its start (truncate mode).
+   */
+  readonly walRestartable: boolean;
+  /** True when the WAL file was emptied (`truncateWalFile`). */
+  readonly truncated: boolean;
+}
+
+/** The database image at the start of a generation, read under the tap's pinned reader. */
+export interface SqliteSnapshot {
+  readonly pageSize: number;
+  readonly databasePages: number;
+  /** `pageSize × databasePages`. */
+  readonly size: number;
+  /** Streams the image, page for page, in chunks; each call starts from the beginning. */
+  read(options?: { signal?: AbortSignal }): AsyncIterable<Uint8Array>;
+}
+
+interface FileIdentityOfDatabase {
+  readonly dev: number;
+  readonly ino: number;
+}
+
+const SNAPSHOT_CHUNK_PAGES = 256;
+const READER_BUSY_TIMEOUT_MS = 5000;
+/** Tries at a restart with nothing left to copy under the lock before copying under it. */
+const RESTART_LOCK_ATTEMPTS = 3;
+/** Frames read from the WAL per piece (about 4 MiB at 4 KiB pages). */
+const READ_CHUNK_FRAMES = 1024;
+
+/** The held-reader query: any read of the schema starts the read transaction. */
+const READER_QUERY = 'SELECT count(*) AS n FROM sqlite_schema';
+
+/**
+ * One generation: a snapshot image (the database at the generation's start)
+ * and the commit log after it, held in memory from the first byte the worker
+ * has not yet confirmed in the bucket.
+ */
+interface Generation {
+  readonly id: string;
+  /** Overlay of the snapshot: pages newer than the database file, at the generation's start. */
+  readonly snapshotPages: Map<number, Uint8Array>;
+  readonly snapshotDatabasePages: number;
+  /** The snapshot is still readable (the reader it needs is pinned). */
+  snapshotAvailable: boolean;
+  /** Log bytes from `logStart` on, in chunks (one per commit). */
+  chunks: Uint8Array[];
+  logStart: number;
+  logEnd: number;
+  commits: number;
+  /** Commits before `logStart`. */
+  commitsBeforeStart: number;
+}
+
+export class SqliteTap {
+  readonly path: string;
+  readonly walPath: string;
+  readonly shmPath: string;
+  readonly pageSize: number;
+  readonly options: Required<SqliteTapOptions>;
+
+  readonly #readers: [DatabaseSync, DatabaseSync];
+  readonly #readerQueries: [StatementSync, StatementSync];
+  readonly #writer: DatabaseSync;
+  #held: 0 | 1 | -1 = -1;
+  readonly #identity: FileIdentityOfDatabase;
+  /**
+   * Descriptors of the database and `-shm` files, open for the tap's whole
+   * life and closed only after its SQLite connections: closing any descriptor
+   * of a file drops every POSIX lock this process holds on it, which would
+   * silently end the tap's read transactions (SQLite's read marks are locks
+   * on `-shm`).
+   */
+  readonly #databaseFd: number;
+  #shmFd: number | null = null;
+  #closed = false;
+
+  // The WAL cycle being read.
+  #walHeader: WalHeader | null = null;
+  /**
+   * Inode of the WAL file. SQLite restarts and truncates the WAL in place; a
+   * WAL file with another inode was deleted or replaced by someone else, and
+   * frames may have gone with the old one.
+   */
+  #walInode: number | null = null;
+  #walOffset = WAL_HEADER_BYTES;
+  #walFrame = 0;
+  #walChecksum: [number, number] = [0, 0];
+  /**
+   * Where the latest committed version of every page of the current WAL
+   * cycle is: the byte offset of its page data in the `-wal` file. Offsets,
+   * not copies: the hot path copies each page once (into its commit record).
+   */
+  #walPages = new Map<number, number>();
+  #databasePages: number;
+
+  #generation: Generation;
+  #pins = 0;
+  /** True once the reader was moved to mark 0 after the WAL went quiet (see maintain). */
+  #settled = false;
+  #checkpointReports: CheckpointReport[] = [];
+
+  private constructor(path: string, options: SqliteTapOptions) {
+    this.path = path;
+    this.walPath = `${path}-wal`;
+    this.shmPath = `${path}-shm`;
+    this.options = {
+      passiveCheckpointPages: options.passiveCheckpointPages ?? 400,
+      truncateCheckpointPages: options.truncateCheckpointPages ?? 800,
+      busyTimeoutMs: options.busyTimeoutMs ?? 50,
+      truncateWalFile: options.truncateWalFile ?? false,
+      wallNow: options.wallNow ?? Date.now,
+      monotonicNow: options.monotonicNow ?? (() => performance.now()),
+    };
+    const open = (timeout: number) => {
+      const connection = new DatabaseSync(path, { timeout });
+      // The tap's connections never checkpoint by themselves.
+      connection.exec('PRAGMA wal_autocheckpoint=0');
+      return connection;
+    };
+    this.#writer = open(this.options.busyTimeoutMs);
+    let mode: string;
+    try {
+      const row = this.#writer.prepare('PRAGMA journal_mode').get() as { journal_mode: string };
+      mode = String(row.journal_mode).toLowerCase();
+    } catch (error) {
+      this.#writer.close();
+      throw error;
+    }
+    if (mode !== 'wal') {
+      this.#writer.close();
+      throw new SqliteNotWalError(path, mode);
+    }
+    // Beginning a read transaction never waits on writers in WAL mode; the
+    // timeout only covers SQLite's own brief WAL-index recovery locks.
+    this.#readers = [open(READER_BUSY_TIMEOUT_MS), open(READER_BUSY_TIMEOUT_MS)];
+    this.#readerQueries = [
+      this.#readers[0].prepare(READER_QUERY),
+      this.#readers[1].prepare(READER_QUERY),
+    ];
+    this.pageSize = Number(
+      (this.#writer.prepare('PRAGMA page_size').get() as { page_size: number }).page_size,
+    );
+    this.#databaseFd = openSync(path, 'r');
+    const stat = fstatSync(this.#databaseFd);
+    this.#identity = { dev: stat.dev, ino: stat.ino };
+    this.#databasePages = 0;
+    this.#beginReader(0);
+    this.#held = 0;
+    this.#generation = this.#startGenerationUnderReader();
+  }
+
+  /**
+   * Opens the database and starts the first generation (its snapshot is
+   * pinned until {@link releaseSnapshot}).
+   * @throws SqliteNotWalError when the database is not in WAL mode.
+   */
+  static open(path: string, options: SqliteTapOptions = {}): SqliteTap {
+    return new SqliteTap(path, options);
+  }
+
+  /** Id of the current generation (random; changes at every new generation). */
+  get generationId(): string {
+    return this.#generation.id;
+  }
+
+  /** Commits captured in the current generation. */
+  get commits(): number {
+    return this.#generation.commits;
+  }
+
+  /** Log bytes captured in the current generation (offset after the last commit record). */
+  get logLength(): number {
+    return this.#generation.logEnd;
+  }
+
+  /** Offset of the first log byte still held in memory. */
+  get logStart(): number {
+    return this.#generation.logStart;
+  }
+
+  /** Frames currently in the WAL cycle being read (its size in pages, past its header). */
+  get walFrames(): number {
+    return this.#walFrame;
+  }
+
+  /** True while the generation's snapshot can still be read. */
+  get snapshotAvailable(): boolean {
+    return this.#generation.snapshotAvailable;
+  }
+
+  /** Checkpoint reports since the last call (for metrics and benchmarks). */
+  takeCheckpointReports(): CheckpointReport[] {
+    const reports = this.#checkpointReports;
+    this.#checkpointReports = [];
+    return reports;
+  }
+
+  /**
+   * Starts a new generation: the database as it is now (captured up to the
+   * WAL's last commit) becomes the snapshot, the log starts empty. Used after
+   * a {@link SqliteWalRestartedUnderneathError}, or when the worker needs a
+   * restore point the tap no longer holds.
+   */
+  startGeneration(): string {
+    this.#assertOpen();
+    this.#resetWalState();
+    this.#generation = this.#startGenerationUnderReader();
+    return this.#generation.id;
+  }
+
+  /**
+   * Reads every new committed transaction from the WAL into the log.
+   * Synchronous, so it never interleaves with another call of this tap.
+   * @returns the number of commits captured.
+   * @throws SqliteDatabaseReplacedError, SqliteDatabaseTruncatedError,
+   *   SqliteWalRestartedUnderneathError, SqliteCorruptWalFrameError (after
+   *   keeping every valid commit before the bad frame).
+   */
+  capture(): number {
+    this.#assertOpen();
+    this.#checkDatabaseFile();
+    return this.#readWal(true);
+  }
+
+  /**
+   * Moves the held read transaction to the WAL's current end (capturing
+   * first), so checkpoints can copy what was captured. Does nothing while the
+   * snapshot is pinned.
+   */
+  advance(): number {
+    const captured = this.capture();
+    if (this.#pins > 0 || this.#generation.snapshotAvailable) return captured;
+    // Begin the new reader before ending the old one: at no moment is there
+    // no reader of the tap's holding the WAL.
+    const previous = this.#held;
+    const next = previous === 0 ? 1 : 0;
+    this.#beginReader(next);
+    if (previous !== -1) this.#endReader(previous);
+    this.#held = next;
+    return captured;
+  }
+
+  /**
+   * Advances, then checkpoints when the WAL is past a threshold: PASSIVE past
+   * `passiveCheckpointPages`, a truncating restart past
+   * `truncateCheckpointPages`. Nothing while the snapshot is pinned.
+   */
+  maintain(): CheckpointReport | null {
+    const captured = this.advance();
+    if (this.#pins > 0 || this.#generation.snapshotAvailable) return null;
+    if (captured > 0) this.#settled = false;
+    if (this.#walFrame >= this.options.truncateCheckpointPages) return this.checkpoint('truncate');
+    if (this.#walFrame >= this.options.passiveCheckpointPages) return this.checkpoint('passive');
+    if (captured === 0 && this.#walFrame > 0 && !this.#settled) {
+      // Nothing was committed since the last call: copy what is left and
+      // move the reader once more, so it reads the database file only (read
+      // mark 0). An application's RESTART or TRUNCATE checkpoint waits for
+      // exactly that, holding the write lock, so it finishes within about
+      // two calls instead of running into its busy timeout.
+      const report = this.checkpoint('passive');
+      if (!report.busy && report.checkpointedFrames === report.walFrames) {
+        this.advance();
+        this.#settled = true;
+      }
+      return report;
+    }
+    return null;
+  }
+
+  /**
+   * Runs one of the tap's own checkpoints now (see the module comment).
+   * Refused (returns a busy report) while the snapshot is pinned.
+   */
+  checkpoint(mode: 'passive' | 'truncate'): CheckpointReport {
+    this.#assertOpen();
+    if (this.#pins > 0 || this.#generation.snapshotAvailable) {
+      return this.#report({
+        mode,
+        busy: true,
+        walFrames: this.#walFrame,
+        checkpointedFrames: 0,
+        writeLockHeldMs: null,
+        truncateMs: null,
+        walRestartable: false,
+        truncated: false,
+      });
+    }
+    this.advance();
+    const idle = this.#idleReader();
+    const passive = this.#checkpointOn(idle, 'PASSIVE');
+    if (mode === 'passive') {
+      return this.#report({
+        mode,
+        busy: passive.busy !== 0,
+        walFrames: passive.log,
+        checkpointedFrames: passive.checkpointed,
+        writeLockHeldMs: null,
+        truncateMs: null,
+        walRestartable: false,
+        truncated: false,
+      });
+    }
+    // The restart, under the write lock. While it is held no commit can land,
+    // so the capture inside reaches the WAL's true end. When commits landed
+    // after the copy just made, copying them under the lock would put a
+    // checkpoint's fsyncs inside it: let go, copy them without the lock, and
+    // try again; only the last attempt copies under the lock.
+    let passiveBefore = passive;
+    let last = passive;
+    let writeLockHeldMs = 0;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        this.#writer.exec('BEGIN IMMEDIATE');
+      } catch {
+        // The application held the write lock for longer than busyTimeoutMs:
+        // skip this time; the WAL stays bounded by the next attempt.
+        return this.#report({
+          mode,
+          busy: true,
+          walFrames: passiveBefore.log,
+          checkpointedFrames: passiveBefore.checkpointed,
+          writeLockHeldMs: writeLockHeldMs === 0 ? null : writeLockHeldMs,
+          truncateMs: null,
+          walRestartable: false,
+          truncated: false,
+        });
+      }
+      const lockedAt = this.options.monotonicNow();
+      let retry = false;
+      try {
+        this.#readWal(true);
+        const copiedAlready =
+          passiveBefore.busy === 0 &&
+          passiveBefore.checkpointed === passiveBefore.log &&
+          this.#walFrame === passiveBefore.log;
+        if (!copiedAlready && attempt < RESTART_LOCK_ATTEMPTS) {
+          retry = true;
+        } else {
+          if (this.#held !== -1) this.#endReader(this.#held);
+          this.#held = -1;
+          last = this.#checkpointOn(this.#readers[0], 'PASSIVE');
+        }
+      } finally {
+        // Never release the write lock without a reader held: between the two
+        // an application checkpoint could copy and drop uncaptured frames.
+        if (this.#held === -1) {
+          this.#beginReader(0);
+          this.#held = 0;
+        }
+        this.#writer.exec('ROLLBACK');
+        writeLockHeldMs = Math.max(writeLockHeldMs, this.options.monotonicNow() - lockedAt);
+      }
+      if (!retry) break;
+      this.advance();
+      passiveBefore = this.#checkpointOn(this.#idleReader(), 'PASSIVE');
+    }
+    let truncateMs: number | null = null;
+    let truncated = false;
+    const walRestartable = last.busy === 0 && last.log === last.checkpointed;
+    if (walRestartable && this.options.truncateWalFile) {
+      // Everything is in the database file and the held reader has mark 0:
+      // a TRUNCATE now can only drop captured frames. No busy wait: it holds
+      // the write lock while it waits, which would stall the application.
+      const other = this.#readers[1];
+      other.exec('PRAGMA busy_timeout=0');
+      const started = this.options.monotonicNow();
+      try {
+        const result = this.#checkpointOn(other, 'TRUNCATE');
+        truncated = result.busy === 0;
+      } finally {
+        truncateMs = this.options.monotonicNow() - started;
+        other.exec(`PRAGMA busy_timeout=${READER_BUSY_TIMEOUT_MS}`);
+      }
+    }
+    this.#readWal(true);
+    return this.#report({
+      mode,
+      busy: last.busy !== 0 || last.log !== last.checkpointed,
+      walFrames: last.log,
+      checkpointedFrames: last.checkpointed,
+      writeLockHeldMs,
+      truncateMs,
+      walRestartable,
+      truncated,
+    });
+  }
+
+  /**
+   * The generation's snapshot: the database at the generation's start, page
+   * for page. Readable until {@link releaseSnapshot}; `null` after.
+   */
+  snapshot(): SqliteSnapshot | null {
+    this.#assertOpen();
+    const generation = this.#generation;
+    if (!generation.snapshotAvailable) return null;
+    const pageSize = this.pageSize;
+    const databasePages = generation.snapshotDatabasePages;
+    const path = this.path;
+    const tap = this;
+    return {
+      pageSize,
+      databasePages,
+      size: pageSize * databasePages,
+      async *read(options: { signal?: AbortSignal } = {}) {
+        tap.#pins += 1;
+        const fd = tap.#databaseFd;
+        try {
+          const stat = fstatSync(fd);
+          for (let first = 1; first <= databasePages; first += SNAPSHOT_CHUNK_PAGES) {
+            options.signal?.throwIfAborted();
+            if (!generation.snapshotAvailable)
+              throw new Error('the snapshot was released while it was being read');
+            const count = Math.min(SNAPSHOT_CHUNK_PAGES, databasePages - first + 1);
+            const chunk = new Uint8Array(count * pageSize);
+            const fromFile = readAt(fd, (first - 1) * pageSize, count * pageSize);
+            chunk.set(fromFile);
+            for (let i = 0; i < count; i += 1) {
+              const page = generation.snapshotPages.get(first + i);
+              if (page) chunk.set(page, i * pageSize);
+              else if ((i + 1) * pageSize > fromFile.byteLength)
+                throw new SqliteDatabaseTruncatedError(path, stat.size, databasePages * pageSize);
+            }
+            yield chunk;
+          }
+        } finally {
+          tap.#pins -= 1;
+        }
+      },
+    };
+  }
+
+  /**
+   * Lets the generation's snapshot go (it is safely in the bucket): the held
+   * reader may move forward and checkpoints may run again.
+   */
+  releaseSnapshot(): void {
+    const generation = this.#generation;
+    if (!generation.snapshotAvailable) return;
+    generation.snapshotAvailable = false;
+    generation.snapshotPages.clear();
+  }
+
+  /**
+   * Log bytes of the current generation in `[start, end)`, whole records
+   * only; with `atLeast`, that many records even when they reach past `end`.
+   */
+  readLog(
+    start: number,
+    end: number,
+    atLeast = 0,
+  ): { bytes: Uint8Array; commits: number; end: number } | null {
+    const generation = this.#generation;
+    if (start < generation.logStart)
+      throw new RangeError(
+        `log bytes before ${generation.logStart} were released (asked for ${start})`,
+      );
+    let offset = generation.logStart;
+    const parts: Uint8Array[] = [];
+    let commits = 0;
+    let reached = start;
+    for (const chunk of generation.chunks) {
+      const chunkEnd = offset + chunk.byteLength;
+      if (offset >= start && (chunkEnd <= end || commits < atLeast)) {
+        parts.push(chunk);
+        commits += 1;
+        reached = chunkEnd;
+      } else if (offset < start && chunkEnd > start) {
+        throw new RangeError(`offset ${start} is inside a commit record`);
+      }
+      if (chunkEnd > end && commits >= atLeast) break;
+      offset = chunkEnd;
+    }
+    if (commits === 0) return null;
+    const bytes = new Uint8Array(reached - start);
+    let at = 0;
+    for (const part of parts) {
+      bytes.set(part, at);
+      at += part.byteLength;
+    }
+    return { bytes, commits, end: reached };
+  }
+
+  /** Drops log bytes before `offset` (they are in the bucket). */
+  releaseLog(offset: number): void {
+    const generation = this.#generation;
+    let drop = 0;
+    let start = generation.logStart;
+    for (const chunk of generation.chunks) {
+      if (start + chunk.byteLength > offset) break;
+      start += chunk.byteLength;
+      drop += 1;
+    }
+    if (drop === 0) return;
+    // One splice, not a shift per record: tens of thousands of records per step.
+    generation.chunks.splice(0, drop);
+    generation.logStart = start;
+    generation.commitsBeforeStart += drop;
+  }
+
+  /**
+   * Ends the read transactions and closes the connections. Commits not yet
+   * shipped are not shipped after this; the next open starts a new
+   * generation whose snapshot holds them. (If these were the last
+   * connections to the database, SQLite checkpoints it on close, as always.)
+   */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const reader of this.#readers) {
+      if (reader.isTransaction) reader.exec('ROLLBACK');
+    }
+    this.#readers[0].close();
+    this.#readers[1].close();
+    this.#writer.close();
+    // Only now: see #databaseFd.
+    closeSync(this.#databaseFd);
+    if (this.#shmFd !== null) closeSync(this.#shmFd);
+  }
+
+  // ---------------------------------------------------------------------------
+
+  #assertOpen(): void {
+    if (this.#closed) throw new Error(`the SQLite tap for ${this.path} is closed`);
+  }
+
+  #report(report: CheckpointReport): CheckpointReport {
+    this.#checkpointReports.push(report);
+    return report;
+  }
+
+  #idleReader(): DatabaseSync {
+    return this.#readers[this.#held === 0 ? 1 : 0];
+  }
+
+  #beginReader(index: 0 | 1): void {
+    const reader = this.#readers[index];
+    reader.exec('BEGIN');
+    try {
+      this.#readerQueries[index].get();
+    } catch (error) {
+      reader.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  #endReader(index: 0 | 1): void {
+    const reader = this.#readers[index];
+    if (reader.isTransaction) reader.exec('ROLLBACK');
+  }
+
+  #checkpointOn(
+    connection: DatabaseSync,
+    mode: 'PASSIVE' | 'TRUNCATE',
+  ): { busy: number; log: number; checkpointed: number } {
+    const row = connection.prepare(`PRAGMA wal_checkpoint(${mode})`).get() as {
+      busy: number;
+      log: number;
+      checkpointed: number;
+    };
+    return { busy: Number(row.busy), log: Number(row.log), checkpointed: Number(row.checkpointed) };
+  }
+
+  #resetWalState(): void {
+    this.#walHeader = null;
+    this.#walInode = null;
+    this.#walOffset = WAL_HEADER_BYTES;
+    this.#walFrame = 0;
+    this.#walChecksum = [0, 0];
+    this.#walPages = new Map();
+  }
+
+  /** Reads the database size from the file's header (page 1 on disk). */
+  #databasePagesOnDisk(fileBytes: number): number {
+    const header = readAt(this.#databaseFd, 0, 100);
+    if (header.byteLength < 100) return 0;
+    const view = new DataView(header.buffer, header.byteOffset, 100);
+    const inHeader = view.getUint32(28);
+    const valid = inHeader !== 0 && view.getUint32(24) === view.getUint32(92);
+    return valid ? inHeader : Math.floor(fileBytes / this.pageSize);
+  }
+
+  #checkDatabaseFile(): void {
+    let stat: ReturnType<typeof statSync>;
+    try {
+      stat = statSync(this.path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+        throw new SqliteDatabaseReplacedError(this.path, 'the file is gone');
+      throw error;
+    }
+    if (stat.ino !== this.#identity.ino || stat.dev !== this.#identity.dev)
+      throw new SqliteDatabaseReplacedError(
+        this.path,
+        `inode ${this.#identity.ino} became ${stat.ino}`,
+      );
+    // Every page of the database that is not in the WAL must be in the file.
+    // (Page 1 on disk may record more pages than the file has: a checkpoint
+    // copies each page's newest frame only, so it can copy page 1 and leave a
+    // new page for later. Hence no check against the on-disk header.)
+    let needed = this.#databasePages;
+    while (needed > 1 && this.#walPages.has(needed)) needed -= 1;
+    const expected = Math.max(needed, 1) * this.pageSize;
+    if (stat.size < expected || stat.size % this.pageSize !== 0)
+      throw new SqliteDatabaseTruncatedError(this.path, stat.size, expected);
+  }
+
+  #startGenerationUnderReader(): Generation {
+    // The current WAL's committed transactions are part of the snapshot, not
+    // of the log: read them as the snapshot's overlay.
+    const stat = statSync(this.path);
+    this.#databasePages = this.#databasePagesOnDisk(stat.size);
+    this.#readWal(false);
+    return {
+      id: `${Date.now().toString(36)}-${Math.random().toString(16).slice(2, 10)}`,
+      snapshotPages: this.#readWalPages(),
+      snapshotDatabasePages: this.#databasePages,
+      snapshotAvailable: true,
+      chunks: [],
+      logStart: 0,
+      logEnd: 0,
+      commits: 0,
+      commitsBeforeStart: 0,
+    };
+  }
+
+  /**
+   * Reads new commits from the WAL file. With `record`, appends them to the
+   * generation's log; without, only updates the page overlay (generation start).
+   */
+  #readWal(record: boolean): number {
+    let fd: number;
+    try {
+      fd = openSync(this.walPath, 'r');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        this.#walEmptied();
+        return 0;
+      }
+      throw error;
+    }
+    try {
+      const stat = fstatSync(fd);
+      const size = stat.size;
+      if (this.#walInode === null) this.#walInode = stat.ino;
+      else if (stat.ino !== this.#walInode) {
+        const before = this.#walInode;
+        this.#resetWalState();
+        throw new SqliteWalRestartedUnderneathError(
+          this.path,
+          `the -wal file was replaced (inode ${before} became ${stat.ino})`,
+        );
+      }
+      const header = parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES));
+      if (header === null) {
+        // Empty (after TRUNCATE) or being created: nothing committed in it.
+        this.#walEmptied();
+        return 0;
+      }
+      if (this.#walHeader === null || walCycleId(header) !== walCycleId(this.#walHeader)) {
+        this.#enterCycle(header);
+      }
+      if (size <= this.#walOffset) return 0;
+      // Read before the WAL bytes: frames the index counts as committed now
+      // were completely written before the reads below.
+      const index = this.#readWalIndex();
+      const frameBytes = WAL_FRAME_HEADER_BYTES + header.pageSize;
+      // In pieces, stopping at the first invalid frame: after a restart the
+      // file keeps the previous cycle's frames past the new end, and reading
+      // them on every capture would cost more than everything else.
+      let chunkBytes = READ_CHUNK_FRAMES * frameBytes;
+      let captured = 0;
+      const capturedAt = this.options.wallNow();
+      for (;;) {
+        const start = this.#walOffset;
+        const bytes = readAt(fd, start, Math.min(size - start, chunkBytes));
+        const scan = scanWalFrames(header, bytes, start, this.#walFrame, this.#walChecksum);
+        for (const transaction of scan.transactions) {
+          for (const [pageNumber, page] of transaction.pages) {
+            this.#walPages.set(pageNumber, start + (page.byteOffset - bytes.byteOffset));
+          }
+          this.#databasePages = transaction.databasePages;
+          if (record) {
+            const frame = encodeCommitFrame({
+              pageSize: header.pageSize,
+              databasePages: transaction.databasePages,
+              commitTime: capturedAt,
+              walSalt1: header.salt1,
+              walSalt2: header.salt2,
+              commitFrame: transaction.commitFrame,
+              pages: transaction.pages,
+            });
+            const generation = this.#generation;
+            generation.chunks.push(frame);
+            generation.logEnd += frame.byteLength;
+            generation.commits += 1;
+          }
+        }
+        captured += scan.transactions.length;
+        this.#walOffset = scan.endOffset;
+        this.#walFrame = scan.endFrame;
+        this.#walChecksum = scan.checksum;
+        if (scan.badFrame !== null) {
+          if (
+            index !== null &&
+            index.salt1 === header.salt1 &&
+            index.salt2 === header.salt2 &&
+            index.committedFrames >= scan.badFrame
+          ) {
+            throw new SqliteCorruptWalFrameError(
+              this.path,
+              scan.badFrame,
+              scan.endOffset,
+              this.#generation?.commits ?? 0,
+            );
+          }
+        }
+        if (scan.stoppedEarly || start + bytes.byteLength >= size) break;
+        // A transaction larger than the piece: read a bigger one.
+        if (scan.transactions.length === 0) chunkBytes *= 2;
+      }
+      return captured;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /**
+   * Copies the current cycle's newest committed page versions out of the WAL
+   * file (the snapshot's overlay). Called under the held reader, which keeps
+   * those frames from being overwritten.
+   */
+  #readWalPages(): Map<number, Uint8Array> {
+    const pages = new Map<number, Uint8Array>();
+    if (this.#walPages.size === 0) return pages;
+    const fd = openSync(this.walPath, 'r');
+    try {
+      for (const [pageNumber, offset] of this.#walPages) {
+        const page = readAt(fd, offset, this.pageSize);
+        if (page.byteLength !== this.pageSize)
+          throw new SqliteWalRestartedUnderneathError(
+            this.path,
+            'the -wal file shrank under the held reader',
+          );
+        pages.set(pageNumber, page);
+      }
+    } finally {
+      closeSync(fd);
+    }
+    return pages;
+  }
+
+  #readWalIndex(): ReturnType<typeof readWalIndexCommitted> {
+    if (this.#shmFd === null) {
+      try {
+        this.#shmFd = openSync(this.shmPath, 'r');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw error;
+      }
+    }
+    return readWalIndexCommitted(this.#shmFd);
+  }
+
+  #walEmptied(): void {
+    this.#walHeader = null;
+    this.#walOffset = WAL_HEADER_BYTES;
+    this.#walFrame = 0;
+  }
+
+  #enterCycle(header: WalHeader): void {
+    // A new cycle (new salts) needs no check of its own: SQLite restarts the
+    // WAL only when every frame is in the database file and no read mark
+    // above 0 is held, which the tap's readers allow only for captured frames
+    // (see the module comment). The header's checkpoint sequence cannot be
+    // used as a check: SQLite keeps it per connection, and a connection that
+    // has not restarted the WAL itself writes 0 and fresh salts.
+    if (header.pageSize !== this.pageSize) {
+      throw new SqliteWalRestartedUnderneathError(
+        this.path,
+        `WAL page size ${header.pageSize} differs from the database's ${this.pageSize}`,
+      );
+    }
+    // The previous cycle was completely checkpointed before SQLite restarted
+    // it, so the database file now holds all of it.
+    this.#walHeader = header;
+    this.#walOffset = WAL_HEADER_BYTES;
+    this.#walFrame = 0;
+    this.#walChecksum = [header.checksum1, header.checksum2];
+    this.#walPages = new Map();
+  }
+}
+
+/** Frames of `pageSize` bytes a WAL of `bytes` bytes holds. */
+export function walFramesOf(bytes: number, pageSize: number): number {
+  return bytes <= WAL_HEADER_BYTES
+    ? 0
+    : Math.floor((bytes - WAL_HEADER_BYTES) / (WAL_FRAME_HEADER_BYTES + pageSize));
+}

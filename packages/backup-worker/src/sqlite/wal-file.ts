@@ -1,0 +1,164 @@
+/**
+ * Reading SQLite's write-ahead log file (`<db>-wal`) transaction by
+ * transaction, on top of `@x/wal-segment`'s SQLite WAL scanner (header,
+ * salts, cumulative checksums, commit boundaries). A frame is valid only when
+ * its salts equal the header's and its checksum, cumulative from the
+ * header's, matches; the first invalid frame ends the log. A transaction is
+ * the frames up to and including a commit frame; frames after the last commit
+ * frame are an unfinished or rolled-back transaction and are never reported.
+ *
+ * Also reads the wal-index header from `<db>-shm` (the shared-memory file of
+ * the unix VFS), which says how many frames are committed. That is how a
+ * corrupt committed frame is told apart from a transaction still being
+ * written: the wal-index counts frames past it.
+ */
+import { readSync } from 'node:fs';
+import {
+  parseSqliteWalHeader,
+  SQLITE_WAL_FRAME_HEADER_BYTES,
+  SQLITE_WAL_HEADER_BYTES,
+  type SqliteWalHeader,
+  SqliteWalScanner,
+  sqliteWalHeaderProblem,
+} from '@x/wal-segment';
+
+export const WAL_HEADER_BYTES = SQLITE_WAL_HEADER_BYTES;
+export const WAL_FRAME_HEADER_BYTES = SQLITE_WAL_FRAME_HEADER_BYTES;
+
+export type WalHeader = SqliteWalHeader;
+
+/** Identity of one WAL cycle: the header's salts change whenever SQLite restarts the WAL. */
+export function walCycleId(header: WalHeader): string {
+  return `${header.checkpointSequence}.${header.salt1.toString(16)}.${header.salt2.toString(16)}`;
+}
+
+/** Parses and checks a WAL header; `null` when the bytes are not a valid one. */
+export function parseWalHeader(bytes: Uint8Array): WalHeader | null {
+  if (sqliteWalHeaderProblem(bytes) !== undefined) return null;
+  return parseSqliteWalHeader(bytes);
+}
+
+/** One committed transaction read from the WAL. */
+export interface WalTransaction {
+  /** The pages it wrote, last version of each, by page number. */
+  readonly pages: Map<number, Uint8Array>;
+  /** Database size in pages after the commit. */
+  readonly databasePages: number;
+  /** 1-based index of its commit frame in this WAL cycle. */
+  readonly commitFrame: number;
+}
+
+/** Where reading stopped, and why. */
+export interface WalScan {
+  readonly transactions: WalTransaction[];
+  /** Byte offset after the last valid commit frame (where the next read starts). */
+  readonly endOffset: number;
+  /** Frames in the WAL up to `endOffset` (1-based index of the last commit frame). */
+  readonly endFrame: number;
+  /** Running checksum after the last valid commit frame. */
+  readonly checksum: [number, number];
+  /**
+   * The frame right after the last commit when it is complete, carries this
+   * cycle's salts and fails its checksum; `null` otherwise. Not by itself
+   * corruption (a rolled-back transaction leaves such frames); compare with
+   * the wal-index's committed frame count.
+   */
+  readonly badFrame: number | null;
+  /** True when an invalid frame (not the end of `bytes`) ended the scan. */
+  readonly stoppedEarly: boolean;
+}
+
+function u32(bytes: Uint8Array, at: number): number {
+  return (
+    ((bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!) >>> 0
+  );
+}
+
+/**
+ * Reads the committed transactions of one WAL cycle from `bytes`, which hold
+ * the file from `startOffset` on; `startFrame` frames precede `startOffset`,
+ * and `checksum` is the running checksum there.
+ */
+export function scanWalFrames(
+  header: WalHeader,
+  bytes: Uint8Array,
+  startOffset: number,
+  startFrame: number,
+  checksum: [number, number],
+): WalScan {
+  const scanner = SqliteWalScanner.resume({
+    header,
+    headerProblem: null,
+    validLength: startOffset,
+    commits: 0,
+    frames: startFrame,
+    databasePages: 0,
+    checksum,
+    uncommittedFrames: 0,
+    end: 'end-of-input',
+  });
+  scanner.push(bytes);
+  const result = scanner.result;
+  const frameBytes = WAL_FRAME_HEADER_BYTES + header.pageSize;
+  const transactions: WalTransaction[] = [];
+  let pending = new Map<number, Uint8Array>();
+  let frame = startFrame;
+  for (let at = 0; at + startOffset < result.validLength; at += frameBytes) {
+    frame += 1;
+    pending.set(u32(bytes, at), bytes.subarray(at + WAL_FRAME_HEADER_BYTES, at + frameBytes));
+    const databasePages = u32(bytes, at + 4);
+    if (databasePages !== 0) {
+      transactions.push({ pages: pending, databasePages, commitFrame: frame });
+      pending = new Map();
+    }
+  }
+  const badFrame =
+    result.end === 'checksum-mismatch' && result.uncommittedFrames === 0 ? result.frames + 1 : null;
+  return {
+    transactions,
+    endOffset: result.validLength,
+    endFrame: result.frames,
+    checksum: result.checksum,
+    badFrame,
+    stoppedEarly: result.end !== 'end-of-input',
+  };
+}
+
+/** Reads `length` bytes at `offset` of an open file into a fresh buffer. */
+export function readAt(fd: number, offset: number, length: number): Uint8Array {
+  const buffer = new Uint8Array(new ArrayBuffer(length));
+  let done = 0;
+  while (done < length) {
+    const n = readSync(fd, buffer, done, length - done, offset + done);
+    if (n === 0) break;
+    done += n;
+  }
+  return done === length ? buffer : buffer.subarray(0, done);
+}
+
+/**
+ * The committed frame count the wal-index (`-shm`, open as `shmFd`) records,
+ * with the salts it records them for; `null` when the file is too short or
+ * its two header copies disagree (a writer is updating it). Native byte order
+ * (the index is never shared between machines).
+ *
+ * The caller keeps `shmFd` open for as long as SQLite connections to the
+ * database are open in this process: closing any descriptor of a file drops
+ * every POSIX lock the process holds on it, SQLite's read marks included.
+ */
+export function readWalIndexCommitted(
+  shmFd: number,
+): { committedFrames: number; salt1: number; salt2: number } | null {
+  const bytes = readAt(shmFd, 0, 136);
+  if (bytes.byteLength < 96) return null;
+  for (let i = 0; i < 48; i += 1) if (bytes[i] !== bytes[i + 48]) return null;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const littleEndianHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+  if (view.getUint8(12) === 0) return null; // isInit
+  // The salts in the index are stored as the WAL header's bytes (big-endian).
+  return {
+    committedFrames: view.getUint32(16, littleEndianHost),
+    salt1: view.getUint32(32),
+    salt2: view.getUint32(36),
+  };
+}

@@ -1,0 +1,110 @@
+/**
+ * SqliteSource under the real BackupWorker, and the package's restore with
+ * the SQLite materializer: every restore point restores to the exact content
+ * the application had at that commit.
+ */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { FakeClock } from '@x/lease';
+import { MemoryStore } from '@x/store';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BackupWorker } from '../../src/backup-worker.ts';
+import { restore } from '../../src/restore/index.ts';
+import { integrityCheck } from '../../src/sqlite/restore.ts';
+import { sqliteCommitAtTime } from '../../src/sqlite/restore-point-at-time.ts';
+import { sqliteMaterializer } from '../../src/sqlite/sqlite-materializer.ts';
+import { SqliteSource } from '../../src/sqlite/sqlite-source.ts';
+import { contentHash } from './content-hash.ts';
+import { hashOf } from './harness.ts';
+
+const directories: string[] = [];
+afterEach(() => {
+  for (const directory of directories.splice(0))
+    rmSync(directory, { recursive: true, force: true });
+});
+
+describe('SqliteSource with the BackupWorker', () => {
+  it('ships commits across WAL restarts; restores manifests, a commit between manifests and a time exactly', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'backupd-sqlite-worker-'));
+    directories.push(directory);
+    const path = join(directory, 'app.db');
+    const application = new DatabaseSync(path, { timeout: 5000 });
+    application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+    // Commit times: round r's commits are seen at 1000 × (r + 1) ms.
+    let now = 0;
+    const source = SqliteSource.open({
+      path,
+      passiveCheckpointPages: 20,
+      truncateCheckpointPages: 60,
+      captureIntervalMs: 0,
+      wallNow: () => now,
+    });
+    const store = new MemoryStore();
+    const worker = new BackupWorker({
+      store,
+      prefix: 'p',
+      source,
+      clock: new FakeClock(),
+      manifestIntervalMs: 0,
+    });
+    const checkpointer = new DatabaseSync(path, { timeout: 0 });
+    try {
+      const hashes = [contentHash(application)];
+      const lastCommitOfRound: number[] = [];
+      for (let round = 0; round < 12; round += 1) {
+        now = 1000 * (round + 1);
+        for (let i = 0; i < 4; i += 1) {
+          application
+            .prepare('INSERT INTO t (body) VALUES (randomblob(?))')
+            .run(100 + ((round * 7 + i) % 5) * 2000);
+          hashes.push(contentHash(application));
+          if (i === 2) {
+            // Always deletes one row, so it is always exactly one commit.
+            application.exec('DELETE FROM t WHERE id = (SELECT min(id) FROM t)');
+            hashes.push(contentHash(application));
+          }
+        }
+        // The application's own checkpoints, including a restart of the WAL.
+        checkpointer.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get();
+        await worker.runOnce();
+        lastCommitOfRound.push(hashes.length - 1);
+      }
+      await worker.runOnce();
+      const latest = hashes.length - 1;
+      expect((await source.durablePosition()).commitCount).toBe(latest);
+      const reports = source.tap.takeCheckpointReports();
+      expect(reports.some((report) => report.walRestartable)).toBe(true);
+
+      const materializer = sqliteMaterializer({ databaseName: 'app.db' });
+      for (const commitSeq of [0, 1, 13, 27, 42, latest]) {
+        const target = join(directory, `restore-${commitSeq}`);
+        const result = await restore(store, 'p', target, { commitSeq, materializer });
+        expect(result.commitSeq).toBe(commitSeq);
+        const restored = join(target, 'app.db');
+        expect(integrityCheck(restored)).toBe('ok');
+        expect(hashOf(restored, contentHash), `commit ${commitSeq}`).toBe(hashes[commitSeq]);
+        expect(readdirSync(target).sort()).toEqual(
+          ['app.db', 'app.db-backupd.parent', 'app.db-backupd.state'].sort(),
+        );
+      }
+
+      // To a time: the newest commit seen at or before it.
+      const atTime = await sqliteCommitAtTime(store, 'p', 5500);
+      expect(atTime).toMatchObject({ commitSeq: lastCommitOfRound[4], commitTime: 5000 });
+      const target = join(directory, 'restore-at-time');
+      await restore(store, 'p', target, {
+        commitSeq: atTime!.commitSeq,
+        manifestKey: atTime!.manifestKey,
+        materializer,
+      });
+      expect(hashOf(join(target, 'app.db'), contentHash)).toBe(hashes[lastCommitOfRound[4]!]);
+      expect(await sqliteCommitAtTime(store, 'p', 500)).toBeNull();
+    } finally {
+      checkpointer.close();
+      await source.close();
+      application.close();
+    }
+  });
+});

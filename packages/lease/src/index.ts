@@ -1,0 +1,40 @@
+export { BucketLease, releaseOwnRecord } from './bucket-lease.ts';
+export { type Clock, FakeClock, systemClock } from './clock.ts';
+export {
+  FencedError,
+  ForeignActiveError,
+  LeaseError,
+  type LeaseErrorCode,
+  LeaseLostError,
+  LeaseOptionsError,
+  LeaseRecordError,
+  PreconditionsIgnoredError,
+  WriteDeadlineError,
+} from './errors.ts';
+export {
+  type HoldLeaseOptions,
+  holdLease,
+  type LeaseEvent,
+  LeaseKeeper,
+  RENEW_RETRY_MS,
+} from './keeper.ts';
+export {
+  type AcquireOptions,
+  type Exclusion,
+  type LeaseLogger,
+  stderrLeaseLogger,
+} from './options.ts';
+export {
+  DEFAULT_TTL_S,
+  type LeaseRecord,
+  leaseKey,
+  MAX_RECORD_BYTES,
+  MAX_SANE_TTL_S,
+  MIN_TTL_S,
+  newInstanceId,
+  parseLeaseRecord,
+  readLease,
+  serializeLeaseRecord,
+  type VersionedLeaseRecord,
+} from './record.ts';
+export { LeaseWatch } from './watch.ts';

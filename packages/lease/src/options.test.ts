@@ -1,0 +1,71 @@
+import type { ObjectStore } from '@x/store';
+import { describe, expect, it } from 'vitest';
+import { BucketLease } from './bucket-lease.ts';
+import { FakeClock } from './clock.ts';
+import { LeaseError, LeaseOptionsError } from './errors.ts';
+import { holdLease } from './keeper.ts';
+import type { AcquireOptions } from './options.ts';
+import { MAX_SANE_TTL_S } from './record.ts';
+
+/** A store that fails the test if the lease sends anything. */
+const untouchable = new Proxy({} as ObjectStore, {
+  get(_target, property) {
+    if (property === 'description') return 'untouchable';
+    throw new Error(`the store was used (${String(property)}) before the options were checked`);
+  },
+});
+
+const base: AcquireOptions = { prefix: 'db', instanceId: 'me', clock: new FakeClock() };
+
+async function optionError(options: AcquireOptions): Promise<LeaseOptionsError> {
+  for (const attempt of [
+    () => BucketLease.acquireAs(untouchable, options),
+    () => holdLease(untouchable, options),
+  ]) {
+    try {
+      await attempt();
+    } catch (error) {
+      expect(LeaseOptionsError.isInstance(error)).toBe(true);
+      expect(LeaseError.isInstance(error)).toBe(true);
+      continue;
+    }
+    throw new Error('expected a LeaseOptionsError');
+  }
+  try {
+    await BucketLease.acquireAs(untouchable, options);
+  } catch (error) {
+    return error as LeaseOptionsError;
+  }
+  throw new Error('unreachable');
+}
+
+describe('invalid options are refused before any request', () => {
+  it('a TTL under 3 s', async () => {
+    const error = await optionError({ ...base, ttlSeconds: 2 });
+    expect(error.option).toBe('ttlSeconds');
+    expect(error.message).toMatch(/at least 3 s/);
+  });
+  it('a TTL over MAX_SANE_TTL_S', async () => {
+    const error = await optionError({ ...base, ttlSeconds: MAX_SANE_TTL_S + 1 });
+    expect(error.option).toBe('ttlSeconds');
+    expect(error.message).toMatch(/MAX_SANE_TTL_S/);
+  });
+  it('a fractional TTL', async () => {
+    expect((await optionError({ ...base, ttlSeconds: 4.5 })).option).toBe('ttlSeconds');
+  });
+  it('an empty prefix', async () => {
+    const error = await optionError({ ...base, prefix: '' });
+    expect(error.option).toBe('prefix');
+  });
+  it('an empty instance id', async () => {
+    expect((await optionError({ ...base, instanceId: '' })).option).toBe('instanceId');
+  });
+  it('a renewal timeout that is not positive (holdLease)', async () => {
+    await expect(holdLease(untouchable, { ...base, renewTimeoutMs: 0 })).rejects.toSatisfy(
+      (error) => LeaseOptionsError.isInstance(error) && error.option === 'renewTimeoutMs',
+    );
+  });
+  it('a negative term', async () => {
+    expect((await optionError({ ...base, term: -1 })).option).toBe('term');
+  });
+});

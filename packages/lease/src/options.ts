@@ -1,0 +1,124 @@
+/** Options of `BucketLease.acquireAs` and `holdLease`, and their validation. */
+import type { Clock } from './clock.ts';
+import { systemClock } from './clock.ts';
+import { LeaseOptionsError } from './errors.ts';
+import {
+  checkedPrefix,
+  DEFAULT_TTL_S,
+  instanceIdProblem,
+  MAX_SANE_TTL_S,
+  MIN_TTL_S,
+} from './record.ts';
+import { LeaseWatch } from './watch.ts';
+
+/** How strongly the lease excludes a second writer on this store. */
+export type Exclusion = 'conditional' | 'best-effort';
+
+/** Structured log sink: one event name and key-value fields. Never given credentials. */
+export interface LeaseLogger {
+  info(event: string, fields?: object): void;
+  warn(event: string, fields?: object): void;
+}
+
+/**
+ * The default logger: warnings as one JSON line on stderr (so weakened
+ * exclusion and takeovers of suspect records are never silent), info dropped.
+ */
+export const stderrLeaseLogger: LeaseLogger = {
+  info() {},
+  warn(event, fields) {
+    process.stderr.write(`${JSON.stringify({ level: 'warn', event, ...fields })}\n`);
+  },
+};
+
+export interface AcquireOptions {
+  /** The prefix the lease guards; the record is `{prefix}/LEASE`. Must not be empty. */
+  prefix: string;
+  /** This instance's id, kept across attempts (see `newInstanceId`). */
+  instanceId: string;
+  /** Whole seconds, from 3 to `MAX_SANE_TTL_S`; default `DEFAULT_TTL_S` (30). */
+  ttlSeconds?: number;
+  /**
+   * Default true: every write is conditional, and the store is probed at
+   * every acquire. False: read then unconditional write (best-effort).
+   */
+  conditional?: boolean;
+  /** Cluster term to acquire under (term fencing); a non-negative integer. */
+  term?: number;
+  /** Default `systemClock`. */
+  clock?: Clock;
+  /** Default: warnings to stderr as JSON lines. */
+  logger?: LeaseLogger;
+  /** Keep one per contender across attempts, so suspect records can be taken over. */
+  watch?: LeaseWatch;
+  /** Cancels the acquire (every store call gets it). */
+  signal?: AbortSignal;
+}
+
+/** @internal Validated options. */
+export interface AcquireSettings {
+  readonly prefix: string;
+  readonly key: string;
+  readonly instanceId: string;
+  readonly ttlSeconds: number;
+  readonly conditional: boolean;
+  readonly term: number | undefined;
+  readonly clock: Clock;
+  readonly logger: LeaseLogger;
+  readonly watch: LeaseWatch;
+  readonly signal: AbortSignal | undefined;
+}
+
+/** @internal @throws LeaseOptionsError naming the first bad option. */
+export function validateAcquireOptions(options: AcquireOptions): AcquireSettings {
+  if (typeof options !== 'object' || options === null)
+    throw new LeaseOptionsError('options', 'must be an object');
+  const prefix = checkedPrefix(options.prefix);
+  const idProblem = instanceIdProblem(options.instanceId);
+  if (idProblem) throw new LeaseOptionsError('instanceId', idProblem);
+  const ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_S;
+  if (typeof ttlSeconds !== 'number' || !Number.isInteger(ttlSeconds))
+    throw new LeaseOptionsError(
+      'ttlSeconds',
+      `must be a whole number of seconds, got ${String(ttlSeconds)}`,
+    );
+  if (ttlSeconds < MIN_TTL_S)
+    throw new LeaseOptionsError(
+      'ttlSeconds',
+      `must be at least ${MIN_TTL_S} s (renewals run every TTL/3), got ${ttlSeconds}`,
+    );
+  if (ttlSeconds > MAX_SANE_TTL_S)
+    throw new LeaseOptionsError(
+      'ttlSeconds',
+      `must be at most MAX_SANE_TTL_S (${MAX_SANE_TTL_S} s), got ${ttlSeconds}; other instances would treat a longer lease as suspect`,
+    );
+  if (options.conditional !== undefined && typeof options.conditional !== 'boolean')
+    throw new LeaseOptionsError('conditional', 'must be true or false');
+  if (
+    options.term !== undefined &&
+    (typeof options.term !== 'number' || !Number.isSafeInteger(options.term) || options.term < 0)
+  )
+    throw new LeaseOptionsError(
+      'term',
+      `must be a non-negative integer, got ${String(options.term)}`,
+    );
+  const clock = options.clock ?? systemClock;
+  if (
+    typeof clock.wallNow !== 'function' ||
+    typeof clock.monotonicNow !== 'function' ||
+    typeof clock.setTimer !== 'function'
+  )
+    throw new LeaseOptionsError('clock', 'must have wallNow, monotonicNow and setTimer');
+  return {
+    prefix,
+    key: `${prefix}/LEASE`,
+    instanceId: options.instanceId,
+    ttlSeconds,
+    conditional: options.conditional ?? true,
+    term: options.term,
+    clock,
+    logger: options.logger ?? stderrLeaseLogger,
+    watch: options.watch ?? new LeaseWatch(),
+    signal: options.signal,
+  };
+}

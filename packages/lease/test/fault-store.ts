@@ -1,0 +1,116 @@
+/**
+ * A store wrapper that misbehaves on request, to prove the lease notices:
+ * - `lostResponses`: the next N puts are applied, then the call throws a
+ *   timeout (the answer was lost on the way back);
+ * - `failPuts`: the next N puts throw a transport error without applying;
+ * - `acceptStaleIfMatch`: replace-if-version is applied unconditionally;
+ * - `acceptSecondCreate`: create-if-absent is applied unconditionally;
+ * - `noVersion`: puts answer without a version;
+ * - `notImplemented`: conditional puts of that kind throw `NotImplementedError`;
+ * - `beforePut`: a hook awaited before each put (races, gates, slow answers).
+ */
+import {
+  type CallOptions,
+  type DeleteOptions,
+  type GetResult,
+  type GetStreamResult,
+  type ListOptions,
+  type ListResult,
+  NotImplementedError,
+  type ObjectInfo,
+  type ObjectStore,
+  type ObjectVersion,
+  type PutMode,
+  type PutOptions,
+  StoreError,
+  type UploadOptions,
+  type UploadSource,
+} from '@x/store';
+
+export interface Faults {
+  lostResponses?: number;
+  failPuts?: number;
+  acceptStaleIfMatch?: boolean;
+  acceptSecondCreate?: boolean;
+  noVersion?: boolean;
+  notImplemented?: 'create' | 'ifMatch' | 'both';
+  beforePut?: (key: string, mode: PutMode, signal?: AbortSignal) => Promise<void> | void;
+}
+
+export class FaultStore implements ObjectStore {
+  readonly inner: ObjectStore;
+  readonly description: string;
+  faults: Faults;
+  /** Every put attempted through the wrapper, in order. */
+  readonly puts: { key: string; mode: PutMode }[] = [];
+
+  constructor(inner: ObjectStore, faults: Faults = {}) {
+    this.inner = inner;
+    this.faults = faults;
+    this.description = `faulty(${inner.description})`;
+  }
+
+  get capabilities() {
+    return this.inner.capabilities;
+  }
+
+  get(key: string, options?: CallOptions): Promise<GetResult | null> {
+    return this.inner.get(key, options);
+  }
+
+  getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
+    return this.inner.getStream(key, options);
+  }
+
+  head(key: string, options?: CallOptions): Promise<ObjectInfo | null> {
+    return this.inner.head(key, options);
+  }
+
+  async put(
+    key: string,
+    body: Uint8Array,
+    options: PutOptions = {},
+  ): Promise<{ version: ObjectVersion }> {
+    const requested = options.mode ?? 'overwrite';
+    this.puts.push({ key, mode: requested });
+    await this.faults.beforePut?.(key, requested, options.signal);
+    const faults = this.faults;
+    if (faults.failPuts && faults.failPuts > 0) {
+      faults.failPuts -= 1;
+      throw new StoreError(`injected transport failure for ${key}`, { key });
+    }
+    const conditionalKind =
+      requested === 'create' ? 'create' : typeof requested === 'object' ? 'ifMatch' : undefined;
+    if (
+      conditionalKind &&
+      (faults.notImplemented === 'both' || faults.notImplemented === conditionalKind)
+    )
+      throw new NotImplementedError(`put with ${conditionalKind}`);
+    let mode: PutMode = requested;
+    if (faults.acceptStaleIfMatch && typeof requested === 'object') mode = 'overwrite';
+    if (faults.acceptSecondCreate && requested === 'create') mode = 'overwrite';
+    const result = await this.inner.put(key, body, { ...options, mode });
+    if (faults.lostResponses && faults.lostResponses > 0) {
+      faults.lostResponses -= 1;
+      throw new DOMException(`injected timeout after the write of ${key} landed`, 'TimeoutError');
+    }
+    if (faults.noVersion) return { version: {} };
+    return result;
+  }
+
+  delete(key: string, options?: DeleteOptions): Promise<void> {
+    return this.inner.delete(key, options);
+  }
+
+  list(prefix: string, options?: ListOptions): Promise<ListResult> {
+    return this.inner.list(prefix, options);
+  }
+
+  upload(
+    key: string,
+    source: UploadSource,
+    options?: UploadOptions,
+  ): Promise<{ version: ObjectVersion; size: number }> {
+    return this.inner.upload(key, source, options);
+  }
+}

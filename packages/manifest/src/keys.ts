@@ -1,0 +1,354 @@
+/**
+ * The object layout under a backup prefix, as constructors and their exact
+ * inverses.
+ *
+ * Every number in a key is zero-padded to 20 decimal digits, so the
+ * lexicographic order a bucket lists in is numeric order, and "the newest N
+ * manifests" is the tail of one LIST of `manifest/`. Numbers are integers in
+ * 0..2^53 − 1 (JavaScript's exact integers; 16 digits, so 20 always fits).
+ *
+ * Guarantees:
+ * - a constructor either returns a key that is valid for every store (the
+ *   rules of `@x/store`'s `validateKey`, at most 1024 UTF-8 bytes) and lies
+ *   under `${prefix}/`, or throws {@link KeyLayoutError};
+ * - a parse function returns a value only for a key some constructor produces
+ *   from exactly that value: `parseX(prefix, xKey(prefix, ...v))` is `v`, and
+ *   for any other string (other prefix, other padding, non-digits, numbers
+ *   beyond 2^53 − 1, names that are not plain names) it returns `undefined`;
+ * - parse functions never throw for a key taken from a bucket; they throw
+ *   {@link KeyLayoutError} only for an invalid `prefix` (a caller's bug).
+ */
+import { isCrc32Hex } from './crc32.ts';
+import { KeyLayoutError } from './errors.ts';
+
+/** The longest key, in UTF-8 bytes, any store accepts (S3's and GCS's limit). */
+export const MAX_KEY_BYTES = 1024;
+
+/** The longest plain file name, in UTF-8 bytes (the usual file-system limit). */
+export const MAX_NAME_BYTES = 255;
+
+/** Digits of every number in a key. */
+export const KEY_NUMBER_DIGITS = 20;
+
+const PADDED = /^[0-9]{20}$/;
+const CANONICAL_DECIMAL = /^(0|[1-9][0-9]*)$/;
+
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
+}
+
+/** Why `key` is not a valid store key, or undefined. Mirrors `@x/store`'s rules. */
+function keyProblem(key: string): string | undefined {
+  if (key.length === 0) return 'empty';
+  if (!key.isWellFormed()) return 'contains a lone surrogate (not valid Unicode)';
+  if (hasControlCharacter(key)) return 'contains NUL or a control character';
+  if (key.includes('\\')) return 'contains a backslash';
+  if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES)
+    return `longer than ${MAX_KEY_BYTES} bytes of UTF-8`;
+  if (key.startsWith('/')) return 'starts with "/"';
+  for (const segment of key.split('/')) {
+    if (segment === '') return 'has an empty path segment ("//" or a trailing "/")';
+    if (segment === '.' || segment === '..') return `has a "${segment}" segment`;
+  }
+  return undefined;
+}
+
+/**
+ * Why `name` is not a plain file name, or undefined. A plain name is one
+ * path component that names a file inside a directory on every common file
+ * system: not empty, not `.` or `..`, no `/` or `\`, no NUL or control
+ * character, well-formed Unicode, at most 255 UTF-8 bytes.
+ */
+export function plainNameProblem(name: unknown): string | undefined {
+  if (typeof name !== 'string') return 'not a string';
+  if (name.length === 0) return 'empty';
+  if (name === '.' || name === '..') return `"${name}" is not a file name`;
+  if (name.includes('/') || name.includes('\\')) return 'contains a path separator';
+  if (hasControlCharacter(name)) return 'contains NUL or a control character';
+  if (!name.isWellFormed()) return 'contains a lone surrogate (not valid Unicode)';
+  if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES)
+    return `longer than ${MAX_NAME_BYTES} bytes of UTF-8`;
+  return undefined;
+}
+
+/** True when `name` is a plain file name (see {@link plainNameProblem}). */
+export function isPlainName(name: unknown): name is string {
+  return plainNameProblem(name) === undefined;
+}
+
+/** Why `prefix` is not a backup prefix, or undefined: a valid key with no trailing `/`. */
+export function prefixProblem(prefix: unknown): string | undefined {
+  if (typeof prefix !== 'string') return 'not a string';
+  if (prefix.endsWith('/') && prefix.length > 0) return 'ends with "/"';
+  return keyProblem(prefix);
+}
+
+function checkPrefix(prefix: string): void {
+  const problem = prefixProblem(prefix);
+  if (problem !== undefined) throw new KeyLayoutError('prefix', prefix, problem);
+}
+
+function checkNumber(argument: string, value: number): void {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new KeyLayoutError(argument, value, 'not an integer in 0..2^53-1');
+  }
+}
+
+function checkResult(key: string): string {
+  const problem = keyProblem(key);
+  if (problem !== undefined) throw new KeyLayoutError('key', key, problem);
+  return key;
+}
+
+/** `value` as 20 zero-padded decimal digits. Throws for anything but an integer in 0..2^53 − 1. */
+export function pad20(value: number): string {
+  checkNumber('number', value);
+  return String(value).padStart(KEY_NUMBER_DIGITS, '0');
+}
+
+/** The inverse of {@link pad20}: exactly 20 ASCII digits whose value is at most 2^53 − 1. */
+export function parsePad20(text: string): number | undefined {
+  if (!PADDED.test(text)) return undefined;
+  const value = Number(text);
+  return Number.isSafeInteger(value) ? value : undefined;
+}
+
+/** `${prefix}/LATEST`: the key of the object that names the newest manifest. */
+export function latestKey(prefix: string): string {
+  checkPrefix(prefix);
+  return checkResult(`${prefix}/LATEST`);
+}
+
+/** `${prefix}/manifest/{commitSeq}.json`: the restore point whose restored store reports `commitSeq` commits. */
+export function manifestKey(prefix: string, commitSeq: number): string {
+  checkPrefix(prefix);
+  checkNumber('commitSeq', commitSeq);
+  return checkResult(`${prefix}/manifest/${pad20(commitSeq)}.json`);
+}
+
+/** `${prefix}/snapshots/{generation}-{frames}.snapshot`: the snapshot of a WAL generation. */
+export function snapshotKey(prefix: string, generation: number, frames: number): string {
+  checkPrefix(prefix);
+  checkNumber('generation', generation);
+  checkNumber('frames', frames);
+  return checkResult(`${prefix}/snapshots/${pad20(generation)}-${pad20(frames)}.snapshot`);
+}
+
+/** `${prefix}/archives/{generation}/wal.{n}.archive`: archived WAL file `n`, uploaded in `generation`. */
+export function archiveKey(prefix: string, generation: number, n: number): string {
+  checkPrefix(prefix);
+  checkNumber('generation', generation);
+  checkNumber('n', n);
+  return checkResult(`${prefix}/archives/${pad20(generation)}/wal.${pad20(n)}.archive`);
+}
+
+/**
+ * `${prefix}/wal/{generation}/{start}-{end}.segment`: bytes `start..end` of
+ * the generation's WAL file. A segment is never empty: `start < end`.
+ */
+export function segmentKey(prefix: string, generation: number, start: number, end: number): string {
+  checkPrefix(prefix);
+  checkNumber('generation', generation);
+  checkNumber('start', start);
+  checkNumber('end', end);
+  if (start >= end) throw new KeyLayoutError('end', end, `not greater than start (${start})`);
+  return checkResult(`${prefix}/wal/${pad20(generation)}/${pad20(start)}-${pad20(end)}.segment`);
+}
+
+/**
+ * `${prefix}/wal/{generation}/`: the listing prefix of one generation's
+ * segments (what a LIST of `wal/` with delimiter `/` returns as a common prefix).
+ */
+export function segmentGenerationPrefix(prefix: string, generation: number): string {
+  checkPrefix(prefix);
+  checkNumber('generation', generation);
+  return `${checkResult(`${prefix}/wal/${pad20(generation)}`)}/`;
+}
+
+/**
+ * `${prefix}/side/{name}/{crc32}-{size}`: a side file, addressed by its
+ * content (the same bytes always map to the same key, so an upload that finds
+ * the key present can compare instead of overwriting).
+ */
+export function sideKey(prefix: string, name: string, crc32hex: string, size: number): string {
+  checkPrefix(prefix);
+  const problem = plainNameProblem(name);
+  if (problem !== undefined) throw new KeyLayoutError('name', name, problem);
+  if (!isCrc32Hex(crc32hex)) {
+    throw new KeyLayoutError('crc32', crc32hex, 'not 8 lowercase hex digits');
+  }
+  checkNumber('size', size);
+  return checkResult(`${prefix}/side/${name}/${crc32hex}-${pad20(size)}`);
+}
+
+/**
+ * `${prefix}/${relative}`: any path under the prefix, for listing (`manifest/`,
+ * `snapshots/`, `side/`). `relative` is one or more `/`-separated segments,
+ * none empty, `.` or `..`; one trailing `/` is kept (a listing prefix).
+ */
+export function objectKey(prefix: string, relative: string): string {
+  checkPrefix(prefix);
+  if (typeof relative !== 'string' || relative === '' || relative === '/') {
+    throw new KeyLayoutError('relative', relative, 'empty');
+  }
+  const trimmed = relative.endsWith('/') ? relative.slice(0, -1) : relative;
+  const problem = keyProblem(trimmed);
+  if (problem !== undefined) throw new KeyLayoutError('relative', relative, problem);
+  const key = checkResult(`${prefix}/${trimmed}`);
+  return relative.endsWith('/') ? `${key}/` : key;
+}
+
+/** `wal.{n}.archive`, `n` unpadded: the name of an archived WAL file in a store directory. */
+export function archiveName(n: number): string {
+  checkNumber('n', n);
+  return `wal.${n}.archive`;
+}
+
+/**
+ * The number of an archived WAL file's name (`wal.{n}.archive`, `n` in plain
+ * decimal without leading zeros, as {@link archiveName} writes it), or undefined.
+ */
+export function parseArchiveName(name: string): number | undefined {
+  if (typeof name !== 'string' || !name.startsWith('wal.') || !name.endsWith('.archive')) {
+    return undefined;
+  }
+  const digits = name.slice(4, -8);
+  if (digits.length > 16 || !CANONICAL_DECIMAL.test(digits)) return undefined;
+  const value = Number(digits);
+  return Number.isSafeInteger(value) ? value : undefined;
+}
+
+/** The part of `key` after `${prefix}/`, or undefined when `key` is not a valid key under it. */
+function relativeTo(prefix: string, key: string): string | undefined {
+  checkPrefix(prefix);
+  if (typeof key !== 'string' || !key.startsWith(`${prefix}/`)) return undefined;
+  if (keyProblem(key) !== undefined) return undefined;
+  return key.slice(prefix.length + 1);
+}
+
+const MANIFEST_PATTERN = /^manifest\/([0-9]{20})\.json$/;
+const SNAPSHOT_PATTERN = /^snapshots\/([0-9]{20})-([0-9]{20})\.snapshot$/;
+const ARCHIVE_PATTERN = /^archives\/([0-9]{20})\/wal\.([0-9]{20})\.archive$/;
+const SEGMENT_PATTERN = /^wal\/([0-9]{20})\/([0-9]{20})-([0-9]{20})\.segment$/;
+const SEGMENT_GENERATION_PATTERN = /^wal\/([0-9]{20})\/$/;
+const SIDE_PATTERN = /^side\/([^/]+)\/([0-9a-f]{8})-([0-9]{20})$/;
+
+/** Parses every captured group as a padded number; undefined if any is out of range. */
+function numbers(match: RegExpExecArray | null, count: number): number[] | undefined {
+  if (match === null) return undefined;
+  const values: number[] = [];
+  for (let i = 1; i <= count; i++) {
+    const value = parsePad20(match[i] ?? '');
+    if (value === undefined) return undefined;
+    values.push(value);
+  }
+  return values;
+}
+
+/** True when `key` is `${prefix}/LATEST`. */
+export function isLatestKey(prefix: string, key: string): boolean {
+  return relativeTo(prefix, key) === 'LATEST';
+}
+
+/** The commit sequence a manifest key names, or undefined for any other key. */
+export function parseManifestKey(prefix: string, key: string): number | undefined {
+  const relative = relativeTo(prefix, key);
+  if (relative === undefined) return undefined;
+  return numbers(MANIFEST_PATTERN.exec(relative), 1)?.[0];
+}
+
+/** The generation and frame count a snapshot key names, or undefined. */
+export function parseSnapshotKey(
+  prefix: string,
+  key: string,
+): { generation: number; frames: number } | undefined {
+  const relative = relativeTo(prefix, key);
+  if (relative === undefined) return undefined;
+  const values = numbers(SNAPSHOT_PATTERN.exec(relative), 2);
+  return values === undefined ? undefined : { generation: values[0]!, frames: values[1]! };
+}
+
+/** The generation and archive number an archive key names, or undefined. */
+export function parseArchiveKey(
+  prefix: string,
+  key: string,
+): { generation: number; n: number } | undefined {
+  const relative = relativeTo(prefix, key);
+  if (relative === undefined) return undefined;
+  const values = numbers(ARCHIVE_PATTERN.exec(relative), 2);
+  return values === undefined ? undefined : { generation: values[0]!, n: values[1]! };
+}
+
+/** The generation and byte range a segment key names, or undefined (also when `start >= end`). */
+export function parseSegmentKey(
+  prefix: string,
+  key: string,
+): { generation: number; start: number; end: number } | undefined {
+  const relative = relativeTo(prefix, key);
+  if (relative === undefined) return undefined;
+  const values = numbers(SEGMENT_PATTERN.exec(relative), 3);
+  if (values === undefined || values[1]! >= values[2]!) return undefined;
+  return { generation: values[0]!, start: values[1]!, end: values[2]! };
+}
+
+/** The generation of a listing prefix from {@link segmentGenerationPrefix} (trailing `/` included), or undefined. */
+export function parseSegmentGenerationPrefix(prefix: string, listed: string): number | undefined {
+  checkPrefix(prefix);
+  if (typeof listed !== 'string' || !listed.endsWith('/')) return undefined;
+  const relative = relativeTo(prefix, listed.slice(0, -1));
+  if (relative === undefined) return undefined;
+  return numbers(SEGMENT_GENERATION_PATTERN.exec(`${relative}/`), 1)?.[0];
+}
+
+/** The name, CRC-32 (8 lowercase hex) and size a side-file key names, or undefined. */
+export function parseSideKey(
+  prefix: string,
+  key: string,
+): { name: string; crc32: string; size: number } | undefined {
+  const relative = relativeTo(prefix, key);
+  if (relative === undefined) return undefined;
+  const match = SIDE_PATTERN.exec(relative);
+  if (match === null) return undefined;
+  const name = match[1]!;
+  const size = parsePad20(match[3]!);
+  if (!isPlainName(name) || size === undefined) return undefined;
+  return { name, crc32: match[2]!, size };
+}
+
+/**
+ * The generation of a snapshot or archive key (the objects that are
+ * versioned by the WAL generation they were uploaded in), or undefined for
+ * any other key.
+ */
+export function parseVersionedGeneration(prefix: string, key: string): number | undefined {
+  return parseSnapshotKey(prefix, key)?.generation ?? parseArchiveKey(prefix, key)?.generation;
+}
+
+/** Every kind of key in the layout, with the values it names. */
+export type ParsedKey =
+  | { kind: 'latest' }
+  | { kind: 'manifest'; commitSeq: number }
+  | { kind: 'snapshot'; generation: number; frames: number }
+  | { kind: 'archive'; generation: number; n: number }
+  | { kind: 'segment'; generation: number; start: number; end: number }
+  | { kind: 'side'; name: string; crc32: string; size: number };
+
+/** Which kind of layout key `key` is under `prefix`, with its values; undefined for anything else. */
+export function parseKey(prefix: string, key: string): ParsedKey | undefined {
+  if (isLatestKey(prefix, key)) return { kind: 'latest' };
+  const commitSeq = parseManifestKey(prefix, key);
+  if (commitSeq !== undefined) return { kind: 'manifest', commitSeq };
+  const snapshot = parseSnapshotKey(prefix, key);
+  if (snapshot !== undefined) return { kind: 'snapshot', ...snapshot };
+  const archive = parseArchiveKey(prefix, key);
+  if (archive !== undefined) return { kind: 'archive', ...archive };
+  const segment = parseSegmentKey(prefix, key);
+  if (segment !== undefined) return { kind: 'segment', ...segment };
+  const side = parseSideKey(prefix, key);
+  if (side !== undefined) return { kind: 'side', ...side };
+  return undefined;
+}

@@ -1,0 +1,609 @@
+/**
+ * The manifest: one restore point, as a JSON document.
+ *
+ * A manifest lists every object a restore needs (snapshot, archives, chain
+ * and side files, WAL segments), each with its size, CRC-32, frame count and
+ * lineage. Its `commitSeq` is what the restored store reports, and it is
+ * computed from what the manifest lists, so parsing refuses a document whose
+ * numbers do not add up.
+ *
+ * Parsing is strict on purpose: a bucket can hold anything (a hostile or
+ * corrupted object, a document of a newer format), and a restore must refuse
+ * it with a clear error instead of misreading it or writing outside its
+ * target. Unknown fields are refused, not ignored: a writer that needs a new
+ * field bumps {@link MANIFEST_FORMAT_VERSION}, and this reader then refuses the
+ * document by its version, with a message that says so.
+ */
+import { isCrc32Hex } from './crc32.ts';
+import { KeyLayoutError, ManifestError } from './errors.ts';
+import {
+  archiveName,
+  parseArchiveKey,
+  parseKey,
+  parseManifestKey,
+  parseSegmentKey,
+  plainNameProblem,
+  prefixProblem,
+} from './keys.ts';
+
+/** The format version this package writes and the only one it reads. */
+export const MANIFEST_FORMAT_VERSION = 1;
+
+/** The largest manifest document accepted or written, in bytes (16 MiB). */
+export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
+
+/** The largest LATEST object accepted, in bytes (a key is at most 1024 bytes). */
+export const MAX_LATEST_BYTES = 4096;
+
+/** A file of the restore point: the snapshot, an archive, a chain file or a side file. */
+export interface FileEntry {
+  /** The file's name in the store directory: a plain name, unique within the manifest. */
+  name: string;
+  /** The object's full key under the prefix. */
+  key: string;
+  /** The object's size in bytes. */
+  size: number;
+  /** CRC-32 of the object's bytes, 8 lowercase hex digits. */
+  crc32: string;
+  /** Commits (frames) the file holds: an archive's frames; 0 for a side file. */
+  frames: number;
+  /** The lineage that wrote the object. */
+  lineage: string;
+}
+
+/** A WAL segment of the restore point's generation: bytes `start..end` of its WAL file. */
+export interface SegmentEntry {
+  /** The segment's full key (it carries the generation and the byte range). */
+  key: string;
+  /** The segment's size in bytes: `end − start` of its key. */
+  size: number;
+  /** CRC-32 of the segment's bytes, 8 lowercase hex digits. */
+  crc32: string;
+  /** Complete frames (commits) in the segment. */
+  frames: number;
+  /** The lineage that wrote the object. */
+  lineage: string;
+}
+
+/** One restore point. */
+export interface Manifest {
+  formatVersion: 1;
+  /** The lineage (backup history) this restore point belongs to. */
+  lineage: string;
+  /** When the manifest was written, RFC 3339. Informational: nothing is ordered by it. */
+  createdAt: string;
+  /** Commits the restored store reports: `oldestCommitSeq + Σ files[].frames + Σ segments[].frames`. */
+  commitSeq: number;
+  /** The commit count the restore point's history starts at (the store's `wal.floor`). */
+  oldestCommitSeq: number;
+  /** The WAL generation whose snapshot and segments this restore point uses. */
+  walGeneration: number;
+  files: FileEntry[];
+  segments: SegmentEntry[];
+}
+
+const LINEAGE_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+const RFC3339_PATTERN =
+  /^([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?([Zz]|[+-]([0-9]{2}):([0-9]{2}))$/;
+const CANONICAL_INTEGER = /^(0|[1-9][0-9]*)$/;
+
+const MANIFEST_FIELDS = [
+  'formatVersion',
+  'lineage',
+  'createdAt',
+  'commitSeq',
+  'oldestCommitSeq',
+  'walGeneration',
+  'files',
+  'segments',
+] as const;
+const FILE_FIELDS = ['name', 'key', 'size', 'crc32', 'frames', 'lineage'] as const;
+const SEGMENT_FIELDS = ['key', 'size', 'crc32', 'frames', 'lineage'] as const;
+
+/**
+ * A JSON number whose text was not a plain non-negative decimal integer
+ * (`1e3`, `1.0`, `-0`, `01`). The reviver swaps it in so the field check can
+ * name the field and quote the text; every number in a manifest is a count.
+ */
+class NonCanonicalNumber {
+  readonly source: string;
+  constructor(source: string) {
+    this.source = source;
+  }
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (value instanceof NonCanonicalNumber) return `the number ${value.source}`;
+  return `a ${typeof value}`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    !(value instanceof NonCanonicalNumber)
+  );
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/** Why `text` is not an RFC 3339 date-time, or undefined. */
+export function rfc3339Problem(text: string): string | undefined {
+  const match = RFC3339_PATTERN.exec(text);
+  if (match === null) return 'not an RFC 3339 date-time (YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM))';
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  if (month < 1 || month > 12) return `month ${month} out of range`;
+  if (day < 1 || day > daysInMonth(year, month)) return `day ${day} out of range`;
+  if (hour > 23 || minute > 59 || second > 60) return 'time of day out of range';
+  if (match[8] !== undefined && match[9] !== undefined) {
+    if (Number(match[9]) > 23 || Number(match[10]) > 59) return 'offset out of range';
+  }
+  return undefined;
+}
+
+/** Walks one document, collecting a normalised copy; throws at the first problem. */
+class Checker {
+  readonly prefix: string | undefined;
+
+  constructor(prefix: string | undefined) {
+    this.prefix = prefix;
+  }
+
+  fail(field: string, problem: string): never {
+    throw new ManifestError(field, problem);
+  }
+
+  record(value: unknown, field: string, fields: readonly string[]): Record<string, unknown> {
+    if (!isRecord(value)) this.fail(field, `expected an object, found ${typeName(value)}`);
+    for (const name of Object.keys(value)) {
+      if (!fields.includes(name)) {
+        this.fail(
+          join(field, name),
+          `unknown field (format version ${MANIFEST_FORMAT_VERSION} has none; a newer format bumps formatVersion)`,
+        );
+      }
+    }
+    for (const name of fields) {
+      if (!Object.hasOwn(value, name)) this.fail(join(field, name), 'missing');
+    }
+    return value;
+  }
+
+  count(value: unknown, field: string): number {
+    if (value instanceof NonCanonicalNumber) {
+      this.fail(field, `expected a non-negative integer in plain decimal, found ${value.source}`);
+    }
+    if (typeof value !== 'number') this.fail(field, `expected a number, found ${typeName(value)}`);
+    if (!Number.isFinite(value) || !Number.isInteger(value)) this.fail(field, 'not an integer');
+    if (value < 0) this.fail(field, 'negative');
+    if (!Number.isSafeInteger(value)) this.fail(field, 'beyond 2^53 - 1');
+    // -0 is an integer >= 0; normalise it so the output has one spelling.
+    return value === 0 ? 0 : value;
+  }
+
+  string(value: unknown, field: string): string {
+    if (typeof value !== 'string') this.fail(field, `expected a string, found ${typeName(value)}`);
+    return value;
+  }
+
+  lineage(value: unknown, field: string): string {
+    const text = this.string(value, field);
+    if (!LINEAGE_PATTERN.test(text)) {
+      this.fail(field, 'not a lineage id (1 to 128 of A-Z a-z 0-9 . _ -)');
+    }
+    return text;
+  }
+
+  crc32(value: unknown, field: string): string {
+    const text = this.string(value, field);
+    if (!isCrc32Hex(text)) this.fail(field, 'not a CRC-32 as 8 lowercase hex digits');
+    return text;
+  }
+
+  key(value: unknown, field: string): string {
+    const text = this.string(value, field);
+    if (this.prefix !== undefined && !text.startsWith(`${this.prefix}/`)) {
+      this.fail(field, `outside the manifest's prefix ${JSON.stringify(this.prefix)}`);
+    }
+    return text;
+  }
+
+  array(value: unknown, field: string): unknown[] {
+    if (!Array.isArray(value)) this.fail(field, `expected an array, found ${typeName(value)}`);
+    return value;
+  }
+}
+
+function join(parent: string, name: string): string {
+  return parent === '' ? name : `${parent}.${name}`;
+}
+
+/**
+ * Checks `value` against every rule of the format and returns a fresh,
+ * normalised copy with only the format's fields, in the format's order.
+ * With `prefix` undefined the key rules (prefix and key shapes) are skipped.
+ */
+function checkManifest(value: unknown, prefix: string | undefined): Manifest {
+  const check: Checker = new Checker(prefix);
+  if (!isRecord(value)) check.fail('', `expected a JSON object, found ${typeName(value)}`);
+  // The version first: a newer document fails on its version, not on a field it added.
+  if (!Object.hasOwn(value, 'formatVersion')) check.fail('formatVersion', 'missing');
+  const version = value.formatVersion;
+  if (version !== MANIFEST_FORMAT_VERSION) {
+    check.fail(
+      'formatVersion',
+      `unsupported format version ${value.formatVersion instanceof NonCanonicalNumber ? value.formatVersion.source : JSON.stringify(version)} (this reader knows ${MANIFEST_FORMAT_VERSION})`,
+    );
+  }
+  const root = check.record(value, '', MANIFEST_FIELDS);
+  const lineage = check.lineage(root.lineage, 'lineage');
+  const createdAt = check.string(root.createdAt, 'createdAt');
+  const dateProblem = rfc3339Problem(createdAt);
+  if (dateProblem !== undefined) check.fail('createdAt', dateProblem);
+  const commitSeq = check.count(root.commitSeq, 'commitSeq');
+  const oldestCommitSeq = check.count(root.oldestCommitSeq, 'oldestCommitSeq');
+  const walGeneration = check.count(root.walGeneration, 'walGeneration');
+
+  const keysSeen = new Map<string, string>();
+  const noteKey = (key: string, field: string): void => {
+    const earlier = keysSeen.get(key);
+    if (earlier !== undefined) check.fail(field, `the same key as ${earlier}`);
+    keysSeen.set(key, field);
+  };
+
+  const namesSeen = new Map<string, string>();
+  const files: FileEntry[] = check.array(root.files, 'files').map((item, index) => {
+    const at = `files[${index}]`;
+    const entry = check.record(item, at, FILE_FIELDS);
+    const name = check.string(entry.name, `${at}.name`);
+    const nameProblem = plainNameProblem(name);
+    if (nameProblem !== undefined)
+      check.fail(`${at}.name`, `not a plain file name: ${nameProblem}`);
+    const earlier = namesSeen.get(name);
+    if (earlier !== undefined) check.fail(`${at}.name`, `duplicate name, also ${earlier}`);
+    namesSeen.set(name, `${at}.name`);
+    const file: FileEntry = {
+      name,
+      key: check.key(entry.key, `${at}.key`),
+      size: check.count(entry.size, `${at}.size`),
+      crc32: check.crc32(entry.crc32, `${at}.crc32`),
+      frames: check.count(entry.frames, `${at}.frames`),
+      lineage: check.lineage(entry.lineage, `${at}.lineage`),
+    };
+    if (prefix !== undefined) checkFileKey(check, prefix, file, walGeneration, at);
+    noteKey(file.key, `${at}.key`);
+    return file;
+  });
+
+  let previousEnd: number | undefined;
+  const segments: SegmentEntry[] = check.array(root.segments, 'segments').map((item, index) => {
+    const at = `segments[${index}]`;
+    const entry = check.record(item, at, SEGMENT_FIELDS);
+    const segment: SegmentEntry = {
+      key: check.key(entry.key, `${at}.key`),
+      size: check.count(entry.size, `${at}.size`),
+      crc32: check.crc32(entry.crc32, `${at}.crc32`),
+      frames: check.count(entry.frames, `${at}.frames`),
+      lineage: check.lineage(entry.lineage, `${at}.lineage`),
+    };
+    if (prefix !== undefined) {
+      const range = parseSegmentKey(prefix, segment.key);
+      if (range === undefined) check.fail(`${at}.key`, 'not a segment key of this layout');
+      if (range.generation !== walGeneration) {
+        check.fail(
+          `${at}.key`,
+          `a segment of generation ${range.generation}, not of walGeneration ${walGeneration}`,
+        );
+      }
+      if (segment.size !== range.end - range.start) {
+        check.fail(
+          `${at}.size`,
+          `${segment.size} does not match the key's byte range (${range.end - range.start})`,
+        );
+      }
+      if (previousEnd !== undefined && range.start !== previousEnd) {
+        check.fail(
+          `${at}.key`,
+          `starts at byte ${range.start}, not where the previous segment ends (${previousEnd})`,
+        );
+      }
+      previousEnd = range.end;
+    }
+    noteKey(segment.key, `${at}.key`);
+    return segment;
+  });
+
+  const expected = sumCommits(oldestCommitSeq, files, segments, check);
+  if (commitSeq !== expected) {
+    check.fail(
+      'commitSeq',
+      `${commitSeq} does not equal oldestCommitSeq + the frames listed (${expected})`,
+    );
+  }
+  return {
+    formatVersion: MANIFEST_FORMAT_VERSION,
+    lineage,
+    createdAt,
+    commitSeq,
+    oldestCommitSeq,
+    walGeneration,
+    files,
+    segments,
+  };
+}
+
+function checkFileKey(
+  check: Checker,
+  prefix: string,
+  file: FileEntry,
+  walGeneration: number,
+  at: string,
+): void {
+  const parsed = parseKey(prefix, file.key);
+  switch (parsed?.kind) {
+    case 'snapshot':
+      if (parsed.generation !== walGeneration) {
+        check.fail(
+          `${at}.key`,
+          `a snapshot of generation ${parsed.generation}, not of walGeneration ${walGeneration}`,
+        );
+      }
+      return;
+    case 'archive': {
+      const archive = parseArchiveKey(prefix, file.key)!;
+      if (file.name !== archiveName(archive.n)) {
+        check.fail(`${at}.name`, `archive ${archive.n} must be named ${archiveName(archive.n)}`);
+      }
+      if (archive.generation > walGeneration) {
+        check.fail(
+          `${at}.key`,
+          `an archive of generation ${archive.generation}, after walGeneration ${walGeneration}`,
+        );
+      }
+      return;
+    }
+    case 'side':
+      if (parsed.name !== file.name) {
+        check.fail(
+          `${at}.key`,
+          `a side-file key for ${JSON.stringify(parsed.name)}, not this name`,
+        );
+      }
+      if (parsed.crc32 !== file.crc32) check.fail(`${at}.crc32`, "does not match the key's CRC-32");
+      if (parsed.size !== file.size) check.fail(`${at}.size`, "does not match the key's size");
+      if (file.frames !== 0) check.fail(`${at}.frames`, 'a side file holds no frames');
+      return;
+    default:
+      check.fail(`${at}.key`, 'not a snapshot, archive or side-file key of this layout');
+  }
+}
+
+function sumCommits(
+  oldestCommitSeq: number,
+  files: readonly { frames: number }[],
+  segments: readonly { frames: number }[],
+  check: Checker,
+): number {
+  let total = oldestCommitSeq;
+  for (const entry of [...files, ...segments]) {
+    total += entry.frames;
+    if (!Number.isSafeInteger(total)) {
+      check.fail('commitSeq', 'oldestCommitSeq + the frames listed is beyond 2^53 - 1');
+    }
+  }
+  return total;
+}
+
+/**
+ * What a manifest's `commitSeq` must be: `oldestCommitSeq` plus the frames of
+ * every file and segment. Throws {@link ManifestError} (field `commitSeq`)
+ * when the sum is beyond 2^53 − 1.
+ */
+export function computeCommitSeq(parts: {
+  oldestCommitSeq: number;
+  files: readonly { frames: number }[];
+  segments: readonly { frames: number }[];
+}): number {
+  const check: Checker = new Checker(undefined);
+  return sumCommits(
+    check.count(parts.oldestCommitSeq, 'oldestCommitSeq'),
+    parts.files.map((file, index) => ({
+      frames: check.count(file.frames, `files[${index}].frames`),
+    })),
+    parts.segments.map((segment, index) => ({
+      frames: check.count(segment.frames, `segments[${index}].frames`),
+    })),
+    check,
+  );
+}
+
+function checkPrefixOption(prefix: string): void {
+  const problem = prefixProblem(prefix);
+  // An invalid prefix is the caller's bug, not the document's: the key functions' error.
+  if (problem !== undefined) throw new KeyLayoutError('prefix', prefix, problem);
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function decode(text: string | Uint8Array, limit: number, document: 'manifest' | 'LATEST'): string {
+  if (typeof text === 'string') {
+    // Cheap bound first (a UTF-16 unit is at most 3 UTF-8 bytes), exact count only near the cap.
+    if (text.length > limit || (text.length * 3 > limit && Buffer.byteLength(text) > limit)) {
+      throw new ManifestError('', `larger than the ${limit}-byte cap`, { document });
+    }
+    return text;
+  }
+  if (!(text instanceof Uint8Array)) {
+    throw new ManifestError('', `expected text or bytes, found ${typeName(text)}`, { document });
+  }
+  if (text.byteLength > limit) {
+    throw new ManifestError('', `${text.byteLength} bytes, larger than the ${limit}-byte cap`, {
+      document,
+    });
+  }
+  try {
+    return decoder.decode(text);
+  } catch (error) {
+    throw new ManifestError('', 'not valid UTF-8', { cause: error, document });
+  }
+}
+
+function reviveNumbers(_key: string, value: unknown, context?: { source?: string }): unknown {
+  // Runtimes without JSON.parse source access (no `context`) get the parsed value as is.
+  if (typeof value === 'number' && context?.source !== undefined) {
+    if (!CANONICAL_INTEGER.test(context.source)) return new NonCanonicalNumber(context.source);
+  }
+  return value;
+}
+
+/**
+ * Parses and checks a manifest document read from under `prefix`.
+ *
+ * Throws {@link ManifestError} naming the field path and the problem for
+ * anything this format version does not accept (see the package README for
+ * the full list of rules); {@link KeyLayoutError} for an invalid `prefix`. Never returns a
+ * manifest naming a key outside `${prefix}/`, a file name that is not a plain
+ * name, or numbers that do not add up. Lineage is not checked here: see
+ * {@link verifyLineage}.
+ */
+export function parseManifest(text: string | Uint8Array, options: { prefix: string }): Manifest {
+  checkPrefixOption(options.prefix);
+  const source = decode(text, MAX_MANIFEST_BYTES, 'manifest');
+  let value: unknown;
+  try {
+    value = JSON.parse(source, reviveNumbers);
+  } catch (error) {
+    // Includes a RangeError from nesting too deep to revive: still just "not JSON we read".
+    throw new ManifestError('', `not valid JSON (${(error as Error).message})`, { cause: error });
+  }
+  return checkManifest(value, options.prefix);
+}
+
+/**
+ * Checks a manifest without parsing (the same rules as {@link parseManifest};
+ * the key rules only when `prefix` is given) and returns a normalised copy.
+ */
+export function checkManifestValue(value: unknown, options: { prefix?: string } = {}): Manifest {
+  if (options.prefix !== undefined) checkPrefixOption(options.prefix);
+  return checkManifest(value, options.prefix);
+}
+
+function line(value: Record<string, unknown>, fields: readonly string[]): string {
+  return `{${fields.map((name) => `${JSON.stringify(name)}:${JSON.stringify(value[name])}`).join(',')}}`;
+}
+
+/**
+ * The manifest as JSON text: fields in the format's order, one line per
+ * top-level field and per entry, ending in a newline. The same manifest
+ * always gives the same bytes.
+ *
+ * The manifest is checked first (with `options.prefix`, the key rules too),
+ * so what this returns parses again to an equal manifest; throws
+ * {@link ManifestError} otherwise, or when the text would exceed
+ * {@link MAX_MANIFEST_BYTES}.
+ */
+export function serializeManifest(manifest: Manifest, options: { prefix?: string } = {}): string {
+  const m = checkManifestValue(manifest, options);
+  const entries = (items: readonly object[], fields: readonly string[]): string =>
+    items.length === 0
+      ? '[]'
+      : `[\n${items.map((item) => `    ${line(item as Record<string, unknown>, fields)}`).join(',\n')}\n  ]`;
+  const text = `{
+  "formatVersion": ${m.formatVersion},
+  "lineage": ${JSON.stringify(m.lineage)},
+  "createdAt": ${JSON.stringify(m.createdAt)},
+  "commitSeq": ${m.commitSeq},
+  "oldestCommitSeq": ${m.oldestCommitSeq},
+  "walGeneration": ${m.walGeneration},
+  "files": ${entries(m.files, FILE_FIELDS)},
+  "segments": ${entries(m.segments, SEGMENT_FIELDS)}
+}
+`;
+  if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES) {
+    throw new ManifestError(
+      '',
+      `the serialized manifest is larger than the ${MAX_MANIFEST_BYTES}-byte cap`,
+    );
+  }
+  return text;
+}
+
+/**
+ * Throws {@link ManifestError} (field `files[i].lineage` or
+ * `segments[i].lineage`) when an entry names a lineage other than the
+ * manifest's. A restore point names only its own lineage's objects.
+ */
+export function verifyLineage(manifest: Manifest): void {
+  manifest.files.forEach((file, index) => {
+    if (file.lineage !== manifest.lineage) {
+      throw new ManifestError(
+        `files[${index}].lineage`,
+        `names lineage ${JSON.stringify(file.lineage)}, not the manifest's ${JSON.stringify(manifest.lineage)}`,
+      );
+    }
+  });
+  manifest.segments.forEach((segment, index) => {
+    if (segment.lineage !== manifest.lineage) {
+      throw new ManifestError(
+        `segments[${index}].lineage`,
+        `names lineage ${JSON.stringify(segment.lineage)}, not the manifest's ${JSON.stringify(manifest.lineage)}`,
+      );
+    }
+  });
+}
+
+/**
+ * The text of the LATEST object: the newest manifest's key, nothing else (no
+ * newline). Throws {@link ManifestError} when `key` is not a manifest key.
+ */
+export function serializeLatest(key: string): string {
+  const at = typeof key === 'string' ? key.lastIndexOf('/manifest/') : -1;
+  const prefix = at > 0 ? key.slice(0, at) : '';
+  if (
+    at <= 0 ||
+    prefixProblem(prefix) !== undefined ||
+    parseManifestKey(prefix, key) === undefined
+  ) {
+    throw new ManifestError(
+      '',
+      `not a manifest key: ${JSON.stringify(String(key).slice(0, 200))}`,
+      {
+        document: 'LATEST',
+      },
+    );
+  }
+  return key;
+}
+
+/**
+ * Parses a LATEST object read from under `prefix`: exactly one manifest key
+ * of this prefix (one trailing newline tolerated, for objects written by
+ * hand), at most {@link MAX_LATEST_BYTES}. Returns the key. Throws
+ * {@link ManifestError} with `document: 'LATEST'` otherwise.
+ */
+export function parseLatest(text: string | Uint8Array, options: { prefix: string }): string {
+  checkPrefixOption(options.prefix);
+  const source = decode(text, MAX_LATEST_BYTES, 'LATEST');
+  const key = source.endsWith('\n') ? source.slice(0, -1) : source;
+  if (parseManifestKey(options.prefix, key) === undefined) {
+    throw new ManifestError(
+      '',
+      `does not hold one manifest key of prefix ${JSON.stringify(options.prefix)}`,
+      { document: 'LATEST' },
+    );
+  }
+  return key;
+}

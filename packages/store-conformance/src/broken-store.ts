@@ -1,0 +1,137 @@
+/**
+ * Deliberately broken stores, for proving that a check can fail: the
+ * conformance suite's own meta-tests use them, and so can any package that
+ * must refuse a store which ignores conditions (the lease, for one).
+ *
+ * Never use them to store data.
+ */
+import {
+  AlreadyExistsError,
+  type CallOptions,
+  type DeleteOptions,
+  type GetResult,
+  type GetStreamResult,
+  type ListOptions,
+  type ListResult,
+  type ObjectInfo,
+  type ObjectStore,
+  type ObjectVersion,
+  PreconditionFailedError,
+  type PutOptions,
+  type StoreCapabilities,
+  sameVersion,
+  type UploadOptions,
+  type UploadSource,
+} from '@x/store';
+
+/**
+ * - `ignores-create`: `create` (put and upload) overwrites like `overwrite`;
+ * - `ignores-if-match`: `{ ifMatch }` puts and deletes ignore the version;
+ * - `not-atomic`: conditions are checked with a `head`, then, one event-loop
+ *   turn later, written unconditionally — right one request at a time, wrong
+ *   under concurrency.
+ */
+export type StoreFlaw = 'ignores-create' | 'ignores-if-match' | 'not-atomic';
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+class BrokenStore implements ObjectStore {
+  readonly description: string;
+  readonly capabilities: StoreCapabilities;
+  readonly #inner: ObjectStore;
+  readonly #flaw: StoreFlaw;
+
+  constructor(inner: ObjectStore, flaw: StoreFlaw) {
+    this.#inner = inner;
+    this.#flaw = flaw;
+    // It claims everything, like a store that believes it works.
+    this.capabilities = {
+      conditionalPut: true,
+      conditionalDelete: true,
+      multipartCreate: true,
+      distinctVersions: inner.capabilities.distinctVersions,
+    };
+    this.description = `broken(${flaw}):${inner.description}`;
+  }
+
+  get(key: string, options?: CallOptions): Promise<GetResult | null> {
+    return this.#inner.get(key, options);
+  }
+
+  getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
+    return this.#inner.getStream(key, options);
+  }
+
+  head(key: string, options?: CallOptions): Promise<ObjectInfo | null> {
+    return this.#inner.head(key, options);
+  }
+
+  list(prefix: string, options?: ListOptions): Promise<ListResult> {
+    return this.#inner.list(prefix, options);
+  }
+
+  async #checkThenWait(
+    key: string,
+    mode: 'create' | { readonly ifMatch: ObjectVersion },
+    options: CallOptions | undefined,
+  ): Promise<void> {
+    const current = await this.#inner.head(key, options);
+    if (mode === 'create') {
+      if (current) throw new AlreadyExistsError(key);
+    } else if (!current || !sameVersion(current.version, mode.ifMatch)) {
+      throw new PreconditionFailedError(key);
+    }
+    await nextTurn();
+  }
+
+  async put(
+    key: string,
+    body: Uint8Array,
+    options: PutOptions = {},
+  ): Promise<{ version: ObjectVersion }> {
+    const mode = options.mode ?? 'overwrite';
+    if (mode === 'overwrite') return this.#inner.put(key, body, options);
+    if (this.#flaw === 'not-atomic') {
+      await this.#checkThenWait(key, mode, options);
+      return this.#inner.put(key, body, { ...options, mode: 'overwrite' });
+    }
+    const ignored = (this.#flaw === 'ignores-create') === (mode === 'create');
+    return this.#inner.put(key, body, ignored ? { ...options, mode: 'overwrite' } : options);
+  }
+
+  async delete(key: string, options: DeleteOptions = {}): Promise<void> {
+    if (!options.ifMatch) return this.#inner.delete(key, options);
+    if (this.#flaw === 'ignores-if-match')
+      return this.#inner.delete(key, options.signal ? { signal: options.signal } : {});
+    if (this.#flaw === 'not-atomic') {
+      await this.#checkThenWait(key, { ifMatch: options.ifMatch }, options);
+      return this.#inner.delete(key, options.signal ? { signal: options.signal } : {});
+    }
+    return this.#inner.delete(key, options);
+  }
+
+  async upload(
+    key: string,
+    source: UploadSource,
+    options: UploadOptions = {},
+  ): Promise<{ version: ObjectVersion; size: number }> {
+    if (options.mode !== 'create') return this.#inner.upload(key, source, options);
+    if (this.#flaw === 'ignores-create')
+      return this.#inner.upload(key, source, { ...options, mode: 'overwrite' });
+    if (this.#flaw === 'not-atomic') {
+      await this.#checkThenWait(key, 'create', options);
+      return this.#inner.upload(key, source, { ...options, mode: 'overwrite' });
+    }
+    return this.#inner.upload(key, source, options);
+  }
+}
+
+/**
+ * Wraps `inner` in a store with the given flaw, claiming every conditional
+ * capability; `distinctVersions` is the inner store's (not a flaw here).
+ */
+export function brokenStore(inner: ObjectStore, flaw: StoreFlaw): ObjectStore {
+  return new BrokenStore(inner, flaw);
+}

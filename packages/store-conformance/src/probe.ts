@@ -1,0 +1,273 @@
+/**
+ * `probeConditionalWrites`: measures, by behaviour, whether a store honours
+ * create-if-absent, replace-if-version and delete-if-version — what a store
+ * declares in `capabilities` is a claim, this is the evidence.
+ *
+ * For each condition it first checks the refusal one request at a time (a
+ * second create, a stale version, a made-up version on a missing key), then,
+ * for create and replace, races a few concurrent writers against one key: a
+ * store that checks and then writes without atomicity passes the first and
+ * fails the second. Either failure is reported as `ignored`, with the
+ * evidence saying which.
+ *
+ * Limits: a race that happens to serialise can hide non-atomicity (the probe
+ * shows what happened, not a proof); `honoured` means these requests were
+ * refused as they should be. Everything is written under a fresh sub-prefix
+ * of `prefix` and deleted at the end (best effort; `cleanupError` says when
+ * that failed).
+ */
+import {
+  AlreadyExistsError,
+  ConflictError,
+  NotImplementedError,
+  normalizePrefix,
+  type ObjectStore,
+  type ObjectVersion,
+  PreconditionFailedError,
+  sameVersion,
+} from '@x/store';
+import { deleteUnder, describeError, randomSuffix, readText, text } from './assertions.ts';
+
+export type VerdictOutcome = 'honoured' | 'ignored' | 'not-implemented' | 'error';
+
+export interface Verdict {
+  readonly outcome: VerdictOutcome;
+  /** What the probe did and saw, for a person to read. */
+  readonly evidence: string;
+}
+
+export interface ProbeReport {
+  readonly create: Verdict;
+  readonly replace: Verdict;
+  readonly delete: Verdict;
+  /** Present unless `multipart: false` was passed. */
+  readonly multipartCreate?: Verdict;
+  /** Set when deleting the probe's objects failed. */
+  readonly cleanupError?: string;
+}
+
+export interface ProbeOptions {
+  readonly signal?: AbortSignal;
+  /** Also probe `upload` in create mode (default `true`). */
+  readonly multipart?: boolean;
+  /** Concurrent writers in the race checks (default 8; at least 2). */
+  readonly concurrency?: number;
+}
+
+/** Raised inside a probe step to end it with a verdict. */
+class VerdictReached extends Error {
+  readonly verdict: Verdict;
+  constructor(verdict: Verdict) {
+    super(verdict.evidence);
+    this.verdict = verdict;
+  }
+}
+
+function ignored(evidence: string): never {
+  throw new VerdictReached({ outcome: 'ignored', evidence });
+}
+
+function probeError(evidence: string): never {
+  throw new VerdictReached({ outcome: 'error', evidence });
+}
+
+async function attempt(
+  operation: Promise<unknown>,
+): Promise<{ ok: true } | { ok: false; error: unknown }> {
+  try {
+    await operation;
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/** Runs one probe step, turning NotImplementedError and unexpected errors into verdicts. */
+async function judge(
+  step: () => Promise<string>,
+  signal: AbortSignal | undefined,
+): Promise<Verdict> {
+  try {
+    return { outcome: 'honoured', evidence: await step() };
+  } catch (error) {
+    if (error instanceof VerdictReached) return error.verdict;
+    // An abort of the whole probe is the caller's decision, not a verdict.
+    if (signal?.aborted) throw error;
+    if (NotImplementedError.isInstance(error))
+      return { outcome: 'not-implemented', evidence: describeError(error) };
+    return { outcome: 'error', evidence: describeError(error) };
+  }
+}
+
+function madeUpVersion(like: ObjectVersion): ObjectVersion {
+  return like.generation !== undefined
+    ? { generation: '1700000000000001' }
+    : { etag: '"0123456789abcdef0123456789abcdef"' };
+}
+
+export async function probeConditionalWrites(
+  store: ObjectStore,
+  prefix: string,
+  options: ProbeOptions = {},
+): Promise<ProbeReport> {
+  const { signal } = options;
+  const concurrency = Math.max(2, options.concurrency ?? 8);
+  const base = normalizePrefix(prefix);
+  const root = `${base === '' ? '' : `${base}/`}conditional-write-probe-${randomSuffix()}`;
+  const call = signal ? { signal } : {};
+  const keyOf = (name: string) => `${root}/${name}`;
+
+  const race = async (
+    name: string,
+    write: (index: number) => Promise<unknown>,
+    refused: (error: unknown) => boolean,
+  ): Promise<number> => {
+    const settled = await Promise.allSettled(
+      Array.from({ length: concurrency }, (_, index) => write(index)),
+    );
+    const unexpected = settled.find(
+      (result) => result.status === 'rejected' && !refused(result.reason),
+    );
+    if (unexpected) throw (unexpected as PromiseRejectedResult).reason;
+    const winners = settled.filter((result) => result.status === 'fulfilled').length;
+    if (winners !== 1)
+      ignored(
+        `honoured one request at a time but not atomically: ${winners} of ${concurrency} concurrent ${name} succeeded`,
+      );
+    return winners;
+  };
+
+  try {
+    const create = await judge(async () => {
+      await store.put(keyOf('create'), text('first'), call);
+      const second = await attempt(
+        store.put(keyOf('create'), text('second'), { ...call, mode: 'create' }),
+      );
+      if (second.ok)
+        ignored('a create-if-absent of an existing key succeeded and replaced its content');
+      if (!AlreadyExistsError.isInstance(second.error)) throw second.error;
+      if ((await readText(store, keyOf('create'), signal)) !== 'first')
+        probeError('a create-if-absent was refused but the content changed anyway');
+      await race(
+        'creates of a fresh key',
+        (index) =>
+          store.put(keyOf('create-race'), text(`writer ${index}`), { ...call, mode: 'create' }),
+        (error) => AlreadyExistsError.isInstance(error) || ConflictError.isInstance(error),
+      );
+      return `a second create of an existing key was refused with AlreadyExistsError and the content kept; exactly 1 of ${concurrency} concurrent creates of a fresh key succeeded`;
+    }, signal);
+
+    const replace = await judge(async () => {
+      const first = await store.put(keyOf('replace'), text('one'), call);
+      const second = await store.put(keyOf('replace'), text('two'), call);
+      if (sameVersion(first.version, second.version))
+        ignored(
+          `two writes returned the same version ${JSON.stringify(first.version)}: a replace-if-version cannot tell them apart`,
+        );
+      const stale = await attempt(
+        store.put(keyOf('replace'), text('stale'), { ...call, mode: { ifMatch: first.version } }),
+      );
+      if (stale.ok) ignored('a write with a stale version succeeded');
+      if (!PreconditionFailedError.isInstance(stale.error)) throw stale.error;
+      if ((await readText(store, keyOf('replace'), signal)) !== 'two')
+        probeError('a stale-version write was refused but the content changed anyway');
+      const missing = await attempt(
+        store.put(keyOf('replace-missing'), text('x'), {
+          ...call,
+          mode: { ifMatch: madeUpVersion(first.version) },
+        }),
+      );
+      if (missing.ok)
+        ignored('a replace-if-version of a missing key with a made-up version succeeded');
+      if (!PreconditionFailedError.isInstance(missing.error)) throw missing.error;
+      const current = await attempt(
+        store.put(keyOf('replace'), text('three'), { ...call, mode: { ifMatch: second.version } }),
+      );
+      if (!current.ok) {
+        if (NotImplementedError.isInstance(current.error)) throw current.error;
+        probeError(`a write with the current version was refused: ${describeError(current.error)}`);
+      }
+      const head = await store.head(keyOf('replace'), call);
+      if (!head) probeError('the object vanished after a write with the current version');
+      await race(
+        'replace-if-version writes against one version',
+        (index) =>
+          store.put(keyOf('replace'), text(`writer ${index}`), {
+            ...call,
+            mode: { ifMatch: head.version },
+          }),
+        (error) => PreconditionFailedError.isInstance(error) || ConflictError.isInstance(error),
+      );
+      return `a stale version and a made-up version on a missing key were refused with PreconditionFailedError, the current version accepted; exactly 1 of ${concurrency} concurrent writes against one version succeeded`;
+    }, signal);
+
+    const deleteVerdict = await judge(async () => {
+      const first = await store.put(keyOf('delete'), text('one'), call);
+      const second = await store.put(keyOf('delete'), text('two'), call);
+      if (sameVersion(first.version, second.version))
+        ignored(
+          `two writes returned the same version ${JSON.stringify(first.version)}: a delete-if-version cannot tell them apart`,
+        );
+      const stale = await attempt(
+        store.delete(keyOf('delete'), { ...call, ifMatch: first.version }),
+      );
+      const after = await store.head(keyOf('delete'), call);
+      if (stale.ok) {
+        if (after === null) ignored('a delete with a stale version removed the object');
+        probeError('a delete with a stale version reported success but kept the object');
+      }
+      if (!PreconditionFailedError.isInstance(stale.error)) throw stale.error;
+      if (after === null)
+        probeError('a stale-version delete was refused but the object is gone anyway');
+      const current = await attempt(
+        store.delete(keyOf('delete'), { ...call, ifMatch: second.version }),
+      );
+      if (!current.ok)
+        probeError(
+          `a delete with the current version was refused: ${describeError(current.error)}`,
+        );
+      if ((await store.head(keyOf('delete'), call)) !== null)
+        probeError('a delete with the current version succeeded but the object is still there');
+      return 'a delete with a stale version was refused with PreconditionFailedError and kept the object; the current version deleted it';
+    }, signal);
+
+    let multipartCreate: Verdict | undefined;
+    if (options.multipart !== false) {
+      multipartCreate = await judge(async () => {
+        await store.put(keyOf('upload'), text('first'), call);
+        async function* source(): AsyncIterable<Uint8Array> {
+          yield text('second, ');
+          yield text('streamed');
+        }
+        const second = await attempt(
+          store.upload(keyOf('upload'), source(), { ...call, mode: 'create' }),
+        );
+        if (second.ok) ignored('an upload in create mode over an existing key succeeded');
+        if (!AlreadyExistsError.isInstance(second.error)) throw second.error;
+        if ((await readText(store, keyOf('upload'), signal)) !== 'first')
+          probeError('a create upload was refused but the content changed anyway');
+        return 'an upload in create mode over an existing key was refused with AlreadyExistsError and the content kept';
+      }, signal);
+    }
+
+    let cleanupError: string | undefined;
+    try {
+      await deleteUnder(store, root, signal);
+    } catch (error) {
+      cleanupError = describeError(error);
+    }
+    return {
+      create,
+      replace,
+      delete: deleteVerdict,
+      ...(multipartCreate ? { multipartCreate } : {}),
+      ...(cleanupError ? { cleanupError } : {}),
+    };
+  } catch (error) {
+    // Aborted or failed outside a step: still try to leave nothing behind.
+    await deleteUnder(store, root).catch(() => {
+      // Best effort; the original error is what the caller needs.
+    });
+    throw error;
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Maps what the S3 SDK throws onto the store's typed errors.
+ *
+ * Classification uses the error code and the HTTP status together, since
+ * S3-compatible services differ in which of the two they get right:
+ * - 412 / `PreconditionFailed` → `AlreadyExistsError` for a create,
+ *   `PreconditionFailedError` for a replace or a conditional delete;
+ * - 404 / `NoSuchKey` on an `If-Match` write or delete → `PreconditionFailedError`
+ *   (there is no object, so it is not the named version);
+ * - 409 / `ConditionalRequestConflict` → `ConflictError` (the caller of
+ *   {@link classifyS3Error} retries these first);
+ * - 501 / `NotImplemented` → `NotImplementedError`;
+ * - anything else → `StoreError` naming the key, status, code and request id.
+ *
+ * The original SDK error is not kept as `cause`: some S3 error answers echo
+ * the access key id and the string that was signed. The cause is a plain
+ * `Error` with the code, status and message instead.
+ */
+import {
+  AlreadyExistsError,
+  ConflictError,
+  NotImplementedError,
+  PreconditionFailedError,
+  StoreError,
+} from '@x/store';
+
+/** What a request was, for classifying its failure. */
+export type S3Operation =
+  | 'get'
+  | 'head'
+  | 'list'
+  | 'put'
+  | 'create'
+  | 'replace'
+  | 'delete'
+  | 'conditional-delete'
+  | 'upload-part'
+  | 'complete-create'
+  | 'complete'
+  | 'abort-upload'
+  | 'start-upload';
+
+/** The facts of an SDK failure that classification needs. */
+export interface S3Failure {
+  /** The S3 error code (`NoSuchKey`, `PreconditionFailed`…), or the error's name for transport failures. */
+  readonly code: string;
+  /** HTTP status, when a response arrived. */
+  readonly status: number | undefined;
+  readonly requestId: string | undefined;
+  /** How many attempts the SDK made (more than 1 when it retried). */
+  readonly attempts: number;
+  readonly message: string;
+}
+
+export function describeFailure(error: unknown): S3Failure {
+  const record = (typeof error === 'object' && error !== null ? error : {}) as {
+    name?: unknown;
+    Code?: unknown;
+    code?: unknown;
+    message?: unknown;
+    $metadata?: { httpStatusCode?: unknown; requestId?: unknown; attempts?: unknown };
+    $response?: { statusCode?: unknown };
+  };
+  const metadata = record.$metadata ?? {};
+  const status =
+    typeof metadata.httpStatusCode === 'number'
+      ? metadata.httpStatusCode
+      : typeof record.$response?.statusCode === 'number'
+        ? record.$response.statusCode
+        : undefined;
+  const code =
+    typeof record.Code === 'string'
+      ? record.Code
+      : typeof record.name === 'string' && record.name !== 'Error'
+        ? record.name
+        : typeof record.code === 'string'
+          ? record.code
+          : 'UnknownError';
+  return {
+    code,
+    status,
+    requestId: typeof metadata.requestId === 'string' ? metadata.requestId : undefined,
+    attempts: typeof metadata.attempts === 'number' ? metadata.attempts : 1,
+    message: typeof record.message === 'string' ? record.message : String(error),
+  };
+}
+
+export function isPreconditionFailure(failure: S3Failure): boolean {
+  return failure.status === 412 || failure.code === 'PreconditionFailed';
+}
+
+export function isMissingKey(failure: S3Failure): boolean {
+  return (
+    failure.code === 'NoSuchKey' ||
+    failure.code === 'NotFound' ||
+    (failure.status === 404 && failure.code !== 'NoSuchBucket' && failure.code !== 'NoSuchUpload')
+  );
+}
+
+export function isConditionalConflict(failure: S3Failure): boolean {
+  return (
+    failure.code === 'ConditionalRequestConflict' ||
+    (failure.status === 409 &&
+      failure.code !== 'BucketAlreadyExists' &&
+      failure.code !== 'BucketAlreadyOwnedByYou' &&
+      failure.code !== 'OperationAborted' &&
+      failure.code !== 'InvalidBucketState')
+  );
+}
+
+export function isNotImplemented(failure: S3Failure): boolean {
+  return failure.status === 501 || failure.code === 'NotImplemented';
+}
+
+function safeCause(failure: S3Failure): Error {
+  const cause = new Error(failure.message);
+  cause.name = failure.code;
+  return cause;
+}
+
+function facts(failure: S3Failure): string {
+  const parts = [failure.code];
+  if (failure.status !== undefined) parts.push(`status ${failure.status}`);
+  if (failure.requestId) parts.push(`request id ${failure.requestId}`);
+  return parts.join(', ');
+}
+
+/** The typed error for a failed request (after any retries the adapter does). */
+export function classifyS3Error(error: unknown, operation: S3Operation, key: string): StoreError {
+  if (StoreError.isInstance(error)) return error;
+  const failure = describeFailure(error);
+  const cause = safeCause(failure);
+  const conditional =
+    operation === 'create' ||
+    operation === 'replace' ||
+    operation === 'conditional-delete' ||
+    operation === 'complete-create';
+
+  if (conditional && isPreconditionFailure(failure)) {
+    if (operation === 'create' || operation === 'complete-create')
+      return new AlreadyExistsError(key, { cause });
+    return new PreconditionFailedError(key, { cause, detail: facts(failure) });
+  }
+  if ((operation === 'replace' || operation === 'conditional-delete') && isMissingKey(failure)) {
+    return new PreconditionFailedError(key, { cause, detail: 'no object at the key' });
+  }
+  if (conditional && isConditionalConflict(failure)) return new ConflictError(key, { cause });
+  if (isNotImplemented(failure)) {
+    return new NotImplementedError(`s3 ${operation}`, { key, cause, detail: facts(failure) });
+  }
+  return new StoreError(
+    `s3 ${operation} failed for ${key}: ${failure.message} (${facts(failure)})`,
+    {
+      key,
+      cause,
+    },
+  );
+}

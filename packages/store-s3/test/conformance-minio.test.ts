@@ -1,0 +1,3 @@
+import { describeConditionalServerConformance } from './conformance-suites.ts';
+
+describeConditionalServerConformance('minio');

@@ -1,0 +1,3 @@
+import { describeS3rverConformance } from './conformance-suites.ts';
+
+describeS3rverConformance();

@@ -1,0 +1,7 @@
+import {
+  describeConditionalServerConformance,
+  describeExpectationLists,
+} from './conformance-suites.ts';
+
+describeExpectationLists();
+describeConditionalServerConformance('versitygw');

@@ -1,0 +1,31 @@
+export { crc32Combine } from './crc32-combine.ts';
+export { FrameWriterError, SqliteWalHeaderError } from './errors.ts';
+export { FrameWriter } from './frame-writer.ts';
+export {
+  type CompleteFrames,
+  completeFrames,
+  encodeFrame,
+  FRAME_HEADER_BYTES,
+  FrameCounter,
+  MAX_FRAME_PAYLOAD_BYTES,
+} from './frames.ts';
+export { type NewSegment, type ReadNewSegmentOptions, readNewSegment } from './read-segment.ts';
+export {
+  parseSqliteWalHeader,
+  SQLITE_WAL_FORMAT_VERSION,
+  SQLITE_WAL_FRAME_HEADER_BYTES,
+  SQLITE_WAL_HEADER_BYTES,
+  SQLITE_WAL_MAGIC_BIG_ENDIAN,
+  SQLITE_WAL_MAGIC_LITTLE_ENDIAN,
+  type SqliteWalEnd,
+  type SqliteWalFrame,
+  type SqliteWalHeader,
+  type SqliteWalScan,
+  SqliteWalScanner,
+  scanSqliteWal,
+  scanSqliteWalFile,
+  sqliteWalChecksum,
+  sqliteWalCommittedFrames,
+  sqliteWalFrameBytes,
+  sqliteWalHeaderProblem,
+} from './sqlite-wal.ts';
