@@ -80,7 +80,10 @@ export function runApplication(
  * application configures it: FULL fsyncs the WAL at every commit (a commit
  * that returned survives power loss), NORMAL only at checkpoints.
  * Commands on stdin: `run <ms>` answers the number of transactions committed
- * in that many ms; `quit` closes the connection.
+ * in that many ms and the time spent in transactions that took 1 ms or more
+ * (SQLite's busy handler sleeps at least 1 ms when it meets another
+ * connection's write lock, so this is where waiting for backupd shows);
+ * `quit` closes the connection.
  */
 const DURABLE_APPLICATION = `
 const { DatabaseSync } = require('node:sqlite');
@@ -97,19 +100,23 @@ lines.on('line', (line) => {
   if (command === 'quit') { db.close(); lines.close(); return; }
   const end = Date.now() + Number(argument);
   let n = 0;
+  let slowMs = 0;
   while (Date.now() < end) {
+    const started = performance.now();
     db.exec('BEGIN');
     for (let i = 0; i < rows; i += 1) insert.run(Date.now(), body);
     db.exec('COMMIT');
+    const took = performance.now() - started;
+    if (took >= 1) slowMs += took;
     n += 1;
   }
-  process.stdout.write(n + '\\n');
+  process.stdout.write(n + ' ' + slowMs + '\\n');
 });
 `;
 
 export interface DurableApplication {
-  /** Commits as fast as it can for `durationMs`; resolves to the transactions committed. */
-  run(durationMs: number): Promise<number>;
+  /** Commits as fast as it can for `durationMs`: the transactions committed, and the ms spent in those that took ≥ 1 ms. */
+  run(durationMs: number): Promise<{ transactions: number; slowMs: number }>;
   close(): Promise<void>;
 }
 
@@ -125,19 +132,20 @@ export function startDurableApplication(
   );
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   let buffered = '';
-  const waiting: ((count: number) => void)[] = [];
+  const waiting: ((result: { transactions: number; slowMs: number }) => void)[] = [];
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (text: string) => {
     buffered += text;
     for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
       const line = buffered.slice(0, newline);
       buffered = buffered.slice(newline + 1);
-      waiting.shift()?.(Number(line));
+      const [transactions, slowMs] = line.split(' ').map(Number);
+      waiting.shift()?.({ transactions: transactions!, slowMs: slowMs! });
     }
   });
   return {
     run(durationMs) {
-      return new Promise<number>((resolve, reject) => {
+      return new Promise((resolve, reject) => {
         waiting.push(resolve);
         child.stdin.write(`run ${durationMs}\n`);
         void exited.then((code) => reject(new Error(`application exited with ${code}`)));

@@ -7,11 +7,10 @@
  * credentials in a URL) — and none may contain a canary.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomPrefix, testServers } from '@x/test-servers';
-import { afterAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   baseEnv,
   createWalDatabase,
@@ -22,6 +21,7 @@ import {
   s3Env,
   s3Url,
   startBackupd,
+  suiteWorkspace,
   transcript,
   waitFor,
 } from './helpers/cli.ts';
@@ -40,8 +40,7 @@ function base64Canary(label: string): string {
 }
 
 describe.skipIf(!versitygw)('canary credentials', () => {
-  const directory = mkdtempSync(join(tmpdir(), 'backupd-canary-'));
-  const running: RunningProcess[] = [];
+  const { directory, running } = suiteWorkspace('canary');
   /** Everything served over HTTP in this file. */
   const served: string[] = [];
   const canaries = {
@@ -51,10 +50,6 @@ describe.skipIf(!versitygw)('canary credentials', () => {
     endpointPassword: canary('EndpointPassword'),
     schemePassword: canary('SchemePassword'),
   };
-  afterAll(async () => {
-    await Promise.all(running.map((process) => process.stop('SIGKILL')));
-    rmSync(directory, { recursive: true, force: true });
-  });
 
   const azureCanaries = () => ({
     AZURE_STORAGE_KEY: canaries.azureKey,

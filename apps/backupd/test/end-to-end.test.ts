@@ -6,21 +6,20 @@
  * restored database compared with what the application recorded after each
  * of its commits.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseSegmentKey } from '@x/manifest';
 import { randomPrefix } from '@x/test-servers';
-import { afterAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { contentHash } from './fixtures/content-hash.ts';
 import {
-  type RunningProcess,
   runCli,
   s3Env,
   s3Url,
   startBackupd,
   startWriter,
+  suiteWorkspace,
   waitFor,
 } from './helpers/cli.ts';
 import { directStore, missingReason, s3Server } from './helpers/servers.ts';
@@ -65,12 +64,7 @@ const versitygw = s3Server('versitygw');
 if (!versitygw) console.warn(`backupd end-to-end: skipped, ${missingReason('versitygw')}`);
 
 describe.skipIf(!versitygw)('backupd end to end on versitygw', () => {
-  const directory = mkdtempSync(join(tmpdir(), 'backupd-e2e-'));
-  const running: RunningProcess[] = [];
-  afterAll(async () => {
-    await Promise.all(running.map((process) => process.stop('SIGKILL')));
-    rmSync(directory, { recursive: true, force: true });
-  });
+  const { directory, running } = suiteWorkspace('e2e');
 
   test('replicate through a kill -9 and restart, then ls, verify --deep and exact restores of the latest and a chosen commit', async () => {
     const server = versitygw!;

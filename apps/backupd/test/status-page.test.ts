@@ -10,14 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { afterAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   baseEnv,
   createWalDatabase,
   getText,
   listeningUrl,
-  type RunningProcess,
   startBackupd,
+  suiteWorkspace,
   waitFor,
 } from './helpers/cli.ts';
 
@@ -41,12 +41,7 @@ if (!haveChromium && !inCi)
   );
 
 describe('the status page in headless Chromium', () => {
-  const directory = mkdtempSync(join(tmpdir(), 'backupd-page-'));
-  const running: RunningProcess[] = [];
-  afterAll(async () => {
-    await Promise.all(running.map((process) => process.stop('SIGKILL')));
-    rmSync(directory, { recursive: true, force: true });
-  });
+  const { directory, running } = suiteWorkspace('page');
 
   test.skipIf(!haveChromium && !inCi)(
     'shows the database path and its lag, and is saved as a screenshot',

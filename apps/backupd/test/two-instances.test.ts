@@ -7,22 +7,21 @@
  * own since it started would be behind the holder's restore points and
  * refuse the prefix as rewound (see src/sqlite-source.ts).
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomPrefix } from '@x/test-servers';
-import { afterAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   getText,
   instanceIdOf,
   listeningUrl,
   metricValue,
-  type RunningProcess,
   runCli,
   s3Env,
   s3Url,
   startBackupd,
   startWriter,
+  suiteWorkspace,
   waitFor,
 } from './helpers/cli.ts';
 import { missingReason, s3Server } from './helpers/servers.ts';
@@ -38,12 +37,7 @@ interface LeaseView {
 }
 
 describe.skipIf(!versitygw)('two backupd processes on one prefix', () => {
-  const directory = mkdtempSync(join(tmpdir(), 'backupd-two-'));
-  const running: RunningProcess[] = [];
-  afterAll(async () => {
-    await Promise.all(running.map((process) => process.stop('SIGKILL')));
-    rmSync(directory, { recursive: true, force: true });
-  });
+  const { directory, running } = suiteWorkspace('two');
 
   test('exactly one uploads, the other reports the holder on /healthz, and takes over within one TTL after SIGTERM', async () => {
     const server = versitygw!;

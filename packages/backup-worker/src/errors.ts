@@ -3,20 +3,9 @@
  * `cause`, a `Symbol.for` marker and `static isInstance`, so checks survive
  * two copies of the package.
  */
+import { errorMarker, hasErrorMarker, markError } from '@x/store';
 
-const MARKER_PREFIX = 'x.backup-worker.error';
-
-function markerOf(name: string): symbol {
-  return Symbol.for(`${MARKER_PREFIX}.${name}`);
-}
-
-function hasMarker(value: unknown, marker: symbol): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as Record<symbol, unknown>)[marker] === true
-  );
-}
+const MARKER_NAMESPACE = 'x.backup-worker.error';
 
 export type BackupErrorCode =
   | 'BACKUP_ERROR'
@@ -28,7 +17,7 @@ export type BackupErrorCode =
   | 'SIMULATED_CRASH'
   | 'SHUTDOWN';
 
-const BACKUP_ERROR_MARKER = markerOf('BackupError');
+const BACKUP_ERROR_MARKER = errorMarker(MARKER_NAMESPACE, 'BackupError');
 
 /** Base class: a backup step failed. The step is retried with back-off. */
 export class BackupError extends Error {
@@ -42,15 +31,15 @@ export class BackupError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'BackupError';
     this.code = code;
-    (this as unknown as Record<symbol, boolean>)[BACKUP_ERROR_MARKER] = true;
+    markError(this, BACKUP_ERROR_MARKER);
   }
 
   static isInstance(value: unknown): value is BackupError {
-    return hasMarker(value, BACKUP_ERROR_MARKER);
+    return hasErrorMarker(value, BACKUP_ERROR_MARKER);
   }
 }
 
-const LINEAGE_MARKER = markerOf('LineageRefusedError');
+const LINEAGE_MARKER = errorMarker(MARKER_NAMESPACE, 'LineageRefusedError');
 
 /**
  * The prefix belongs to another lineage, or this store was rewound. The worker
@@ -64,15 +53,15 @@ export class LineageRefusedError extends BackupError {
     super(reason, {}, 'LINEAGE_REFUSED');
     this.name = 'LineageRefusedError';
     this.reason = reason;
-    (this as unknown as Record<symbol, boolean>)[LINEAGE_MARKER] = true;
+    markError(this, LINEAGE_MARKER);
   }
 
   static override isInstance(value: unknown): value is LineageRefusedError {
-    return hasMarker(value, LINEAGE_MARKER);
+    return hasErrorMarker(value, LINEAGE_MARKER);
   }
 }
 
-const CONFLICT_MARKER = markerOf('WriterConflictError');
+const CONFLICT_MARKER = errorMarker(MARKER_NAMESPACE, 'WriterConflictError');
 
 /**
  * The bucket refused a conditional write: another writer is using the prefix.
@@ -85,15 +74,15 @@ export class WriterConflictError extends BackupError {
     super(message, { cause: options.cause }, 'WRITER_CONFLICT');
     this.name = 'WriterConflictError';
     this.key = options.key;
-    (this as unknown as Record<symbol, boolean>)[CONFLICT_MARKER] = true;
+    markError(this, CONFLICT_MARKER);
   }
 
   static override isInstance(value: unknown): value is WriterConflictError {
-    return hasMarker(value, CONFLICT_MARKER);
+    return hasErrorMarker(value, CONFLICT_MARKER);
   }
 }
 
-const TIMEOUT_MARKER = markerOf('OperationTimeoutError');
+const TIMEOUT_MARKER = errorMarker(MARKER_NAMESPACE, 'OperationTimeoutError');
 
 /** A request did not finish within the operation deadline; it was aborted. */
 export class OperationTimeoutError extends BackupError {
@@ -105,75 +94,75 @@ export class OperationTimeoutError extends BackupError {
     this.name = 'OperationTimeoutError';
     this.operation = operation;
     this.timeoutMs = timeoutMs;
-    (this as unknown as Record<symbol, boolean>)[TIMEOUT_MARKER] = true;
+    markError(this, TIMEOUT_MARKER);
   }
 
   static override isInstance(value: unknown): value is OperationTimeoutError {
-    return hasMarker(value, TIMEOUT_MARKER);
+    return hasErrorMarker(value, TIMEOUT_MARKER);
   }
 }
 
-const FENCED_MARKER = markerOf('WriteFencedError');
+const FENCED_MARKER = errorMarker(MARKER_NAMESPACE, 'WriteFencedError');
 
 /** The lease stopped allowing writes (lost, dropped, or not renewed in time); the write was not sent or was aborted. */
 export class WriteFencedError extends BackupError {
   constructor(message: string, options: { cause?: unknown } = {}) {
     super(message, options, 'WRITE_FENCED');
     this.name = 'WriteFencedError';
-    (this as unknown as Record<symbol, boolean>)[FENCED_MARKER] = true;
+    markError(this, FENCED_MARKER);
   }
 
   static override isInstance(value: unknown): value is WriteFencedError {
-    return hasMarker(value, FENCED_MARKER);
+    return hasErrorMarker(value, FENCED_MARKER);
   }
 }
 
-const BUCKET_STATE_MARKER = markerOf('BucketStateError');
+const BUCKET_STATE_MARKER = errorMarker(MARKER_NAMESPACE, 'BucketStateError');
 
 /** The bucket holds something the worker cannot use (LATEST names a missing or unparseable manifest). */
 export class BucketStateError extends BackupError {
   constructor(message: string, options: { cause?: unknown } = {}) {
     super(message, options, 'BUCKET_STATE');
     this.name = 'BucketStateError';
-    (this as unknown as Record<symbol, boolean>)[BUCKET_STATE_MARKER] = true;
+    markError(this, BUCKET_STATE_MARKER);
   }
 
   static override isInstance(value: unknown): value is BucketStateError {
-    return hasMarker(value, BUCKET_STATE_MARKER);
+    return hasErrorMarker(value, BUCKET_STATE_MARKER);
   }
 }
 
-const CRASH_MARKER = markerOf('SimulatedCrashError');
+const CRASH_MARKER = errorMarker(MARKER_NAMESPACE, 'SimulatedCrashError');
 
 /** Test hook ({@link BackupWorker.failAfterWrites}): the write budget is spent, as if the process had been killed. */
 export class SimulatedCrashError extends BackupError {
   constructor() {
     super('test hook: the process is gone (write budget spent)', {}, 'SIMULATED_CRASH');
     this.name = 'SimulatedCrashError';
-    (this as unknown as Record<symbol, boolean>)[CRASH_MARKER] = true;
+    markError(this, CRASH_MARKER);
   }
 
   static override isInstance(value: unknown): value is SimulatedCrashError {
-    return hasMarker(value, CRASH_MARKER);
+    return hasErrorMarker(value, CRASH_MARKER);
   }
 }
 
-const SHUTDOWN_MARKER = markerOf('ShutdownAbandonedError');
+const SHUTDOWN_MARKER = errorMarker(MARKER_NAMESPACE, 'ShutdownAbandonedError');
 
 /** A request was abandoned because the worker is shutting down (the grace period ended). */
 export class ShutdownAbandonedError extends BackupError {
   constructor(message = 'abandoned: the worker is shutting down') {
     super(message, {}, 'SHUTDOWN');
     this.name = 'ShutdownAbandonedError';
-    (this as unknown as Record<symbol, boolean>)[SHUTDOWN_MARKER] = true;
+    markError(this, SHUTDOWN_MARKER);
   }
 
   static override isInstance(value: unknown): value is ShutdownAbandonedError {
-    return hasMarker(value, SHUTDOWN_MARKER);
+    return hasErrorMarker(value, SHUTDOWN_MARKER);
   }
 }
 
-const PANIC_MARKER = markerOf('WorkerPanicError');
+const PANIC_MARKER = errorMarker(MARKER_NAMESPACE, 'WorkerPanicError');
 
 /**
  * Test hook ({@link BackupWorker.panicOnNextStep}): models a programming
@@ -184,10 +173,10 @@ export class WorkerPanicError extends Error {
   constructor(message = 'test hook: backup worker panics') {
     super(message);
     this.name = 'WorkerPanicError';
-    (this as unknown as Record<symbol, boolean>)[PANIC_MARKER] = true;
+    markError(this, PANIC_MARKER);
   }
 
   static isInstance(value: unknown): value is WorkerPanicError {
-    return hasMarker(value, PANIC_MARKER);
+    return hasErrorMarker(value, PANIC_MARKER);
   }
 }

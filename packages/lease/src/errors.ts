@@ -5,25 +5,10 @@
  * `static isInstance`, so a check still works when two copies of this package
  * are installed. `instanceof` works within one copy.
  */
+import { errorMarker, hasErrorMarker, markError } from '@x/store';
 import type { LeaseRecord } from './record.ts';
 
-const MARKER_PREFIX = 'x.lease.error';
-
-function markerOf(name: string): symbol {
-  return Symbol.for(`${MARKER_PREFIX}.${name}`);
-}
-
-function hasMarker(value: unknown, marker: symbol): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as Record<symbol, unknown>)[marker] === true
-  );
-}
-
-function mark(target: object, marker: symbol): void {
-  (target as Record<symbol, boolean>)[marker] = true;
-}
+const MARKER_NAMESPACE = 'x.lease.error';
 
 /** The codes a {@link LeaseError} can carry, one per class. */
 export type LeaseErrorCode =
@@ -42,7 +27,7 @@ export function describeHolder(record: LeaseRecord): string {
   return `instance ${record.instanceId} (host ${JSON.stringify(record.host)}, pid ${record.pid}, generation ${record.generation}${term})`;
 }
 
-const LEASE_ERROR_MARKER = markerOf('LeaseError');
+const LEASE_ERROR_MARKER = errorMarker(MARKER_NAMESPACE, 'LeaseError');
 
 /** Base class of every lease failure. */
 export class LeaseError extends Error {
@@ -56,15 +41,15 @@ export class LeaseError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'LeaseError';
     this.code = code;
-    mark(this, LEASE_ERROR_MARKER);
+    markError(this, LEASE_ERROR_MARKER);
   }
 
   static isInstance(value: unknown): value is LeaseError {
-    return hasMarker(value, LEASE_ERROR_MARKER);
+    return hasErrorMarker(value, LEASE_ERROR_MARKER);
   }
 }
 
-const FOREIGN_ACTIVE_MARKER = markerOf('ForeignActiveError');
+const FOREIGN_ACTIVE_MARKER = errorMarker(MARKER_NAMESPACE, 'ForeignActiveError');
 
 /**
  * Another instance holds the lease and renewed it less than its TTL ago (by
@@ -85,15 +70,15 @@ export class ForeignActiveError extends LeaseError {
     this.name = 'ForeignActiveError';
     this.holder = holder;
     this.mayExpireAt = mayExpireAt;
-    mark(this, FOREIGN_ACTIVE_MARKER);
+    markError(this, FOREIGN_ACTIVE_MARKER);
   }
 
   static override isInstance(value: unknown): value is ForeignActiveError {
-    return hasMarker(value, FOREIGN_ACTIVE_MARKER);
+    return hasErrorMarker(value, FOREIGN_ACTIVE_MARKER);
   }
 }
 
-const LEASE_LOST_MARKER = markerOf('LeaseLostError');
+const LEASE_LOST_MARKER = errorMarker(MARKER_NAMESPACE, 'LeaseLostError');
 
 /**
  * The lease is no longer ours: another instance took it over (`holder` names
@@ -116,15 +101,15 @@ export class LeaseLostError extends LeaseError {
     );
     this.name = 'LeaseLostError';
     this.holder = holder;
-    mark(this, LEASE_LOST_MARKER);
+    markError(this, LEASE_LOST_MARKER);
   }
 
   static override isInstance(value: unknown): value is LeaseLostError {
-    return hasMarker(value, LEASE_LOST_MARKER);
+    return hasErrorMarker(value, LEASE_LOST_MARKER);
   }
 }
 
-const FENCED_MARKER = markerOf('FencedError');
+const FENCED_MARKER = errorMarker(MARKER_NAMESPACE, 'FencedError');
 
 /**
  * Term fencing: the published lease carries a term ahead of ours (at
@@ -145,15 +130,15 @@ export class FencedError extends LeaseError {
     this.name = 'FencedError';
     this.ourTerm = ourTerm;
     this.newerTerm = newerTerm;
-    mark(this, FENCED_MARKER);
+    markError(this, FENCED_MARKER);
   }
 
   static override isInstance(value: unknown): value is FencedError {
-    return hasMarker(value, FENCED_MARKER);
+    return hasErrorMarker(value, FENCED_MARKER);
   }
 }
 
-const PRECONDITIONS_IGNORED_MARKER = markerOf('PreconditionsIgnoredError');
+const PRECONDITIONS_IGNORED_MARKER = errorMarker(MARKER_NAMESPACE, 'PreconditionsIgnoredError');
 
 /**
  * The store accepted a conditional write it should have refused (or cannot
@@ -173,15 +158,15 @@ export class PreconditionsIgnoredError extends LeaseError {
     );
     this.name = 'PreconditionsIgnoredError';
     this.ignored = ignored;
-    mark(this, PRECONDITIONS_IGNORED_MARKER);
+    markError(this, PRECONDITIONS_IGNORED_MARKER);
   }
 
   static override isInstance(value: unknown): value is PreconditionsIgnoredError {
-    return hasMarker(value, PRECONDITIONS_IGNORED_MARKER);
+    return hasErrorMarker(value, PRECONDITIONS_IGNORED_MARKER);
   }
 }
 
-const LEASE_RECORD_MARKER = markerOf('LeaseRecordError');
+const LEASE_RECORD_MARKER = errorMarker(MARKER_NAMESPACE, 'LeaseRecordError');
 
 /**
  * The object at `{prefix}/LEASE` is not a valid lease record. It is treated
@@ -201,15 +186,15 @@ export class LeaseRecordError extends LeaseError {
     this.name = 'LeaseRecordError';
     this.key = key;
     this.problem = problem;
-    mark(this, LEASE_RECORD_MARKER);
+    markError(this, LEASE_RECORD_MARKER);
   }
 
   static override isInstance(value: unknown): value is LeaseRecordError {
-    return hasMarker(value, LEASE_RECORD_MARKER);
+    return hasErrorMarker(value, LEASE_RECORD_MARKER);
   }
 }
 
-const LEASE_OPTIONS_MARKER = markerOf('LeaseOptionsError');
+const LEASE_OPTIONS_MARKER = errorMarker(MARKER_NAMESPACE, 'LeaseOptionsError');
 
 /** An option is out of range or missing; `option` names it. Nothing was sent. */
 export class LeaseOptionsError extends LeaseError {
@@ -219,15 +204,15 @@ export class LeaseOptionsError extends LeaseError {
     super(`invalid lease option \`${option}\`: ${problem}`, {}, 'LEASE_OPTIONS_INVALID');
     this.name = 'LeaseOptionsError';
     this.option = option;
-    mark(this, LEASE_OPTIONS_MARKER);
+    markError(this, LEASE_OPTIONS_MARKER);
   }
 
   static override isInstance(value: unknown): value is LeaseOptionsError {
-    return hasMarker(value, LEASE_OPTIONS_MARKER);
+    return hasErrorMarker(value, LEASE_OPTIONS_MARKER);
   }
 }
 
-const WRITE_DEADLINE_MARKER = markerOf('WriteDeadlineError');
+const WRITE_DEADLINE_MARKER = errorMarker(MARKER_NAMESPACE, 'WriteDeadlineError');
 
 /**
  * The reason the fence signal aborts with when the holder was not renewed in
@@ -243,11 +228,11 @@ export class WriteDeadlineError extends LeaseError {
       'WRITE_DEADLINE_PASSED',
     );
     this.name = 'WriteDeadlineError';
-    mark(this, WRITE_DEADLINE_MARKER);
+    markError(this, WRITE_DEADLINE_MARKER);
   }
 
   static override isInstance(value: unknown): value is WriteDeadlineError {
-    return hasMarker(value, WRITE_DEADLINE_MARKER);
+    return hasErrorMarker(value, WRITE_DEADLINE_MARKER);
   }
 }
 

@@ -41,13 +41,13 @@ import {
   type CallOptions,
   ConflictError,
   chunksOf,
-  compareKeys,
   type DeleteOptions,
   type GetResult,
   type GetStreamResult,
   joinKey,
   type ListOptions,
   type ListResult,
+  newWriteId,
   normalizePrefix,
   type ObjectInfo,
   type ObjectStore,
@@ -55,8 +55,10 @@ import {
   PreconditionFailedError,
   type PutMode,
   type PutOptions,
+  refusedWriteError,
   type StoreCapabilities,
   StoreError,
+  sortedListResult,
   throwIfAborted,
   type UploadOptions,
   type UploadSource,
@@ -218,7 +220,7 @@ export class AzureBlobStore implements ObjectStore {
         `azure: listPageSize must be an integer from 1 to 5000, got ${this.#listPageSize}`,
       );
     }
-    this.#newWriteId = options.newWriteId ?? randomUUID;
+    this.#newWriteId = options.newWriteId ?? newWriteId;
     const account = service.accountName || 'account';
     this.description = `azure://${account}/${options.container}${this.prefix ? `/${this.prefix}` : ''}`;
   }
@@ -359,10 +361,7 @@ export class AzureBlobStore implements ObjectStore {
     if (!refused) this.#fail(operation, key, error, signal);
     const own = await this.#ownWrite(key, writeId, signal);
     if (own) return own;
-    if (mode === 'create') throw new AlreadyExistsError(key);
-    throw new PreconditionFailedError(key, {
-      detail: statusCode === 404 ? 'no object at the key' : undefined,
-    });
+    throw refusedWriteError(key, mode, statusCode === 404);
   }
 
   /** The blob's version when it holds the write with `writeId`, else undefined. */
@@ -439,10 +438,9 @@ export class AzureBlobStore implements ObjectStore {
     } catch (error) {
       this.#fail('list', prefix, error, signal);
     }
-    // Azure lists in key order already; sorting makes the UTF-8 byte order a guarantee.
-    objects.sort((a, b) => compareKeys(a.key, b.key));
-    // A rolled-up prefix can come back on several pages; it is listed once.
-    return { objects, commonPrefixes: [...new Set(commonPrefixes)].sort(compareKeys) };
+    // Azure lists in key order already; sorting makes the UTF-8 byte order a
+    // guarantee. A rolled-up prefix can come back on several pages; it is listed once.
+    return sortedListResult(objects, commonPrefixes);
   }
 
   async upload(

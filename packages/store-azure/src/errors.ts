@@ -7,7 +7,7 @@
  * as `cause`: the cause is a plain `Error` holding only the status, the
  * service's error code, the request id and a redacted message.
  */
-import { isAbortError, StoreError } from '@x/store';
+import { credentialFreeCause, isAbortError, StoreError } from '@x/store';
 
 /** The facts of a failed Azure call that are safe to show. */
 export interface AzureFailure {
@@ -68,11 +68,8 @@ export function redactSecrets(text: string, secrets: readonly string[] = []): st
 /** A credential-free stand-in for an SDK error, used as `cause`. */
 export function sanitizedCause(error: unknown, secrets: readonly string[]): Error {
   const { statusCode, errorCode } = azureFailureOf(error);
-  const rawMessage = error instanceof Error ? error.message : String(error);
-  // The service's message ends with a RequestId/Time block; keep its first line.
-  const firstLine = rawMessage.split('\n')[0] ?? '';
-  const cause = new Error(redactSecrets(firstLine, secrets));
-  cause.name = error instanceof Error ? error.name : 'Error';
+  // The service's message ends with a RequestId/Time block; only its first line is kept.
+  const cause = credentialFreeCause(error, (text) => redactSecrets(text, secrets));
   const requestId =
     typeof error === 'object' && error !== null
       ? (

@@ -7,7 +7,7 @@
  * the cause is a plain `Error` with only the status, the reason and the
  * first line of the message, redacted.
  */
-import { StoreError } from '@x/store';
+import { credentialFreeCause, StoreError } from '@x/store';
 
 export interface GcsFailure {
   /** The HTTP status, when the service answered. */
@@ -79,9 +79,7 @@ export function redactSecrets(text: string): string {
 /** A credential-free stand-in for an SDK error, used as `cause`. */
 export function sanitizedCause(error: unknown): Error {
   const { status, reason } = gcsFailureOf(error);
-  const message = error instanceof Error ? error.message : String(error);
-  const cause = new Error(redactSecrets(message.split('\n')[0] ?? '').slice(0, 500));
-  cause.name = error instanceof Error ? error.name : 'Error';
+  const cause = credentialFreeCause(error, redactSecrets, 500);
   Object.assign(cause, { status, reason });
   return cause;
 }

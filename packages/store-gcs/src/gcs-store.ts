@@ -39,7 +39,6 @@
  * retrying, and drops the late answer; such a request may still reach the
  * service.
  */
-import { randomUUID } from 'node:crypto';
 import {
   type File,
   type FileMetadata,
@@ -48,16 +47,15 @@ import {
   type StorageOptions,
 } from '@google-cloud/storage';
 import {
-  AlreadyExistsError,
+  abortReasonOr,
   type CallOptions,
-  compareKeys,
   type DeleteOptions,
   type GetResult,
   type GetStreamResult,
   joinKey,
   type ListOptions,
   type ListResult,
-  NotImplementedError,
+  newWriteId,
   normalizePrefix,
   type ObjectInfo,
   type ObjectStore,
@@ -65,8 +63,11 @@ import {
   PreconditionFailedError,
   type PutMode,
   type PutOptions,
+  refusedWriteError,
+  requireCapability,
   type StoreCapabilities,
   StoreError,
+  sortedListResult,
   throwIfAborted,
   type UploadOptions,
   type UploadSource,
@@ -184,7 +185,7 @@ export class GcsStore implements ObjectStore {
       throw new StoreError(`gcs: maxRetries must be a non-negative integer, got ${maxRetries}`);
     }
     this.#retry = { ...DEFAULT_RETRY_POLICY, maxRetries };
-    this.#newWriteId = options.newWriteId ?? randomUUID;
+    this.#newWriteId = options.newWriteId ?? newWriteId;
     this.#listPageSize = options.listPageSize ?? 1000;
     if (
       !Number.isInteger(this.#listPageSize) ||
@@ -204,16 +205,6 @@ export class GcsStore implements ObjectStore {
       multipartCreate: options.capabilities?.multipartCreate ?? true,
       distinctVersions: true,
     };
-  }
-
-  /** Refuses a mode the configuration declares off, before anything is sent. */
-  #refuseUnless(capability: keyof StoreCapabilities, operation: string, key: string): void {
-    if (!this.capabilities[capability]) {
-      throw new NotImplementedError(operation, {
-        key,
-        detail: `${this.description} is configured with ${capability}: false`,
-      });
-    }
   }
 
   #objectName(key: string): string {
@@ -303,7 +294,7 @@ export class GcsStore implements ObjectStore {
         });
         stream.once('error', (error: unknown) => {
           if (!signal?.aborted && gcsFailureOf(error).status === 404) resolve(null);
-          else reject(signal?.aborted ? signal.reason : error);
+          else reject(abortReasonOr(signal, error));
         });
         // The SDK sends the request only once the stream is read from.
         stream.read(0);
@@ -372,7 +363,12 @@ export class GcsStore implements ObjectStore {
     this.#objectName(key);
     const mode = options.mode ?? 'overwrite';
     if (mode !== 'overwrite')
-      this.#refuseUnless('conditionalPut', mode === 'create' ? 'put create' : 'put ifMatch', key);
+      requireCapability(
+        this,
+        'conditionalPut',
+        mode === 'create' ? 'put create' : 'put ifMatch',
+        key,
+      );
     const precondition = preconditionFor(mode, key);
     const signal = options.signal;
     throwIfAborted(signal);
@@ -454,16 +450,13 @@ export class GcsStore implements ObjectStore {
     const recorded = current?.metadata?.[WRITE_ID_METADATA];
     if (current && recorded === writeId)
       return { version: generationVersion(current, operation, key), size: sizeOf(current) };
-    if (mode === 'create') throw new AlreadyExistsError(key);
-    throw new PreconditionFailedError(key, {
-      detail: current === null ? 'no object at the key' : undefined,
-    });
+    throw refusedWriteError(key, mode, current === null);
   }
 
   async delete(key: string, options: DeleteOptions = {}): Promise<void> {
     this.#objectName(key);
     const signal = options.signal;
-    if (options.ifMatch) this.#refuseUnless('conditionalDelete', 'delete ifMatch', key);
+    if (options.ifMatch) requireCapability(this, 'conditionalDelete', 'delete ifMatch', key);
     throwIfAborted(signal);
     const generation = options.ifMatch ? matchGeneration(options.ifMatch, key) : undefined;
     try {
@@ -529,9 +522,8 @@ export class GcsStore implements ObjectStore {
     } catch (error) {
       this.#fail('list', prefix === '' ? '(all)' : prefix, error, signal);
     }
-    objects.sort((a, b) => compareKeys(a.key, b.key));
     // A rolled-up prefix can come back on several pages; it is listed once.
-    return { objects, commonPrefixes: [...new Set(commonPrefixes)].sort(compareKeys) };
+    return sortedListResult(objects, commonPrefixes);
   }
 
   async upload(
@@ -541,7 +533,7 @@ export class GcsStore implements ObjectStore {
   ): Promise<{ version: ObjectVersion; size: number }> {
     this.#objectName(key);
     const mode = options.mode ?? 'overwrite';
-    if (mode === 'create') this.#refuseUnless('multipartCreate', 'upload create', key);
+    if (mode === 'create') requireCapability(this, 'multipartCreate', 'upload create', key);
     const signal = options.signal;
     const partSize = options.partSize;
     if (

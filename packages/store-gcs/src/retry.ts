@@ -6,6 +6,7 @@
  * exponential back-off, and makes a call give up promptly when its signal
  * fires even where the SDK cannot take a signal.
  */
+import { jitteredBackoffMs, sleepUnlessAborted } from '@x/store';
 import { isTransient } from './errors.ts';
 
 export interface RetryPolicy {
@@ -53,24 +54,6 @@ export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefine
   });
 }
 
-function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
 /**
  * Runs `attempt` (numbered from 1) until it succeeds, fails with a
  * non-transient error, the retries are spent, or the signal fires. Each
@@ -89,7 +72,9 @@ export async function withRetries<T>(
       if (signal?.aborted) throw signal.reason;
       if (attemptNumber > policy.maxRetries || !isTransient(error)) throw error;
     }
-    const base = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** (attemptNumber - 1));
-    await delay(base / 2 + Math.random() * (base / 2), signal);
+    await sleepUnlessAborted(
+      jitteredBackoffMs(attemptNumber, policy.initialDelayMs, policy.maxDelayMs),
+      signal,
+    );
   }
 }

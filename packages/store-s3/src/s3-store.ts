@@ -53,7 +53,6 @@
  * declares `distinctVersions: false`; callers that rely on replace-if-version
  * make each write's bytes unique (the lease's record carries a nonce).
  */
-import { randomUUID } from 'node:crypto';
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
@@ -69,25 +68,29 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import {
+  abortReasonOr,
   type CallOptions,
   ConflictError,
   chunksOf,
-  compareKeys,
   type DeleteOptions,
   type GetResult,
   type GetStreamResult,
+  jitteredBackoffMs,
   joinKey,
   type ListOptions,
   type ListResult,
-  NotImplementedError,
+  newWriteId,
   normalizePrefix,
   type ObjectInfo,
   type ObjectStore,
   type ObjectVersion,
   PreconditionFailedError,
   type PutOptions,
+  requireCapability,
   type StoreCapabilities,
   StoreError,
+  sleepUnlessAborted,
+  sortedListResult,
   type UploadOptions,
   type UploadSource,
   validateKey,
@@ -162,28 +165,6 @@ export type S3CapabilityOptions = Partial<
 > & { readonly distinctVersions?: false };
 
 type Mode = 'overwrite' | 'create' | { readonly ifMatch: ObjectVersion };
-
-function abortReason(signal: AbortSignal | undefined, error: unknown): unknown {
-  return signal?.aborted ? signal.reason : error;
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 function versionOf(etag: string | undefined, key: string, operation: string): ObjectVersion {
   if (etag === undefined || etag === '') {
@@ -392,15 +373,6 @@ export class S3Store implements ObjectStore {
     }
   }
 
-  #refuseUnless(capability: keyof StoreCapabilities, operation: string, key: string): void {
-    if (!this.capabilities[capability]) {
-      throw new NotImplementedError(operation, {
-        key,
-        detail: `${this.description} is configured with ${capability}: false`,
-      });
-    }
-  }
-
   /**
    * Runs a conditional write: retries 409 conflicts with back-off, and
    * resolves a precondition failure after SDK retries by reading back.
@@ -442,11 +414,10 @@ export class S3Store implements ObjectStore {
         if (isConditionalConflict(failure) && !isPreconditionFailure(failure)) {
           sawConflict = true;
           if (conflicts < this.#conflictAttempts) {
-            const ceiling = Math.min(
-              this.#conflictMaxDelayMs,
-              this.#conflictBaseDelayMs * 2 ** (conflicts - 1),
+            await sleepUnlessAborted(
+              jitteredBackoffMs(conflicts, this.#conflictBaseDelayMs, this.#conflictMaxDelayMs),
+              signal,
             );
-            await sleep(ceiling / 2 + Math.random() * (ceiling / 2), signal);
             continue;
           }
         }
@@ -463,7 +434,12 @@ export class S3Store implements ObjectStore {
     const fullKey = this.#fullKey(key);
     const mode: Mode = options.mode ?? 'overwrite';
     if (mode !== 'overwrite')
-      this.#refuseUnless('conditionalPut', mode === 'create' ? 'put create' : 'put ifMatch', key);
+      requireCapability(
+        this,
+        'conditionalPut',
+        mode === 'create' ? 'put create' : 'put ifMatch',
+        key,
+      );
     return this.#putObject(key, fullKey, body, mode, options.signal);
   }
 
@@ -483,7 +459,7 @@ export class S3Store implements ObjectStore {
       );
       return { version: versionOf(response.ETag, key, 'put') };
     }
-    const writeId = randomUUID();
+    const writeId = newWriteId();
     const condition =
       mode === 'create' ? { IfNoneMatch: '*' } : { IfMatch: this.#etagOf(mode.ifMatch, key) };
     const operation: S3Operation = mode === 'create' ? 'create' : 'replace';
@@ -529,7 +505,7 @@ export class S3Store implements ObjectStore {
       );
       return;
     }
-    this.#refuseUnless('conditionalDelete', 'delete ifMatch', key);
+    requireCapability(this, 'conditionalDelete', 'delete ifMatch', key);
     const etag = this.#etagOf(ifMatch, key);
     // Some services answer 204 to a conditional DELETE of a missing key (see
     // the header): look first. Only existence is checked here; the version is
@@ -590,9 +566,8 @@ export class S3Store implements ObjectStore {
         );
       }
     } while (continuationToken);
-    objects.sort((a, b) => compareKeys(a.key, b.key));
     // Some S3-compatible services repeat a common prefix on consecutive pages.
-    return { objects, commonPrefixes: [...new Set(commonPrefixes)].sort(compareKeys) };
+    return sortedListResult(objects, commonPrefixes);
   }
 
   async upload(
@@ -602,7 +577,7 @@ export class S3Store implements ObjectStore {
   ): Promise<{ version: ObjectVersion; size: number }> {
     const fullKey = this.#fullKey(key);
     const mode = options.mode ?? 'overwrite';
-    if (mode === 'create') this.#refuseUnless('multipartCreate', 'upload create', key);
+    if (mode === 'create') requireCapability(this, 'multipartCreate', 'upload create', key);
     const partSize = checkPartSize(options.partSize ?? this.#partSize);
     const { signal } = options;
     signal?.throwIfAborted();
@@ -655,7 +630,7 @@ export class S3Store implements ObjectStore {
       }
     } catch (error) {
       await chunks.return?.();
-      throw abortReason(signal, error);
+      throw abortReasonOr(signal, error);
     }
 
     return this.#multipart(key, fullKey, mode, signal, buffer, firstLength, fill, atEnd, chunks);
@@ -672,7 +647,7 @@ export class S3Store implements ObjectStore {
     atEnd: () => Promise<boolean>,
     chunks: AsyncIterator<Uint8Array>,
   ): Promise<{ version: ObjectVersion; size: number }> {
-    const writeId = randomUUID();
+    const writeId = newWriteId();
     const started = await this.#send('start-upload', key, signal, (abortSignal) =>
       this.client.send(
         new CreateMultipartUploadCommand({
@@ -749,7 +724,7 @@ export class S3Store implements ObjectStore {
       completed = true;
       return { version, size };
     } catch (error) {
-      throw abortReason(signal, error);
+      throw abortReasonOr(signal, error);
     } finally {
       if (!completed) {
         await chunks.return?.();

@@ -9,20 +9,9 @@
  * The set is closed on purpose: a caller can act differently on each class,
  * and every adapter maps its service's answers onto exactly these.
  */
+import { errorMarker, hasErrorMarker, markError } from './error-marker.ts';
 
-const MARKER_PREFIX = 'x.store.error';
-
-function markerOf(name: string): symbol {
-  return Symbol.for(`${MARKER_PREFIX}.${name}`);
-}
-
-function hasMarker(value: unknown, marker: symbol): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as Record<symbol, unknown>)[marker] === true
-  );
-}
+const MARKER_NAMESPACE = 'x.store.error';
 
 /** The codes a {@link StoreError} can carry, one per class. */
 export type StoreErrorCode =
@@ -41,7 +30,7 @@ export interface StoreErrorOptions {
   cause?: unknown;
 }
 
-const STORE_ERROR_MARKER = markerOf('StoreError');
+const STORE_ERROR_MARKER = errorMarker(MARKER_NAMESPACE, 'StoreError');
 
 /**
  * Base class: a store call failed for a reason that is none of the specific
@@ -61,30 +50,30 @@ export class StoreError extends Error {
     this.name = 'StoreError';
     this.code = code;
     this.key = options.key;
-    (this as unknown as Record<symbol, boolean>)[STORE_ERROR_MARKER] = true;
+    markError(this, STORE_ERROR_MARKER);
   }
 
   static isInstance(value: unknown): value is StoreError {
-    return hasMarker(value, STORE_ERROR_MARKER);
+    return hasErrorMarker(value, STORE_ERROR_MARKER);
   }
 }
 
-const NOT_FOUND_MARKER = markerOf('NotFoundError');
+const NOT_FOUND_MARKER = errorMarker(MARKER_NAMESPACE, 'NotFoundError');
 
 /** The object does not exist, where the call needs it to (e.g. a ranged read). */
 export class NotFoundError extends StoreError {
   constructor(key: string, options: Omit<StoreErrorOptions, 'key'> = {}) {
     super(`object not found: ${key}`, { ...options, key }, 'NOT_FOUND');
     this.name = 'NotFoundError';
-    (this as unknown as Record<symbol, boolean>)[NOT_FOUND_MARKER] = true;
+    markError(this, NOT_FOUND_MARKER);
   }
 
   static override isInstance(value: unknown): value is NotFoundError {
-    return hasMarker(value, NOT_FOUND_MARKER);
+    return hasErrorMarker(value, NOT_FOUND_MARKER);
   }
 }
 
-const ALREADY_EXISTS_MARKER = markerOf('AlreadyExistsError');
+const ALREADY_EXISTS_MARKER = errorMarker(MARKER_NAMESPACE, 'AlreadyExistsError');
 
 /** A create-if-absent write found the key already present; nothing was written. */
 export class AlreadyExistsError extends StoreError {
@@ -95,15 +84,15 @@ export class AlreadyExistsError extends StoreError {
       'ALREADY_EXISTS',
     );
     this.name = 'AlreadyExistsError';
-    (this as unknown as Record<symbol, boolean>)[ALREADY_EXISTS_MARKER] = true;
+    markError(this, ALREADY_EXISTS_MARKER);
   }
 
   static override isInstance(value: unknown): value is AlreadyExistsError {
-    return hasMarker(value, ALREADY_EXISTS_MARKER);
+    return hasErrorMarker(value, ALREADY_EXISTS_MARKER);
   }
 }
 
-const PRECONDITION_FAILED_MARKER = markerOf('PreconditionFailedError');
+const PRECONDITION_FAILED_MARKER = errorMarker(MARKER_NAMESPACE, 'PreconditionFailedError');
 
 /**
  * A replace-if-version or delete-if-version found another version (or no
@@ -118,15 +107,15 @@ export class PreconditionFailedError extends StoreError {
       'PRECONDITION_FAILED',
     );
     this.name = 'PreconditionFailedError';
-    (this as unknown as Record<symbol, boolean>)[PRECONDITION_FAILED_MARKER] = true;
+    markError(this, PRECONDITION_FAILED_MARKER);
   }
 
   static override isInstance(value: unknown): value is PreconditionFailedError {
-    return hasMarker(value, PRECONDITION_FAILED_MARKER);
+    return hasErrorMarker(value, PRECONDITION_FAILED_MARKER);
   }
 }
 
-const NOT_IMPLEMENTED_MARKER = markerOf('NotImplementedError');
+const NOT_IMPLEMENTED_MARKER = errorMarker(MARKER_NAMESPACE, 'NotImplementedError');
 
 /**
  * The store (or the service behind it) cannot do what was asked, for example a
@@ -144,15 +133,15 @@ export class NotImplementedError extends StoreError {
     );
     this.name = 'NotImplementedError';
     this.operation = operation;
-    (this as unknown as Record<symbol, boolean>)[NOT_IMPLEMENTED_MARKER] = true;
+    markError(this, NOT_IMPLEMENTED_MARKER);
   }
 
   static override isInstance(value: unknown): value is NotImplementedError {
-    return hasMarker(value, NOT_IMPLEMENTED_MARKER);
+    return hasErrorMarker(value, NOT_IMPLEMENTED_MARKER);
   }
 }
 
-const CONFLICT_MARKER = markerOf('ConflictError');
+const CONFLICT_MARKER = errorMarker(MARKER_NAMESPACE, 'ConflictError');
 
 /**
  * A conditional write raced another write of the same key and the service
@@ -163,15 +152,15 @@ export class ConflictError extends StoreError {
   constructor(key: string, options: Omit<StoreErrorOptions, 'key'> = {}) {
     super(`conflicting concurrent write, retry: ${key}`, { ...options, key }, 'CONFLICT');
     this.name = 'ConflictError';
-    (this as unknown as Record<symbol, boolean>)[CONFLICT_MARKER] = true;
+    markError(this, CONFLICT_MARKER);
   }
 
   static override isInstance(value: unknown): value is ConflictError {
-    return hasMarker(value, CONFLICT_MARKER);
+    return hasErrorMarker(value, CONFLICT_MARKER);
   }
 }
 
-const INVALID_KEY_MARKER = markerOf('InvalidKeyError');
+const INVALID_KEY_MARKER = errorMarker(MARKER_NAMESPACE, 'InvalidKeyError');
 
 /** The key (or prefix) is not acceptable to any store; the reason says why. */
 export class InvalidKeyError extends StoreError {
@@ -185,11 +174,11 @@ export class InvalidKeyError extends StoreError {
     );
     this.name = 'InvalidKeyError';
     this.reason = reason;
-    (this as unknown as Record<symbol, boolean>)[INVALID_KEY_MARKER] = true;
+    markError(this, INVALID_KEY_MARKER);
   }
 
   static override isInstance(value: unknown): value is InvalidKeyError {
-    return hasMarker(value, INVALID_KEY_MARKER);
+    return hasErrorMarker(value, INVALID_KEY_MARKER);
   }
 }
 

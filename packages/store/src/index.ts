@@ -1,5 +1,16 @@
 export { chunksOf, isAbortError, throwIfAborted } from './abort.ts';
 export {
+  abortReasonOr,
+  credentialFreeCause,
+  jitteredBackoffMs,
+  newWriteId,
+  refusedWriteError,
+  requireCapability,
+  sleepUnlessAborted,
+  sortedListResult,
+} from './adapter-support.ts';
+export { errorMarker, hasErrorMarker, markError } from './error-marker.ts';
+export {
   AlreadyExistsError,
   ConflictError,
   InvalidKeyError,

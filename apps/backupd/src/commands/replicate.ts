@@ -134,7 +134,9 @@ export async function replicateCommand(context: CommandContext): Promise<number>
     let childExit: number | undefined;
     const child =
       typeof context.values.exec === 'string'
-        ? spawn(context.values.exec, { shell: true, stdio: 'inherit' })
+        ? // `exec` makes the shell replace itself with the application, so the
+          // signals forwarded below reach the application, not a shell around it.
+          spawn('/bin/sh', ['-c', `exec ${context.values.exec}`], { stdio: 'inherit' })
         : undefined;
 
     const stop = async (code: number) => {

@@ -5,8 +5,12 @@
  * canary test can grep all of it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { S3TestServer } from '@x/test-servers';
+import { afterAll } from 'vitest';
 
 export const BACKUPD_BIN = fileURLToPath(new URL('../../bin/backupd.js', import.meta.url));
 export const WRITER = fileURLToPath(new URL('../fixtures/writer.ts', import.meta.url));
@@ -252,4 +256,23 @@ export async function createWalDatabase(path: string): Promise<void> {
   for (let index = 0; index < 20; index += 1)
     database.prepare('INSERT INTO notes (body) VALUES (?)').run(`note ${index}`);
   database.close();
+}
+
+/**
+ * A fresh temporary directory for one suite, and the list its tests push the
+ * processes they start onto. After the suite every listed process is killed
+ * (SIGKILL: a test that failed half-way leaves nothing running) and the
+ * directory is removed. Call it inside the suite's `describe`.
+ */
+export function suiteWorkspace(label: string): {
+  readonly directory: string;
+  readonly running: RunningProcess[];
+} {
+  const directory = mkdtempSync(join(tmpdir(), `backupd-${label}-`));
+  const running: RunningProcess[] = [];
+  afterAll(async () => {
+    await Promise.all(running.map((process) => process.stop('SIGKILL')));
+    rmSync(directory, { recursive: true, force: true });
+  });
+  return { directory, running };
 }

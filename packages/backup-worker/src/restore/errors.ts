@@ -7,24 +7,9 @@
  * are not wrapped: they arrive as the store's own `StoreError`s, and an
  * aborted restore rejects with the signal's reason.
  */
+import { errorMarker, hasErrorMarker, markError } from '@x/store';
 
-const MARKER_PREFIX = 'x.backup-worker.restore.error';
-
-function markerOf(name: string): symbol {
-  return Symbol.for(`${MARKER_PREFIX}.${name}`);
-}
-
-function hasMarker(value: unknown, marker: symbol): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as Record<symbol, unknown>)[marker] === true
-  );
-}
-
-function mark(target: object, marker: symbol): void {
-  (target as Record<symbol, boolean>)[marker] = true;
-}
+const MARKER_NAMESPACE = 'x.backup-worker.restore.error';
 
 export type RestoreErrorCode =
   | 'RESTORE_ERROR'
@@ -37,7 +22,7 @@ export type RestoreErrorCode =
   | 'OBJECT_CORRUPT'
   | 'RESTORE_INCOMPLETE';
 
-const RESTORE_ERROR_MARKER = markerOf('RestoreError');
+const RESTORE_ERROR_MARKER = errorMarker(MARKER_NAMESPACE, 'RestoreError');
 
 /** Base class of every restore refusal. */
 export class RestoreError extends Error {
@@ -51,15 +36,15 @@ export class RestoreError extends Error {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'RestoreError';
     this.code = code;
-    mark(this, RESTORE_ERROR_MARKER);
+    markError(this, RESTORE_ERROR_MARKER);
   }
 
   static isInstance(value: unknown): value is RestoreError {
-    return hasMarker(value, RESTORE_ERROR_MARKER);
+    return hasErrorMarker(value, RESTORE_ERROR_MARKER);
   }
 }
 
-const OPTIONS_MARKER = markerOf('RestoreOptionsError');
+const OPTIONS_MARKER = errorMarker(MARKER_NAMESPACE, 'RestoreOptionsError');
 
 /** The options contradict each other or are out of range; nothing was read or written. */
 export class RestoreOptionsError extends RestoreError {
@@ -69,15 +54,15 @@ export class RestoreOptionsError extends RestoreError {
     super(`restore option ${option}: ${problem}`, 'RESTORE_OPTIONS');
     this.name = 'RestoreOptionsError';
     this.option = option;
-    mark(this, OPTIONS_MARKER);
+    markError(this, OPTIONS_MARKER);
   }
 
   static override isInstance(value: unknown): value is RestoreOptionsError {
-    return hasMarker(value, OPTIONS_MARKER);
+    return hasErrorMarker(value, OPTIONS_MARKER);
   }
 }
 
-const NOT_EMPTY_MARKER = markerOf('RestoreTargetNotEmptyError');
+const NOT_EMPTY_MARKER = errorMarker(MARKER_NAMESPACE, 'RestoreTargetNotEmptyError');
 
 /** The target directory holds files and `force` was not given; nothing was written. */
 export class RestoreTargetNotEmptyError extends RestoreError {
@@ -95,15 +80,15 @@ export class RestoreTargetNotEmptyError extends RestoreError {
     this.name = 'RestoreTargetNotEmptyError';
     this.targetDir = targetDir;
     this.entries = shown;
-    mark(this, NOT_EMPTY_MARKER);
+    markError(this, NOT_EMPTY_MARKER);
   }
 
   static override isInstance(value: unknown): value is RestoreTargetNotEmptyError {
-    return hasMarker(value, NOT_EMPTY_MARKER);
+    return hasErrorMarker(value, NOT_EMPTY_MARKER);
   }
 }
 
-const UNSAFE_MARKER = markerOf('RestoreTargetUnsafeError');
+const UNSAFE_MARKER = errorMarker(MARKER_NAMESPACE, 'RestoreTargetUnsafeError');
 
 /**
  * The target cannot be written safely: it is not a directory, or it (or an
@@ -119,11 +104,11 @@ export class RestoreTargetUnsafeError extends RestoreError {
     this.name = 'RestoreTargetUnsafeError';
     this.targetDir = targetDir;
     this.reason = reason;
-    mark(this, UNSAFE_MARKER);
+    markError(this, UNSAFE_MARKER);
   }
 
   static override isInstance(value: unknown): value is RestoreTargetUnsafeError {
-    return hasMarker(value, UNSAFE_MARKER);
+    return hasErrorMarker(value, UNSAFE_MARKER);
   }
 }
 
@@ -134,7 +119,7 @@ export interface RestorableRange {
   readonly to: number;
 }
 
-const NO_POINT_MARKER = markerOf('NoRestorePointError');
+const NO_POINT_MARKER = errorMarker(MARKER_NAMESPACE, 'NoRestorePointError');
 
 /**
  * No restore point answers the request: the prefix has none, LATEST is
@@ -174,15 +159,15 @@ export class NoRestorePointError extends RestoreError {
     this.nearestBelow = facts.nearestBelow;
     this.nearestAbove = facts.nearestAbove;
     this.available = facts.available ?? [];
-    mark(this, NO_POINT_MARKER);
+    markError(this, NO_POINT_MARKER);
   }
 
   static override isInstance(value: unknown): value is NoRestorePointError {
-    return hasMarker(value, NO_POINT_MARKER);
+    return hasErrorMarker(value, NO_POINT_MARKER);
   }
 }
 
-const REJECTED_MARKER = markerOf('RestorePointRejectedError');
+const REJECTED_MARKER = errorMarker(MARKER_NAMESPACE, 'RestorePointRejectedError');
 
 /**
  * The restore point cannot be trusted as written: its manifest (or LATEST)
@@ -205,15 +190,15 @@ export class RestorePointRejectedError extends RestoreError {
     this.name = 'RestorePointRejectedError';
     this.key = key;
     this.problems = problems;
-    mark(this, REJECTED_MARKER);
+    markError(this, REJECTED_MARKER);
   }
 
   static override isInstance(value: unknown): value is RestorePointRejectedError {
-    return hasMarker(value, REJECTED_MARKER);
+    return hasErrorMarker(value, REJECTED_MARKER);
   }
 }
 
-const MISSING_MARKER = markerOf('ObjectMissingError');
+const MISSING_MARKER = errorMarker(MARKER_NAMESPACE, 'ObjectMissingError');
 
 /** An object the manifest names does not exist. Nothing was written to the target. */
 export class ObjectMissingError extends RestoreError {
@@ -225,15 +210,15 @@ export class ObjectMissingError extends RestoreError {
     this.name = 'ObjectMissingError';
     this.key = key;
     this.manifestKey = manifestKey;
-    mark(this, MISSING_MARKER);
+    markError(this, MISSING_MARKER);
   }
 
   static override isInstance(value: unknown): value is ObjectMissingError {
-    return hasMarker(value, MISSING_MARKER);
+    return hasErrorMarker(value, MISSING_MARKER);
   }
 }
 
-const CORRUPT_MARKER = markerOf('ObjectCorruptError');
+const CORRUPT_MARKER = errorMarker(MARKER_NAMESPACE, 'ObjectCorruptError');
 
 /**
  * An object's size or CRC-32 differs from what the manifest records. It was
@@ -255,15 +240,15 @@ export class ObjectCorruptError extends RestoreError {
     this.property = property;
     this.expected = expected;
     this.actual = actual;
-    mark(this, CORRUPT_MARKER);
+    markError(this, CORRUPT_MARKER);
   }
 
   static override isInstance(value: unknown): value is ObjectCorruptError {
-    return hasMarker(value, CORRUPT_MARKER);
+    return hasErrorMarker(value, CORRUPT_MARKER);
   }
 }
 
-const INCOMPLETE_MARKER = markerOf('RestoreIncompleteError');
+const INCOMPLETE_MARKER = errorMarker(MARKER_NAMESPACE, 'RestoreIncompleteError');
 
 /**
  * Every object verified, but moving the files into the target failed part
@@ -282,10 +267,10 @@ export class RestoreIncompleteError extends RestoreError {
     );
     this.name = 'RestoreIncompleteError';
     this.targetDir = targetDir;
-    mark(this, INCOMPLETE_MARKER);
+    markError(this, INCOMPLETE_MARKER);
   }
 
   static override isInstance(value: unknown): value is RestoreIncompleteError {
-    return hasMarker(value, INCOMPLETE_MARKER);
+    return hasErrorMarker(value, INCOMPLETE_MARKER);
   }
 }

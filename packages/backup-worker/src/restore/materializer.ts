@@ -79,6 +79,14 @@ export interface RestoreMaterializer {
    */
   ownsName(name: string): boolean;
   /**
+   * True when the restored files live beside other files (a database file in
+   * an application's directory): the target then counts as occupied only by
+   * the names {@link ownsName} claims, and only those are checked for links.
+   * False or absent: the target directory is the store's alone and must be
+   * empty (without `force`).
+   */
+  readonly sharesDirectory?: boolean;
+  /**
    * Optional last step over the staged, verified files before they move into
    * the target. May create, replace or delete files in `staged.directory`
    * (and nowhere else); returns the names to move into the target. Restore

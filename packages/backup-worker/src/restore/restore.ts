@@ -220,7 +220,11 @@ export async function restore(
   }
   const { signal, onProgress } = options;
   const force = options.force === true;
-  const target = await prepareTarget(targetDir, force);
+  const target = await prepareTarget(
+    targetDir,
+    force,
+    materializer.sharesDirectory ? (name) => materializer.ownsName(name) : undefined,
+  );
   signal?.throwIfAborted();
 
   onProgress?.({ phase: 'select', bytesDone: 0, bytesTotal: 0, objectsDone: 0, objectsTotal: 0 });

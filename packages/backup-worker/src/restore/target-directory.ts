@@ -50,7 +50,12 @@ export interface PreparedTarget {
  * with `force`, holds no symbolic link.
  * @throws RestoreTargetUnsafeError, RestoreTargetNotEmptyError
  */
-export async function prepareTarget(targetDir: string, force: boolean): Promise<PreparedTarget> {
+export async function prepareTarget(
+  targetDir: string,
+  force: boolean,
+  /** For a layout that shares its directory: the names that count (see `RestoreMaterializer.sharesDirectory`). */
+  occupies?: (name: string) => boolean,
+): Promise<PreparedTarget> {
   const directory = resolve(targetDir);
   let stats: Awaited<ReturnType<typeof lstat>>;
   try {
@@ -66,7 +71,8 @@ export async function prepareTarget(targetDir: string, force: boolean): Promise<
     );
   }
   if (!stats.isDirectory()) throw new RestoreTargetUnsafeError(directory, 'it is not a directory');
-  const entries = await readdir(directory, { withFileTypes: true });
+  const all = await readdir(directory, { withFileTypes: true });
+  const entries = occupies ? all.filter((entry) => occupies(entry.name)) : all;
   if (entries.length > 0 && !force) {
     throw new RestoreTargetNotEmptyError(directory, entries.map((entry) => entry.name).sort());
   }

@@ -3,24 +3,9 @@
  * a `code`, a `cause`, a `Symbol.for` marker and `static isInstance`, so a
  * check survives two copies of the package.
  */
+import { errorMarker, hasErrorMarker, markError } from '@x/store';
 
-const MARKER_PREFIX = 'x.backup-worker.sqlite.error';
-
-function markerOf(name: string): symbol {
-  return Symbol.for(`${MARKER_PREFIX}.${name}`);
-}
-
-function hasMarker(value: unknown, marker: symbol): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as Record<symbol, unknown>)[marker] === true
-  );
-}
-
-function mark(target: object, marker: symbol): void {
-  (target as Record<symbol, boolean>)[marker] = true;
-}
+const MARKER_NAMESPACE = 'x.backup-worker.sqlite.error';
 
 export type SqliteBackupErrorCode =
   | 'SQLITE_BACKUP_ERROR'
@@ -33,7 +18,7 @@ export type SqliteBackupErrorCode =
   | 'SQLITE_RESTORE_POINT_UNAVAILABLE'
   | 'SQLITE_RESTORE_CORRUPT';
 
-const BASE_MARKER = markerOf('SqliteBackupError');
+const BASE_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteBackupError');
 
 /** Base class of every SQLite source and restore error. */
 export class SqliteBackupError extends Error {
@@ -51,15 +36,15 @@ export class SqliteBackupError extends Error {
     this.name = 'SqliteBackupError';
     this.code = code;
     this.path = path;
-    mark(this, BASE_MARKER);
+    markError(this, BASE_MARKER);
   }
 
   static isInstance(value: unknown): value is SqliteBackupError {
-    return hasMarker(value, BASE_MARKER);
+    return hasErrorMarker(value, BASE_MARKER);
   }
 }
 
-const NOT_WAL_MARKER = markerOf('SqliteNotWalError');
+const NOT_WAL_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteNotWalError');
 
 /**
  * The database is not in WAL mode. backupd never switches it: switching
@@ -79,15 +64,15 @@ export class SqliteNotWalError extends SqliteBackupError {
     );
     this.name = 'SqliteNotWalError';
     this.journalMode = journalMode;
-    mark(this, NOT_WAL_MARKER);
+    markError(this, NOT_WAL_MARKER);
   }
 
   static override isInstance(value: unknown): value is SqliteNotWalError {
-    return hasMarker(value, NOT_WAL_MARKER);
+    return hasErrorMarker(value, NOT_WAL_MARKER);
   }
 }
 
-const REPLACED_MARKER = markerOf('SqliteDatabaseReplacedError');
+const REPLACED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseReplacedError');
 
 /**
  * The file at the database path is not the one backupd opened (another inode):
@@ -103,15 +88,15 @@ export class SqliteDatabaseReplacedError extends SqliteBackupError {
       'SQLITE_DATABASE_REPLACED',
     );
     this.name = 'SqliteDatabaseReplacedError';
-    mark(this, REPLACED_MARKER);
+    markError(this, REPLACED_MARKER);
   }
 
   static override isInstance(value: unknown): value is SqliteDatabaseReplacedError {
-    return hasMarker(value, REPLACED_MARKER);
+    return hasErrorMarker(value, REPLACED_MARKER);
   }
 }
 
-const TRUNCATED_MARKER = markerOf('SqliteDatabaseTruncatedError');
+const TRUNCATED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseTruncatedError');
 
 /**
  * The database file is shorter than the pages the database says it has
@@ -132,15 +117,15 @@ export class SqliteDatabaseTruncatedError extends SqliteBackupError {
     this.name = 'SqliteDatabaseTruncatedError';
     this.fileBytes = fileBytes;
     this.expectedBytes = expectedBytes;
-    mark(this, TRUNCATED_MARKER);
+    markError(this, TRUNCATED_MARKER);
   }
 
   static override isInstance(value: unknown): value is SqliteDatabaseTruncatedError {
-    return hasMarker(value, TRUNCATED_MARKER);
+    return hasErrorMarker(value, TRUNCATED_MARKER);
   }
 }
 
-const CORRUPT_MARKER = markerOf('SqliteCorruptWalFrameError');
+const CORRUPT_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteCorruptWalFrameError');
 
 /**
  * A committed frame of the WAL fails its checksum. Everything up to the last
@@ -166,15 +151,15 @@ export class SqliteCorruptWalFrameError extends SqliteBackupError {
     this.frame = frame;
     this.walOffset = walOffset;
     this.lastValidCommit = lastValidCommit;
-    mark(this, CORRUPT_MARKER);
+    markError(this, CORRUPT_MARKER);
   }
 
   static override isInstance(value: unknown): value is SqliteCorruptWalFrameError {
-    return hasMarker(value, CORRUPT_MARKER);
+    return hasErrorMarker(value, CORRUPT_MARKER);
   }
 }
 
-const RESTARTED_MARKER = markerOf('SqliteWalRestartedUnderneathError');
+const RESTARTED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteWalRestartedUnderneathError');
 
 /**
  * The WAL was restarted in a way SQLite's own restart cannot explain (its
@@ -192,15 +177,15 @@ export class SqliteWalRestartedUnderneathError extends SqliteBackupError {
       'SQLITE_WAL_RESTARTED_UNDERNEATH',
     );
     this.name = 'SqliteWalRestartedUnderneathError';
-    mark(this, RESTARTED_MARKER);
+    markError(this, RESTARTED_MARKER);
   }
 
   static override isInstance(value: unknown): value is SqliteWalRestartedUnderneathError {
-    return hasMarker(value, RESTARTED_MARKER);
+    return hasErrorMarker(value, RESTARTED_MARKER);
   }
 }
 
-const TARGET_EXISTS_MARKER = markerOf('SqliteRestoreTargetExistsError');
+const TARGET_EXISTS_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteRestoreTargetExistsError');
 
 /** Restore refuses to overwrite an existing database (or its `-wal`) without `force`. */
 export class SqliteRestoreTargetExistsError extends SqliteBackupError {
@@ -212,30 +197,30 @@ export class SqliteRestoreTargetExistsError extends SqliteBackupError {
       'SQLITE_RESTORE_TARGET_EXISTS',
     );
     this.name = 'SqliteRestoreTargetExistsError';
-    mark(this, TARGET_EXISTS_MARKER);
+    markError(this, TARGET_EXISTS_MARKER);
   }
 
   static override isInstance(value: unknown): value is SqliteRestoreTargetExistsError {
-    return hasMarker(value, TARGET_EXISTS_MARKER);
+    return hasErrorMarker(value, TARGET_EXISTS_MARKER);
   }
 }
 
-const UNAVAILABLE_MARKER = markerOf('SqliteRestorePointUnavailableError');
+const UNAVAILABLE_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteRestorePointUnavailableError');
 
 /** The requested commit or time is not covered by the restore point given. */
 export class SqliteRestorePointUnavailableError extends SqliteBackupError {
   constructor(path: string, detail: string) {
     super(`cannot restore ${path}: ${detail}`, path, {}, 'SQLITE_RESTORE_POINT_UNAVAILABLE');
     this.name = 'SqliteRestorePointUnavailableError';
-    mark(this, UNAVAILABLE_MARKER);
+    markError(this, UNAVAILABLE_MARKER);
   }
 
   static override isInstance(value: unknown): value is SqliteRestorePointUnavailableError {
-    return hasMarker(value, UNAVAILABLE_MARKER);
+    return hasErrorMarker(value, UNAVAILABLE_MARKER);
   }
 }
 
-const RESTORE_CORRUPT_MARKER = markerOf('SqliteRestoreCorruptError');
+const RESTORE_CORRUPT_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteRestoreCorruptError');
 
 /** The restored image fails a check (record framing, page size, `PRAGMA integrity_check`). Nothing is left at the target. */
 export class SqliteRestoreCorruptError extends SqliteBackupError {
@@ -247,10 +232,10 @@ export class SqliteRestoreCorruptError extends SqliteBackupError {
       'SQLITE_RESTORE_CORRUPT',
     );
     this.name = 'SqliteRestoreCorruptError';
-    mark(this, RESTORE_CORRUPT_MARKER);
+    markError(this, RESTORE_CORRUPT_MARKER);
   }
 
   static override isInstance(value: unknown): value is SqliteRestoreCorruptError {
-    return hasMarker(value, RESTORE_CORRUPT_MARKER);
+    return hasErrorMarker(value, RESTORE_CORRUPT_MARKER);
   }
 }

@@ -53,6 +53,8 @@ export function sqliteMaterializer(options: SqliteMaterializerOptions): RestoreM
   ]);
   return {
     name: 'sqlite',
+    // A database file lives in the application's directory, beside its other files.
+    sharesDirectory: true,
     walFileName: logName,
     parentRecordName: `${name}${SQLITE_PARENT_SUFFIX}`,
     targetName(entry, manifest) {
