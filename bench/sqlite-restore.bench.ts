@@ -165,6 +165,7 @@ export const benchmark = defineBenchmark<State>({
       downloaded: { value: result.bytes / 1e6 / seconds, unit: 'MB/s' },
       database: { value: state.databaseBytes / 1e6 / seconds, unit: 'MB/s' },
       downloadedMiB: { value: result.bytes / 2 ** 20, unit: 'MiB' },
+      databaseMiB: { value: state.databaseBytes / 2 ** 20, unit: 'MiB' },
     };
   },
 });

@@ -3,7 +3,7 @@
  * the SQLite materializer: every restore point restores to the exact content
  * the application had at that commit.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -103,6 +103,39 @@ describe('SqliteSource with the BackupWorker', () => {
       expect(await sqliteCommitAtTime(store, 'p', 500)).toBeNull();
     } finally {
       checkpointer.close();
+      await source.close();
+      application.close();
+    }
+  });
+
+  it('has the commit count on disk before it hands out a length or bytes covering commits its timer captured', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'backupd-sqlite-state-'));
+    directories.push(directory);
+    const path = join(directory, 'app.db');
+    const application = new DatabaseSync(path, { timeout: 5000 });
+    application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+    // The timer captures; no worker step runs in between.
+    const source = SqliteSource.open({ path, captureIntervalMs: 5 });
+    const persisted = () =>
+      (JSON.parse(readFileSync(`${path}-backupd.state`, 'utf8')) as { commitCount: number })
+        .commitCount;
+    try {
+      for (let i = 0; i < 3; i += 1)
+        application.exec('INSERT INTO t (body) VALUES (randomblob(100))');
+      const deadline = Date.now() + 5000;
+      while (source.tap.commits < 3 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(source.tap.commits).toBe(3);
+      const position = await source.durablePosition();
+      expect(position.commitCount).toBe(3);
+      expect(persisted()).toBe(3);
+      application.exec('INSERT INTO t (body) VALUES (randomblob(100))');
+      while (source.tap.commits < 4 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      const range = await source.readWalRange(position.durableLength, source.tap.logLength);
+      expect(range?.frames).toBe(1);
+      expect(persisted()).toBe(4);
+    } finally {
       await source.close();
       application.close();
     }
