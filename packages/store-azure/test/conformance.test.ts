@@ -23,9 +23,12 @@ function storeOn(running: AzureTestServer): AzureBlobStore {
 }
 
 if (!server) {
-  describe.skip(`store-azure conformance: Azurite not running (${missing?.reason.split('\n')[0] ?? 'not provided'})`, () => {
-    it('needs Azurite', () => {});
-  });
+  describe.skipIf(true)(
+    `store-azure conformance: Azurite not running (${missing?.reason.split('\n')[0] ?? 'not provided'})`,
+    () => {
+      it('needs Azurite', () => {});
+    },
+  );
 } else {
   describeStoreConformance(`AzureBlobStore on Azurite ${server.version}`, {
     createStore: () => storeOn(server),
