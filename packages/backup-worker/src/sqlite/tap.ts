@@ -801,21 +801,6 @@ export class SqliteTap {
       // were completely written before the reads below.
       const index = this.#readWalIndex();
       const frameBytes = WAL_FRAME_HEADER_BYTES + header.pageSize;
-      // Read only as far as the index counts committed frames of this cycle.
-      // After a restart the file keeps the previous cycle's frames past the
-      // new end; reading that tail on every capture (megabytes per tick at
-      // high commit rates) was most of the tap's reads and allocations.
-      // Frames past the count are not committed yet: the next capture reads
-      // them. Nothing is skipped: the index's count never goes back within a
-      // cycle and covers every commit a reader of the tap can see. When the
-      // index describes another cycle (a restart between the two reads) or
-      // cannot be read, read to the file's end, stopping at the first invalid
-      // frame, as before.
-      const readEnd =
-        index !== null && index.salt1 === header.salt1 && index.salt2 === header.salt2
-          ? Math.min(size, WAL_HEADER_BYTES + index.committedFrames * frameBytes)
-          : size;
-      if (readEnd <= this.#walOffset) return 0;
       // In pieces, stopping at the first invalid frame: after a restart the
       // file keeps the previous cycle's frames past the new end, and reading
       // them on every capture would cost more than everything else.
@@ -824,7 +809,7 @@ export class SqliteTap {
       const capturedAt = this.options.wallNow();
       for (;;) {
         const start = this.#walOffset;
-        const bytes = readAt(fd, start, Math.min(readEnd - start, chunkBytes));
+        const bytes = readAt(fd, start, Math.min(size - start, chunkBytes));
         const scan = scanWalFrames(header, bytes, start, this.#walFrame, this.#walChecksum);
         for (const transaction of scan.transactions) {
           for (const [pageNumber, page] of transaction.pages) {
@@ -866,7 +851,7 @@ export class SqliteTap {
             );
           }
         }
-        if (scan.stoppedEarly || start + bytes.byteLength >= readEnd) break;
+        if (scan.stoppedEarly || start + bytes.byteLength >= size) break;
         // A transaction larger than the piece: read a bigger one.
         if (scan.transactions.length === 0) chunkBytes *= 2;
       }
