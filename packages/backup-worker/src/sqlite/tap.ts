@@ -223,11 +223,11 @@ export class SqliteTap {
   #walFrame = 0;
   #walChecksum: [number, number] = [0, 0];
   /**
-   * Where the latest committed version of every page of the current WAL
-   * cycle is: the byte offset of its page data in the `-wal` file. Offsets,
-   * not copies: the hot path copies each page once (into its commit record).
+   * Pages the current WAL cycle holds a committed version of (the database
+   * file may lack them: see #checkDatabaseFile). Numbers only: the hot path
+   * copies each page once, into its commit record.
    */
-  #walPages = new Map<number, number>();
+  #walPages = new Set<number>();
   #databasePages: number;
 
   #generation: Generation;
@@ -356,7 +356,7 @@ export class SqliteTap {
   capture(): number {
     this.#assertOpen();
     this.#checkDatabaseFile();
-    return this.#readWal(true);
+    return this.#readWal('record');
   }
 
   /**
@@ -465,7 +465,7 @@ export class SqliteTap {
       const lockedAt = this.options.monotonicNow();
       let retry = false;
       try {
-        this.#readWal(true);
+        this.#readWal('record');
         const copiedAlready =
           passiveBefore.busy === 0 &&
           passiveBefore.checkpointed === passiveBefore.log &&
@@ -509,7 +509,7 @@ export class SqliteTap {
         other.exec(`PRAGMA busy_timeout=${READER_BUSY_TIMEOUT_MS}`);
       }
     }
-    this.#readWal(true);
+    this.#readWal('record');
     return this.#report({
       mode,
       busy: last.busy !== 0 || last.log !== last.checkpointed,
@@ -703,7 +703,7 @@ export class SqliteTap {
     this.#walOffset = WAL_HEADER_BYTES;
     this.#walFrame = 0;
     this.#walChecksum = [0, 0];
-    this.#walPages = new Map();
+    this.#walPages = new Set();
   }
 
   /** Reads the database size from the file's header (page 1 on disk). */
@@ -746,10 +746,11 @@ export class SqliteTap {
     // of the log: read them as the snapshot's overlay.
     const stat = statSync(this.path);
     this.#databasePages = this.#databasePagesOnDisk(stat.size);
-    this.#readWal(false);
+    const snapshotPages = new Map<number, Uint8Array>();
+    this.#readWal(snapshotPages);
     return {
       id: `${Date.now().toString(36)}-${Math.random().toString(16).slice(2, 10)}`,
-      snapshotPages: this.#readWalPages(),
+      snapshotPages,
       snapshotDatabasePages: this.#databasePages,
       snapshotAvailable: true,
       chunks: [],
@@ -761,10 +762,18 @@ export class SqliteTap {
   }
 
   /**
-   * Reads new commits from the WAL file. With `record`, appends them to the
-   * generation's log; without, only updates the page overlay (generation start).
+   * Reads new commits from the WAL file. With `'record'`, appends them to the
+   * generation's log; given a map instead (generation start), copies the
+   * newest version of each page into it, the snapshot's overlay.
+   *
+   * Pages are copied out of the very bytes whose checksums were verified,
+   * never read again later by offset: while the tap's reader holds read mark
+   * 0 (the WAL completely checkpointed when it began), the application's next
+   * commit may restart the WAL and overwrite its frames at any moment, and a
+   * second read could return another page's bytes.
    */
-  #readWal(record: boolean): number {
+  #readWal(into: 'record' | Map<number, Uint8Array>): number {
+    const record = into === 'record';
     let fd: number;
     try {
       fd = openSync(this.walPath, 'r');
@@ -813,7 +822,8 @@ export class SqliteTap {
         const scan = scanWalFrames(header, bytes, start, this.#walFrame, this.#walChecksum);
         for (const transaction of scan.transactions) {
           for (const [pageNumber, page] of transaction.pages) {
-            this.#walPages.set(pageNumber, start + (page.byteOffset - bytes.byteOffset));
+            this.#walPages.add(pageNumber);
+            if (!record) into.set(pageNumber, page.slice());
           }
           this.#databasePages = transaction.databasePages;
           if (record) {
@@ -861,31 +871,6 @@ export class SqliteTap {
     }
   }
 
-  /**
-   * Copies the current cycle's newest committed page versions out of the WAL
-   * file (the snapshot's overlay). Called under the held reader, which keeps
-   * those frames from being overwritten.
-   */
-  #readWalPages(): Map<number, Uint8Array> {
-    const pages = new Map<number, Uint8Array>();
-    if (this.#walPages.size === 0) return pages;
-    const fd = openSync(this.walPath, 'r');
-    try {
-      for (const [pageNumber, offset] of this.#walPages) {
-        const page = readAt(fd, offset, this.pageSize);
-        if (page.byteLength !== this.pageSize)
-          throw new SqliteWalRestartedUnderneathError(
-            this.path,
-            'the -wal file shrank under the held reader',
-          );
-        pages.set(pageNumber, page);
-      }
-    } finally {
-      closeSync(fd);
-    }
-    return pages;
-  }
-
   #readWalIndex(): ReturnType<typeof readWalIndexCommitted> {
     if (this.#shmFd === null) {
       try {
@@ -923,7 +908,7 @@ export class SqliteTap {
     this.#walOffset = WAL_HEADER_BYTES;
     this.#walFrame = 0;
     this.#walChecksum = [header.checksum1, header.checksum2];
-    this.#walPages = new Map();
+    this.#walPages = new Set();
   }
 }
 

@@ -134,7 +134,7 @@ export function startWriter(
   options: {
     transactions: number;
     seed: number;
-    checkpoints: 'random' | 'truncate-loop' | 'none';
+    checkpoints: 'random' | 'truncate-loop' | 'passive-loop' | 'none';
     delayMs?: number;
   },
 ): WriterRun {

@@ -6,7 +6,7 @@
  * (commit 0 is the state before its first transaction), and at the end
  * `{ "maxCheckpointMs": ms }`, the longest of its checkpoints.
  *
- * argv: <database> <transactions> <seed> <checkpoints: random|truncate-loop|none> [delayMs]
+ * argv: <database> <transactions> <seed> <checkpoints: random|truncate-loop|passive-loop|none> [delayMs]
  */
 import { DatabaseSync } from 'node:sqlite';
 import { contentHash } from './content-hash.ts';
@@ -115,6 +115,10 @@ function checkpoint(): void {
     timed(pick(modes));
   } else if (checkpoints === 'truncate-loop') {
     for (let i = 0; i < 3; i += 1) timed('TRUNCATE');
+  } else if (checkpoints === 'passive-loop') {
+    // Copies everything without restarting the WAL: the next commit restarts
+    // it and overwrites its first frames.
+    timed('PASSIVE');
   }
 }
 
