@@ -142,7 +142,6 @@ export class SqliteSource implements BackupSource {
     const framesBefore = this.#tap.walFrames;
     try {
       this.#guarded(() => this.#tap.maintain());
-      this.#persist();
     } catch (error) {
       this.#timerError = error;
       return;
@@ -199,8 +198,6 @@ export class SqliteSource implements BackupSource {
       throw error;
     }
     this.#guarded(() => this.#tap.capture());
-    // Before the worker can ship them: see the module comment.
-    this.#persist();
   }
 
   /** Runs `action` on the tap; a break in continuity becomes a new generation, other errors propagate. */
@@ -222,6 +219,12 @@ export class SqliteSource implements BackupSource {
   }
 
   async durablePosition(): Promise<DurablePosition> {
+    // Every commit count the worker can ship passes through here (it ships
+    // log bytes up to the durable length it got here), so the count is on
+    // disk before any restore point can carry it. Not on every capture tick:
+    // a file created and renamed hundreds of times a second adds metadata to
+    // every journal commit the application's fsyncs wait for.
+    this.#persist();
     const id = this.#tap.generationId;
     return {
       engineGeneration: id,
@@ -257,6 +260,8 @@ export class SqliteSource implements BackupSource {
       this.#newGeneration();
       snapshot = this.#tap.snapshot()!;
     }
+    // The restore point carries the generation's base count: on disk first.
+    this.#persist();
     const id = this.#tap.generationId;
     const image = snapshot;
     return {
@@ -279,6 +284,8 @@ export class SqliteSource implements BackupSource {
     durableLength: number,
     options: SourceCallOptions & { readonly maxBytes?: number } = {},
   ): Promise<WalRange | null> {
+    // The bytes handed out may reach commits captured since durablePosition.
+    this.#persist();
     const end =
       options.maxBytes === undefined
         ? durableLength
@@ -338,7 +345,6 @@ export class SqliteSource implements BackupSource {
       this.#tap.releaseLog(shipped.shippedLength);
     }
     this.#guarded(() => this.#tap.maintain());
-    this.#persist();
   }
 
   async close(): Promise<void> {

@@ -69,7 +69,7 @@
  *   shipped may then be checkpointed away, and the next generation's snapshot
  *   holds them (their individual restore points are lost, never their content).
  */
-import { closeSync, fstatSync, openSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { encodeCommitFrame } from './commit-record.ts';
 import {
@@ -232,6 +232,10 @@ export class SqliteTap {
 
   #generation: Generation;
   #pins = 0;
+  /** Frames of the current WAL cycle SQLite reported copied at the tap's last checkpoint. */
+  #copiedFrames = 0;
+  /** See #readInto. */
+  #readBuffer = new Uint8Array(0);
   /** True once the reader was moved to mark 0 after the WAL went quiet (see maintain). */
   #settled = false;
   #checkpointReports: CheckpointReport[] = [];
@@ -378,22 +382,28 @@ export class SqliteTap {
   }
 
   /**
-   * Advances, then checkpoints when the WAL is past a threshold: PASSIVE past
-   * `passiveCheckpointPages`, a truncating restart past
-   * `truncateCheckpointPages`. Nothing while the snapshot is pinned.
+   * Advances, then checkpoints when the WAL is past a threshold: PASSIVE once
+   * `passiveCheckpointPages` frames have landed since the last copy, a
+   * restart once the WAL holds `truncateCheckpointPages` frames. Nothing
+   * while the snapshot is pinned.
    */
   maintain(): CheckpointReport | null {
+    // Moving the reader at every call costs two read transactions and lets
+    // an application's FULL/RESTART/TRUNCATE checkpoint (which waits for
+    // exactly that) go on at once.
     const captured = this.advance();
     if (this.#pins > 0 || this.#generation.snapshotAvailable) return null;
     if (captured > 0) this.#settled = false;
     if (this.#walFrame >= this.options.truncateCheckpointPages) return this.checkpoint('truncate');
-    if (this.#walFrame >= this.options.passiveCheckpointPages) return this.checkpoint('passive');
+    if (this.#walFrame - this.#copiedFrames >= this.options.passiveCheckpointPages)
+      return this.checkpoint('passive');
     if (captured === 0 && this.#walFrame > 0 && !this.#settled) {
       // Nothing was committed since the last call: copy what is left and
       // move the reader once more, so it reads the database file only (read
-      // mark 0). An application's RESTART or TRUNCATE checkpoint waits for
-      // exactly that, holding the write lock, so it finishes within about
-      // two calls instead of running into its busy timeout.
+      // mark 0). An application's FULL, RESTART or TRUNCATE checkpoint waits
+      // for exactly that, holding the write lock (so nothing commits), and
+      // finishes within about two calls instead of running into its busy
+      // timeout.
       const report = this.checkpoint('passive');
       if (!report.busy && report.checkpointedFrames === report.walFrames) {
         this.advance();
@@ -425,6 +435,7 @@ export class SqliteTap {
     this.advance();
     const idle = this.#idleReader();
     const passive = this.#checkpointOn(idle, 'PASSIVE');
+    this.#noteCopied(passive);
     if (mode === 'passive') {
       return this.#report({
         mode,
@@ -476,6 +487,7 @@ export class SqliteTap {
           if (this.#held !== -1) this.#endReader(this.#held);
           this.#held = -1;
           last = this.#checkpointOn(this.#readers[0], 'PASSIVE');
+          this.#noteCopied(last);
         }
       } finally {
         // Never release the write lock without a reader held: between the two
@@ -490,6 +502,7 @@ export class SqliteTap {
       if (!retry) break;
       this.advance();
       passiveBefore = this.#checkpointOn(this.#idleReader(), 'PASSIVE');
+      this.#noteCopied(passiveBefore);
     }
     let truncateMs: number | null = null;
     let truncated = false;
@@ -697,6 +710,14 @@ export class SqliteTap {
     return { busy: Number(row.busy), log: Number(row.log), checkpointed: Number(row.checkpointed) };
   }
 
+  /** Remembers how much of the WAL SQLite says is copied (the PASSIVE threshold counts from there). */
+  #noteCopied(result: { busy: number; log: number; checkpointed: number }): void {
+    // Only a heuristic: SQLite may count commits the tap has not captured
+    // yet, or (rarely) a cycle restarted in between.
+    if (result.log >= this.#walFrame)
+      this.#copiedFrames = Math.min(result.checkpointed, this.#walFrame);
+  }
+
   #resetWalState(): void {
     this.#walHeader = null;
     this.#walInode = null;
@@ -704,6 +725,7 @@ export class SqliteTap {
     this.#walFrame = 0;
     this.#walChecksum = [0, 0];
     this.#walPages = new Set();
+    this.#copiedFrames = 0;
   }
 
   /** Reads the database size from the file's header (page 1 on disk). */
@@ -810,15 +832,27 @@ export class SqliteTap {
       // were completely written before the reads below.
       const index = this.#readWalIndex();
       const frameBytes = WAL_FRAME_HEADER_BYTES + header.pageSize;
-      // In pieces, stopping at the first invalid frame: after a restart the
-      // file keeps the previous cycle's frames past the new end, and reading
-      // them on every capture would cost more than everything else.
+      // Read only as far as the index counts committed frames of this cycle:
+      // after a restart the file keeps the previous cycle's frames past the
+      // new end, and reading that tail on every capture (megabytes per tick
+      // at high commit rates) was most of the tap's reads and allocations.
+      // Nothing is skipped: frames past the count are read by the next
+      // capture, and the count never goes back within a cycle. When the
+      // index describes another cycle (a restart between the two reads) or
+      // cannot be read, read to the file's end, stopping at the first
+      // invalid frame.
+      const readEnd =
+        index !== null && index.salt1 === header.salt1 && index.salt2 === header.salt2
+          ? Math.min(size, WAL_HEADER_BYTES + index.committedFrames * frameBytes)
+          : size;
+      if (readEnd <= this.#walOffset) return 0;
+      // In pieces, so a large WAL is never read whole into memory.
       let chunkBytes = READ_CHUNK_FRAMES * frameBytes;
       let captured = 0;
       const capturedAt = this.options.wallNow();
       for (;;) {
         const start = this.#walOffset;
-        const bytes = readAt(fd, start, Math.min(size - start, chunkBytes));
+        const bytes = this.#readInto(fd, start, Math.min(readEnd - start, chunkBytes));
         const scan = scanWalFrames(header, bytes, start, this.#walFrame, this.#walChecksum);
         for (const transaction of scan.transactions) {
           for (const [pageNumber, page] of transaction.pages) {
@@ -861,7 +895,7 @@ export class SqliteTap {
             );
           }
         }
-        if (scan.stoppedEarly || start + bytes.byteLength >= size) break;
+        if (scan.stoppedEarly || start + bytes.byteLength >= readEnd) break;
         // A transaction larger than the piece: read a bigger one.
         if (scan.transactions.length === 0) chunkBytes *= 2;
       }
@@ -869,6 +903,24 @@ export class SqliteTap {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /**
+   * Reads into one buffer kept across captures (grown as needed): the bytes
+   * are only valid until the next read, which is enough, because every page
+   * taken from them is copied (into a commit record, or the snapshot's
+   * overlay) before it.
+   */
+  #readInto(fd: number, offset: number, length: number): Uint8Array {
+    if (this.#readBuffer.byteLength < length) this.#readBuffer = new Uint8Array(length);
+    const buffer = this.#readBuffer;
+    let done = 0;
+    while (done < length) {
+      const n = readSync(fd, buffer, done, length - done, offset + done);
+      if (n === 0) break;
+      done += n;
+    }
+    return buffer.subarray(0, done);
   }
 
   #readWalIndex(): ReturnType<typeof readWalIndexCommitted> {
@@ -887,6 +939,7 @@ export class SqliteTap {
     this.#walHeader = null;
     this.#walOffset = WAL_HEADER_BYTES;
     this.#walFrame = 0;
+    this.#copiedFrames = 0;
   }
 
   #enterCycle(header: WalHeader): void {
@@ -909,6 +962,7 @@ export class SqliteTap {
     this.#walFrame = 0;
     this.#walChecksum = [header.checksum1, header.checksum2];
     this.#walPages = new Set();
+    this.#copiedFrames = 0;
   }
 }
 
