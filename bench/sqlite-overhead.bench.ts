@@ -12,7 +12,7 @@
  *
  * backupd (SqliteSource under the real BackupWorker stepping every 1 s,
  * default tap settings, shipping to an in-memory store that drops WAL bodies)
- * runs in this process. Each run is three cycles of four phases of
+ * runs in this process. Each run is five cycles of four phases of
  * 1 s in the order without, with, with, without (so a drift of the machine's
  * load within a cycle cancels out, and short phases average over bursts of
  * other processes); backupd attaches before each "with" phase and detaches
@@ -31,7 +31,7 @@ import {
 
 // biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
 const PHASE_MS = Number(process.env.SQLITE_BENCH_PHASE_MS ?? 1000);
-const CYCLES = 3;
+const CYCLES = 5;
 /** Tap options to compare settings, e.g. `SQLITE_BENCH_TAP='{"captureIntervalMs":1000}'`. */
 // biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
 const TAP_OPTIONS = JSON.parse(process.env.SQLITE_BENCH_TAP ?? '{}') as Parameters<
@@ -48,7 +48,7 @@ interface State {
 
 export const benchmark = defineBenchmark<State>({
   name: 'sqlite-overhead',
-  description: `SQLite write transactions/s (4 rows, synchronous=${SYNCHRONOUS}) without and with backupd attached, 3 × phases without/with/with/without of 1 s; ratio with/without`,
+  description: `SQLite write transactions/s (4 rows, synchronous=${SYNCHRONOUS}) without and with backupd attached, ${CYCLES} × phases without/with/with/without of ${PHASE_MS} ms; ratio with/without`,
   runs: 5,
   async setup(context) {
     const path = join(context.tempDir, 'load.db');
