@@ -8,6 +8,10 @@
  * they come from the environment or the SDKs' standard chains.
  */
 import { isAbsolute, resolve } from 'node:path';
+import {
+  DEFAULT_PASSIVE_CHECKPOINT_PAGES,
+  DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
+} from '@x/backup-worker';
 import { parse as parseYaml } from 'yaml';
 import { describe, parseDuration } from './duration.ts';
 import { parseStoreUrl, type StoreLocation, StoreUrlError } from './store-url.ts';
@@ -15,9 +19,9 @@ import { parseStoreUrl, type StoreLocation, StoreUrlError } from './store-url.ts
 export type SourceKind = 'sqlite' | 'framed';
 
 export interface CheckpointSettings {
-  /** WAL pages after which backupd runs a PASSIVE checkpoint. */
+  /** WAL frames landed since backupd's last copy after which it runs a PASSIVE checkpoint. */
   readonly passivePages: number;
-  /** WAL pages after which backupd runs a TRUNCATE checkpoint. */
+  /** WAL frames after which backupd restarts the WAL under a brief write lock. */
   readonly truncatePages: number;
 }
 
@@ -50,7 +54,12 @@ export const DEFAULTS = {
   retention: 24,
   leaseTtlSeconds: 30,
   shutdownGraceMs: 10_000,
-  checkpoint: { passivePages: 1000, truncatePages: 121_359 },
+  // The SQLite tap's own defaults: below SQLite's auto-checkpoint (1000
+  // pages), so the application's commits do not copy in their own path.
+  checkpoint: {
+    passivePages: DEFAULT_PASSIVE_CHECKPOINT_PAGES,
+    truncatePages: DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
+  },
   conditional: true,
 } as const;
 

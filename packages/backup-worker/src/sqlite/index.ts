@@ -37,6 +37,8 @@ export {
 } from './sqlite-source.ts';
 export {
   type CheckpointReport,
+  DEFAULT_PASSIVE_CHECKPOINT_PAGES,
+  DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
   type SqliteSnapshot,
   SqliteTap,
   type SqliteTapOptions,

@@ -31,8 +31,11 @@
  * # The tap's own checkpoints
  *
  * Without help the WAL would only restart when the application pauses, so
- * the tap checkpoints itself: PASSIVE past `passiveCheckpointPages` (no lock:
- * it copies up to the held reader's mark), and past `truncateCheckpointPages`
+ * the tap checkpoints itself: PASSIVE once `passiveCheckpointPages` frames
+ * landed since its last copy (no lock: it copies up to the held reader's
+ * mark; one copy per that many frames, not one per tick, since each copy
+ * costs two fsyncs that share the disk with the application's), and past
+ * `truncateCheckpointPages`
  * a restart under a brief write lock: it takes the write lock
  * (`BEGIN IMMEDIATE`, so no commit can land), captures the last frames, ends
  * its reader, runs a PASSIVE checkpoint of what is left (most was copied just
@@ -90,8 +93,16 @@ import {
   walCycleId,
 } from './wal-file.ts';
 
+/** Default of `passiveCheckpointPages`. */
+export const DEFAULT_PASSIVE_CHECKPOINT_PAGES = 400;
+/** Default of `truncateCheckpointPages`. */
+export const DEFAULT_TRUNCATE_CHECKPOINT_PAGES = 800;
+
 export interface SqliteTapOptions {
-  /** WAL size in frames past which the tap runs a PASSIVE checkpoint (no lock). Default 400. */
+  /**
+   * Frames landed since the tap's last copy past which it runs a PASSIVE
+   * checkpoint (no lock). Default 400.
+   */
   readonly passiveCheckpointPages?: number;
   /**
    * WAL size in frames past which the tap restarts the WAL under a brief write
@@ -245,8 +256,8 @@ export class SqliteTap {
     this.walPath = `${path}-wal`;
     this.shmPath = `${path}-shm`;
     this.options = {
-      passiveCheckpointPages: options.passiveCheckpointPages ?? 400,
-      truncateCheckpointPages: options.truncateCheckpointPages ?? 800,
+      passiveCheckpointPages: options.passiveCheckpointPages ?? DEFAULT_PASSIVE_CHECKPOINT_PAGES,
+      truncateCheckpointPages: options.truncateCheckpointPages ?? DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
       busyTimeoutMs: options.busyTimeoutMs ?? 50,
       truncateWalFile: options.truncateWalFile ?? false,
       wallNow: options.wallNow ?? Date.now,
