@@ -125,6 +125,8 @@ export interface WriterRun {
   readonly checkpoints: { maxMs: number };
   readonly times: number[];
   readonly done: Promise<void>;
+  /** True once the writer exited, successfully or not (`done` says which). */
+  readonly finished: boolean;
   kill(): void;
 }
 
@@ -188,7 +190,21 @@ export function startWriter(
       else reject(new Error(`writer exited with ${code ?? signal}: ${errors}`));
     });
   });
-  return { hashes, times, checkpoints, done, kill: () => child.kill('SIGKILL') };
+  let finished = false;
+  const settle = () => {
+    finished = true;
+  };
+  done.then(settle, settle);
+  return {
+    hashes,
+    times,
+    checkpoints,
+    done,
+    get finished() {
+      return finished;
+    },
+    kill: () => child.kill('SIGKILL'),
+  };
 }
 
 /** Creates a WAL-mode database with one table, as the application would. */

@@ -66,30 +66,21 @@ describe('SQLite backup with backupd killed and restarted', () => {
       checkpoints: 'random',
       delayMs: 3,
     });
-    let finished = false;
-    writer.done.then(
-      () => {
-        finished = true;
-      },
-      () => {
-        finished = true;
-      },
-    );
     let seed = 97;
     const random = () => {
       seed = (seed * 1103515245 + 12345) >>> 0;
       return seed / 0x100000000;
     };
     let kills = 0;
-    while (!finished) {
+    while (!writer.finished) {
       const backupd = startBackupd(path, bucket, 'db');
       // Killed at a random moment after its first step (start-up alone takes
       // a while on a busy machine, and a run that never steps proves little).
-      while (!finished && backupd.steps() < 1 && backupd.child.exitCode === null)
+      while (!writer.finished && backupd.steps() < 1 && backupd.child.exitCode === null)
         await new Promise((resolve) => setTimeout(resolve, 10));
       const lifetime = random() * 400;
       const started = Date.now();
-      while (!finished && Date.now() - started < lifetime)
+      while (!writer.finished && Date.now() - started < lifetime)
         await new Promise((resolve) => setTimeout(resolve, 10));
       backupd.child.kill('SIGKILL');
       await backupd.closed;

@@ -37,17 +37,8 @@ describe('SQLite snapshot while the application restarts the WAL', () => {
       seed: 7,
       checkpoints: 'passive-loop',
     });
-    let finished = false;
-    writer.done.then(
-      () => {
-        finished = true;
-      },
-      () => {
-        finished = true;
-      },
-    );
     const snapshots: Uint8Array[] = [];
-    while (!finished) {
+    while (!writer.finished) {
       const tap = SqliteTap.open(path);
       try {
         const snapshot = tap.snapshot();
