@@ -487,18 +487,26 @@ export class SqliteTap {
       const lockedAt = this.options.monotonicNow();
       let retry = false;
       try {
-        this.#readWal('record');
-        const copiedAlready =
-          passiveBefore.busy === 0 &&
-          passiveBefore.checkpointed === passiveBefore.log &&
-          this.#walFrame === passiveBefore.log;
-        if (!copiedAlready && attempt < RESTART_LOCK_ATTEMPTS) {
+        // Cheapest first: when the wal-index already counts commits the copy
+        // just made did not include, let go at once (an application that
+        // meets the held lock sleeps at least 1 ms, so every microsecond it
+        // is held counts), before reading anything.
+        if (attempt < RESTART_LOCK_ATTEMPTS && !this.#nothingNewSince(passiveBefore)) {
           retry = true;
         } else {
-          if (this.#held !== -1) this.#endReader(this.#held);
-          this.#held = -1;
-          last = this.#checkpointOn(this.#readers[0], 'PASSIVE');
-          this.#noteCopied(last);
+          this.#readWal('record');
+          const copiedAlready =
+            passiveBefore.busy === 0 &&
+            passiveBefore.checkpointed === passiveBefore.log &&
+            this.#walFrame === passiveBefore.log;
+          if (!copiedAlready && attempt < RESTART_LOCK_ATTEMPTS) {
+            retry = true;
+          } else {
+            if (this.#held !== -1) this.#endReader(this.#held);
+            this.#held = -1;
+            last = this.#checkpointOn(this.#readers[0], 'PASSIVE');
+            this.#noteCopied(last);
+          }
         }
       } finally {
         // Never release the write lock without a reader held: between the two
@@ -719,6 +727,17 @@ export class SqliteTap {
       checkpointed: number;
     };
     return { busy: Number(row.busy), log: Number(row.log), checkpointed: Number(row.checkpointed) };
+  }
+
+  /**
+   * True when the wal-index counts no frame past the ones a checkpoint saw,
+   * and that checkpoint copied them all (or the index cannot be read: the
+   * caller then finds out by capturing).
+   */
+  #nothingNewSince(copy: { busy: number; log: number; checkpointed: number }): boolean {
+    if (copy.busy !== 0 || copy.checkpointed !== copy.log) return false;
+    const index = this.#readWalIndex();
+    return index === null || index.committedFrames === copy.log;
   }
 
   /** Remembers how much of the WAL SQLite says is copied (the PASSIVE threshold counts from there). */
