@@ -150,6 +150,8 @@ describe('config validation', () => {
     expect(database.intervalMs).toBe(1000);
     expect(database.retention).toBe(24);
     expect(database.leaseTtlSeconds).toBe(30);
+    // The SQLite tap's own defaults, as the README documents them.
+    expect(database.checkpoint).toEqual({ passivePages: 400, truncatePages: 800 });
   });
 
   it('reports every problem at once', () => {
