@@ -151,7 +151,7 @@ describe('config validation', () => {
     expect(database.retention).toBe(24);
     expect(database.leaseTtlSeconds).toBe(30);
     // The SQLite tap's own defaults, as the README documents them.
-    expect(database.checkpoint).toEqual({ passivePages: 400, truncatePages: 800 });
+    expect(database.checkpoint).toEqual({ passivePages: 1000, truncatePages: 10_000 });
   });
 
   it('reports every problem at once', () => {

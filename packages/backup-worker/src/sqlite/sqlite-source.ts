@@ -48,6 +48,28 @@ import { SqliteTap, type SqliteTapOptions } from './tap.ts';
 /** The shortest delay between two capture ticks, however fast the WAL grows. */
 const MIN_CAPTURE_INTERVAL_MS = 2;
 
+/**
+ * When the next capture tick should run: once the WAL will have grown by
+ * `targetFrames` at the rate it grew over the last `elapsedMs` (the time
+ * actually passed since the previous tick, which need not be the timer's
+ * interval), never later than `intervalMs` nor sooner than
+ * {@link MIN_CAPTURE_INTERVAL_MS}. A WAL smaller after the tick than before
+ * it restarted in between and grew from nothing to `framesAfter`.
+ */
+export function nextCaptureDelayMs(tick: {
+  framesBefore: number;
+  framesAfter: number;
+  elapsedMs: number;
+  targetFrames: number;
+  intervalMs: number;
+}): number {
+  const { framesBefore, framesAfter, elapsedMs, intervalMs } = tick;
+  const grown = framesAfter >= framesBefore ? framesAfter - framesBefore : framesAfter;
+  if (grown === 0) return intervalMs;
+  const target = Math.max(1, tick.targetFrames);
+  return Math.min(intervalMs, Math.max(MIN_CAPTURE_INTERVAL_MS, (target * elapsedMs) / grown));
+}
+
 /** Name the snapshot travels under (the manifest's file entry). */
 export const SQLITE_SNAPSHOT_NAME = 'sqlite.snapshot';
 /** Suffixes of the files kept beside the database. */
@@ -103,6 +125,8 @@ export class SqliteSource implements BackupSource {
   #timer: ReturnType<typeof setTimeout> | null = null;
   #closed = false;
   readonly #captureIntervalMs: number;
+  /** When the last capture tick ran (`performance.now()`), for the WAL's growth rate. */
+  #lastTickAt: number | null = null;
   /** An error the capture timer met, rethrown to the worker at its next call. */
   #timerError: unknown = null;
 
@@ -139,6 +163,9 @@ export class SqliteSource implements BackupSource {
    */
   #tick(): void {
     if (this.#timerError !== null) return;
+    const now = performance.now();
+    const elapsed = this.#lastTickAt === null ? this.#captureIntervalMs : now - this.#lastTickAt;
+    this.#lastTickAt = now;
     const framesBefore = this.#tap.walFrames;
     try {
       this.#guarded(() => this.#tap.maintain());
@@ -146,14 +173,15 @@ export class SqliteSource implements BackupSource {
       this.#timerError = error;
       return;
     }
-    const grown = Math.max(0, this.#tap.walFrames - framesBefore);
-    const target = Math.max(1, this.#tap.options.truncateCheckpointPages / 2);
-    const interval = this.#captureIntervalMs;
-    const delay =
-      grown <= target
-        ? interval
-        : Math.max(MIN_CAPTURE_INTERVAL_MS, Math.floor((interval * target) / grown));
-    this.#schedule(delay);
+    this.#schedule(
+      nextCaptureDelayMs({
+        framesBefore,
+        framesAfter: this.#tap.walFrames,
+        elapsedMs: elapsed,
+        targetFrames: this.#tap.options.truncateCheckpointPages / 2,
+        intervalMs: this.#captureIntervalMs,
+      }),
+    );
   }
 
   /**

@@ -40,7 +40,11 @@
  * (`BEGIN IMMEDIATE`, so no commit can land), captures the last frames, ends
  * its reader, runs a PASSIVE checkpoint of what is left (most was copied just
  * before, without the lock), begins a new reader (mark 0 when everything was
- * copied) and releases the lock; the next commit starts the WAL over. With
+ * copied) and releases the lock; the next commit starts the WAL over. The
+ * lock is tried back to back rather than through SQLite's busy handler (an
+ * application committing back to back frees it only for microseconds), and
+ * the copy under it waits for a checkpoint of the application's that may be
+ * running at that moment (SQLite runs one at a time and would answer busy). With
  * `truncateWalFile`, a TRUNCATE checkpoint with no busy wait then empties the
  * file; the mark-0 reader makes sure it can only drop frames that were
  * captured. The tap never writes to the database and creates no tables in it.
@@ -94,21 +98,25 @@ import {
 } from './wal-file.ts';
 
 /** Default of `passiveCheckpointPages`. */
-export const DEFAULT_PASSIVE_CHECKPOINT_PAGES = 400;
+export const DEFAULT_PASSIVE_CHECKPOINT_PAGES = 1000;
 /** Default of `truncateCheckpointPages`. */
-export const DEFAULT_TRUNCATE_CHECKPOINT_PAGES = 800;
+export const DEFAULT_TRUNCATE_CHECKPOINT_PAGES = 10_000;
 
 export interface SqliteTapOptions {
   /**
    * Frames landed since the tap's last copy past which it runs a PASSIVE
-   * checkpoint (no lock). Default 400.
+   * checkpoint (no lock). Default 1000.
    */
   readonly passiveCheckpointPages?: number;
   /**
    * WAL size in frames past which the tap restarts the WAL under a brief write
-   * lock (see `truncateWalFile` to also empty the file). Default 800: below
-   * SQLite's default auto-checkpoint (1000 pages), so with the tap attached
-   * the application's commits rarely have to checkpoint themselves.
+   * lock (see `truncateWalFile` to also empty the file). Default 10 000
+   * (40 MiB at 4 KiB pages). Every restart costs an application that is
+   * committing one wait on the write lock (SQLite's busy handler sleeps at
+   * least 1 ms), so restarting seldom costs it less than keeping the WAL
+   * under SQLite's auto-checkpoint size (1000 pages); past that size the
+   * application's own auto-checkpoints copy up to the tap's reader after its
+   * commits, as they would without backupd.
    */
   readonly truncateCheckpointPages?: number;
   /**
@@ -172,6 +180,12 @@ const SNAPSHOT_CHUNK_PAGES = 256;
 const READER_BUSY_TIMEOUT_MS = 5000;
 /** Tries at a restart with nothing left to copy under the lock before copying under it. */
 const RESTART_LOCK_ATTEMPTS = 3;
+/** How long a restart, holding the write lock, waits for another connection's checkpoint to end. */
+const CHECKPOINT_LOCK_WAIT_MS = 10;
+const CHECKPOINT_LOCK_RETRY_MS = 0.05;
+/** How long a restart tries the write lock back to back before resting. */
+const LOCK_SPIN_MS = 1;
+const LOCK_REST_MS = 0.5;
 /** Frames read from the WAL per piece (about 4 MiB at 4 KiB pages). */
 const READ_CHUNK_FRAMES = 1024;
 
@@ -292,6 +306,9 @@ export class SqliteTap {
     this.pageSize = Number(
       (this.#writer.prepare('PRAGMA page_size').get() as { page_size: number }).page_size,
     );
+    // From now on the write lock is taken without SQLite's busy handler
+    // (see #takeWriteLock).
+    this.#writer.exec('PRAGMA busy_timeout=0');
     this.#databaseFd = openSync(path, 'r');
     const stat = fstatSync(this.#databaseFd);
     this.#identity = { dev: stat.dev, ino: stat.ino };
@@ -468,9 +485,7 @@ export class SqliteTap {
     let last = passive;
     let writeLockHeldMs = 0;
     for (let attempt = 1; ; attempt += 1) {
-      try {
-        this.#writer.exec('BEGIN IMMEDIATE');
-      } catch {
+      if (!this.#takeWriteLock()) {
         // The application held the write lock for longer than busyTimeoutMs:
         // skip this time; the WAL stays bounded by the next attempt.
         return this.#report({
@@ -504,7 +519,7 @@ export class SqliteTap {
           } else {
             if (this.#held !== -1) this.#endReader(this.#held);
             this.#held = -1;
-            last = this.#checkpointOn(this.#readers[0], 'PASSIVE');
+            last = this.#copyUnderWriteLock();
             this.#noteCopied(last);
           }
         }
@@ -727,6 +742,53 @@ export class SqliteTap {
       checkpointed: number;
     };
     return { busy: Number(row.busy), log: Number(row.log), checkpointed: Number(row.checkpointed) };
+  }
+
+  /**
+   * Takes the write lock (`BEGIN IMMEDIATE`) within `busyTimeoutMs`. An
+   * application committing back to back frees the lock only for a few
+   * microseconds between two transactions; SQLite's busy handler retries
+   * after 1, 2, 5, 10 ms and mostly misses those gaps (the WAL then grows
+   * past the threshold until a retry happens to land in one). So the tap
+   * tries back to back for {@link LOCK_SPIN_MS}, then rests
+   * {@link LOCK_REST_MS}, and again, until the timeout.
+   */
+  #takeWriteLock(): boolean {
+    const deadline = this.options.monotonicNow() + this.options.busyTimeoutMs;
+    for (;;) {
+      const spinUntil = Math.min(deadline, this.options.monotonicNow() + LOCK_SPIN_MS);
+      for (;;) {
+        try {
+          this.#writer.exec('BEGIN IMMEDIATE');
+          return true;
+        } catch (error) {
+          if (!isBusy(error)) throw error;
+        }
+        if (this.options.monotonicNow() >= spinUntil) break;
+      }
+      if (this.options.monotonicNow() >= deadline) return false;
+      sleepMs(LOCK_REST_MS);
+    }
+  }
+
+  /**
+   * The restart's last copy, with the write lock held. SQLite runs one
+   * checkpoint at a time and answers any other at once with busy (its busy
+   * handler is not used for this). An application's own auto-checkpoint
+   * runs right after its commit, once the write lock is free, so it may be
+   * in progress just when the tap takes the lock; it cannot last (nothing can
+   * commit meanwhile), so wait for it, up to {@link CHECKPOINT_LOCK_WAIT_MS}.
+   * Without this wait, a WAL past the application's auto-checkpoint size
+   * (where it checkpoints after every commit) would seldom be restarted.
+   */
+  #copyUnderWriteLock(): { busy: number; log: number; checkpointed: number } {
+    const deadline = this.options.monotonicNow() + CHECKPOINT_LOCK_WAIT_MS;
+    for (;;) {
+      const copy = this.#checkpointOn(this.#readers[0], 'PASSIVE');
+      // -1: the checkpoint lock was busy; nothing was looked at.
+      if (copy.log !== -1 || this.options.monotonicNow() >= deadline) return copy;
+      sleepMs(CHECKPOINT_LOCK_RETRY_MS);
+    }
   }
 
   /**
@@ -1001,4 +1063,19 @@ export function walFramesOf(bytes: number, pageSize: number): number {
   return bytes <= WAL_HEADER_BYTES
     ? 0
     : Math.floor((bytes - WAL_HEADER_BYTES) / (WAL_FRAME_HEADER_BYTES + pageSize));
+}
+
+const SQLITE_BUSY = 5;
+
+/** True for SQLite's SQLITE_BUSY (and its extended codes) from `node:sqlite`. */
+function isBusy(error: unknown): boolean {
+  const code = (error as { errcode?: unknown }).errcode;
+  return typeof code === 'number' && (code & 0xff) === SQLITE_BUSY;
+}
+
+const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+
+/** Blocks the thread for `ms` (SQLite's busy handler blocks it the same way). */
+function sleepMs(ms: number): void {
+  Atomics.wait(sleepCell, 0, 0, ms);
 }

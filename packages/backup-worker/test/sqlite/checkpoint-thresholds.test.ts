@@ -1,14 +1,6 @@
-/**
- * The tap's PASSIVE threshold counts frames landed since its last copy, not
- * the WAL's size: past the threshold it copies once, and again only after
- * that many more frames (each copy costs two fsyncs beside the application's).
- */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteTap } from '../../src/sqlite/tap.ts';
+import { openApplicationDatabase } from './harness.ts';
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -17,13 +9,7 @@ afterEach(() => {
 
 describe('SQLite tap PASSIVE threshold', () => {
   it('copies once per passiveCheckpointPages new frames, not at every call past it', () => {
-    const directory = mkdtempSync(join(tmpdir(), 'backupd-sqlite-thresholds-'));
-    cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
-    const path = join(directory, 'app.db');
-    const application = new DatabaseSync(path);
-    cleanups.push(() => application.close());
-    application.exec('PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0');
-    application.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+    const { path, application } = openApplicationDatabase('backupd-sqlite-thresholds-', cleanups);
     const tap = SqliteTap.open(path, {
       passiveCheckpointPages: 20,
       truncateCheckpointPages: 10_000,

@@ -6,6 +6,8 @@
  * a test and records what it shipped.
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ObjectStore } from '@x/store';
@@ -218,6 +220,25 @@ export function createDatabase(path: string): void {
   database.exec('CREATE TABLE writer_clock (id INTEGER PRIMARY KEY, commits INTEGER)');
   database.exec('INSERT INTO writer_clock VALUES (1, 0)');
   database.close();
+}
+
+/**
+ * A fresh directory with an application's WAL-mode database in it (its own
+ * checkpoints off, one table `t (id, body)`); both are cleaned up through
+ * `cleanups`, in reverse order.
+ */
+export function openApplicationDatabase(
+  prefix: string,
+  cleanups: (() => void)[],
+): { path: string; application: DatabaseSync } {
+  const directory = mkdtempSync(join(tmpdir(), prefix));
+  cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+  const path = join(directory, 'app.db');
+  const application = new DatabaseSync(path);
+  cleanups.push(() => application.close());
+  application.exec('PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0');
+  application.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+  return { path, application };
 }
 
 export function hashOf(path: string, contentHash: (database: DatabaseSync) => string): string {
