@@ -177,6 +177,8 @@ interface FileIdentityOfDatabase {
 }
 
 const SNAPSHOT_CHUNK_PAGES = 256;
+/** Overlay reads at a generation's start before a WAL that keeps restarting is an error. */
+const SNAPSHOT_READ_ATTEMPTS = 5;
 const READER_BUSY_TIMEOUT_MS = 5000;
 /** Tries at a restart with nothing left to copy under the lock before copying under it. */
 const RESTART_LOCK_ATTEMPTS = 3;
@@ -858,10 +860,29 @@ export class SqliteTap {
   #startGenerationUnderReader(): Generation {
     // The current WAL's committed transactions are part of the snapshot, not
     // of the log: read them as the snapshot's overlay.
-    const stat = statSync(this.path);
-    this.#databasePages = this.#databasePagesOnDisk(stat.size);
-    const snapshotPages = new Map<number, Uint8Array>();
-    this.#readWal(snapshotPages);
+    let snapshotPages = new Map<number, Uint8Array>();
+    for (let attempt = 1; ; attempt += 1) {
+      const stat = statSync(this.path);
+      this.#databasePages = this.#databasePagesOnDisk(stat.size);
+      snapshotPages = new Map<number, Uint8Array>();
+      this.#readWal(snapshotPages);
+      // A restart while the overlay was read (possible only while the reader
+      // holds read mark 0, when every frame of the old cycle is already in
+      // the database file) can leave it holding a prefix of the old cycle
+      // only, read before the new cycle's frames overwrote the rest: older
+      // versions of pages that the database file has newer. Read again,
+      // from the new cycle (which nothing can copy into the database file
+      // while the reader holds mark 0).
+      const read = this.#walHeader;
+      const now = this.#walHeaderOnDisk();
+      if (read === null || now === null || walCycleId(read) === walCycleId(now)) break;
+      if (attempt >= SNAPSHOT_READ_ATTEMPTS)
+        throw new SqliteWalRestartedUnderneathError(
+          this.path,
+          `the WAL restarted ${attempt} times while the snapshot was read`,
+        );
+      this.#resetWalState();
+    }
     return {
       id: `${Date.now().toString(36)}-${Math.random().toString(16).slice(2, 10)}`,
       snapshotPages,
@@ -873,6 +894,22 @@ export class SqliteTap {
       commits: 0,
       commitsBeforeStart: 0,
     };
+  }
+
+  /** The `-wal` file's header as it is now (`null`: no file, empty, or being written). */
+  #walHeaderOnDisk(): WalHeader | null {
+    let fd: number;
+    try {
+      fd = openSync(this.walPath, 'r');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+    try {
+      return parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES));
+    } finally {
+      closeSync(fd);
+    }
   }
 
   /**

@@ -4,9 +4,9 @@
  * frees the write lock only for microseconds between transactions, and runs
  * its own checkpoint after every commit once its WAL is past 1000 frames.
  * The tap must still restart the WAL near its threshold. (Taking the lock
- * through SQLite's busy handler, or giving up the restart's copy when the
- * application's checkpoint happened to be running, let the WAL grow to tens
- * of thousands of frames here.)
+ * through SQLite's busy handler let the WAL grow to 7-11 thousand frames here
+ * at a 400-frame threshold, with one restart attempt in five or fewer going
+ * through.)
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -92,6 +92,7 @@ async function restartsNear(truncatePages: number): Promise<void> {
       }),
     );
 
+    tap.takeCheckpointReports();
     const started = Date.now();
     let peakFrames = 0;
     let restarts = 0;
@@ -108,9 +109,17 @@ async function restartsNear(truncatePages: number): Promise<void> {
     const commits = Number(output);
     // The application really committed back to back (thousands a second).
     expect(commits).toBeGreaterThan(1000);
+    const reports = tap.takeCheckpointReports().filter((report) => report.mode === 'truncate');
+    const restarted = reports.filter((report) => !report.busy && report.walRestartable).length;
+    // A good share of the restarts the tap attempts go through (each report
+    // is one attempt; a tap that takes the lock through SQLite's busy handler
+    // gets 10-30 % through at the lower threshold, this one 50-95 %).
+    expect(restarted).toBeGreaterThanOrEqual(3);
+    if (truncatePages < 1000) expect(restarted / reports.length).toBeGreaterThanOrEqual(0.3);
     expect(restarts).toBeGreaterThanOrEqual(3);
-    // Near the threshold: a few ticks' growth past it, far from the tens of
-    // thousands of frames of a WAL the tap fails to restart.
-    expect(peakFrames).toBeLessThan(truncatePages + 3600);
+    // Near the threshold: some ticks' growth past it (more on a loaded
+    // machine, where ticks come late), far from the tens of thousands of
+    // frames of a WAL the tap fails to restart.
+    expect(peakFrames).toBeLessThan(truncatePages + 5600);
   }
 }
