@@ -896,15 +896,20 @@ export class SqliteTap {
     };
   }
 
-  /** The `-wal` file's header as it is now (`null`: no file, empty, or being written). */
-  #walHeaderOnDisk(): WalHeader | null {
-    let fd: number;
+  /** A descriptor of the `-wal` file (the caller closes it), `null` when there is none. */
+  #openWal(): number | null {
     try {
-      fd = openSync(this.walPath, 'r');
+      return openSync(this.walPath, 'r');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw error;
     }
+  }
+
+  /** The `-wal` file's header as it is now (`null`: no file, empty, or being written). */
+  #walHeaderOnDisk(): WalHeader | null {
+    const fd = this.#openWal();
+    if (fd === null) return null;
     try {
       return parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES));
     } finally {
@@ -925,15 +930,10 @@ export class SqliteTap {
    */
   #readWal(into: 'record' | Map<number, Uint8Array>): number {
     const record = into === 'record';
-    let fd: number;
-    try {
-      fd = openSync(this.walPath, 'r');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        this.#walEmptied();
-        return 0;
-      }
-      throw error;
+    const fd = this.#openWal();
+    if (fd === null) {
+      this.#walEmptied();
+      return 0;
     }
     try {
       const stat = fstatSync(fd);

@@ -50,8 +50,10 @@ describe('SQLite tap under an application committing back to back', () => {
     () => restartsNear(400),
     30_000,
   );
-  // Above it: the application checkpoints after every commit, so the restart
-  // often meets that checkpoint running.
+  // Above it: the application checkpoints after every commit. (This case
+  // fails when the tap does not restart at all; the restart's wait for the
+  // application's running checkpoint is proven by
+  // restart-checkpoint-busy.test.ts, which this case cannot tell apart.)
   it(
     "restarts the WAL near a threshold above the application's auto-checkpoint",
     () => restartsNear(3000),
