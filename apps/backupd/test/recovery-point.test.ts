@@ -29,19 +29,28 @@ describe('the recovery point after a crash', () => {
       BACKUPD_LEASE_TTL: '3s',
     });
     const backupd = startBackupd(['replicate', database, backups], { env });
-    await waitFor('the lease to be taken', () => backupd.stderr.includes('lease.acquired'), {
-      describe: () => backupd.describe(),
-    });
+    const newestCommit = async (): Promise<number | undefined> => {
+      const listed = await runCli(['ls', backups, '--json'], { env });
+      const points = JSON.parse(listed.stdout) as { commitSeq: number }[];
+      return points.length === 0 ? undefined : Math.max(...points.map((p) => p.commitSeq));
+    };
+    // The first restore point fixes the generation's snapshot: from then on
+    // every commit is one more in the log. (Commits made before it are in the
+    // snapshot and not counted, so counting from the lease would race.)
+    const base = await waitFor(
+      'the first restore point',
+      async () => {
+        const newest = await newestCommit();
+        return newest === undefined ? undefined : { newest };
+      },
+      { describe: () => backupd.describe() },
+    );
     for (let i = 0; i < 30; i += 1) db.exec(`INSERT INTO t VALUES (${i})`);
     db.close();
     // Well past one restore-point interval, well short of the worker's 10 s default.
     await waitFor(
       'a restore point holding every commit',
-      async () => {
-        const listed = await runCli(['ls', backups, '--json'], { env });
-        const points = JSON.parse(listed.stdout) as { commitSeq: number }[];
-        return points.some((point) => point.commitSeq >= 30);
-      },
+      async () => ((await newestCommit()) ?? -1) >= base.newest + 30,
       { timeoutMs: 5000, describe: () => backupd.describe() },
     );
     await backupd.stop('SIGKILL');
