@@ -76,7 +76,7 @@
  *   shipped may then be checkpointed away, and the next generation's snapshot
  *   holds them (their individual restore points are lost, never their content).
  */
-import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, readSync, statSync } from 'node:fs';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { encodeCommitFrame } from './commit-record.ts';
 import {
@@ -86,6 +86,7 @@ import {
   SqliteNotWalError,
   SqliteWalRestartedUnderneathError,
 } from './errors.ts';
+import { closeQuietly, maybeUnlinked, QuietOpener } from './quiet-descriptors.ts';
 import {
   parseWalHeader,
   readAt,
@@ -236,6 +237,9 @@ export class SqliteTap {
    */
   readonly #databaseFd: number;
   #shmFd: number | null = null;
+  /** The `-wal` file, kept open across captures (see quiet-descriptors.ts); `null` until read. */
+  #walFd: number | null = null;
+  readonly #opener = new QuietOpener();
   #closed = false;
 
   // The WAL cycle being read.
@@ -311,7 +315,7 @@ export class SqliteTap {
     // From now on the write lock is taken without SQLite's busy handler
     // (see #takeWriteLock).
     this.#writer.exec('PRAGMA busy_timeout=0');
-    this.#databaseFd = openSync(path, 'r');
+    this.#databaseFd = this.#opener.open(path);
     const stat = fstatSync(this.#databaseFd);
     this.#identity = { dev: stat.dev, ino: stat.ino };
     this.#databasePages = 0;
@@ -701,6 +705,8 @@ export class SqliteTap {
     // Only now: see #databaseFd.
     closeSync(this.#databaseFd);
     if (this.#shmFd !== null) closeSync(this.#shmFd);
+    closeQuietly(this.#walFd);
+    this.#walFd = null;
   }
 
   // ---------------------------------------------------------------------------
@@ -815,6 +821,8 @@ export class SqliteTap {
   #resetWalState(): void {
     this.#walHeader = null;
     this.#walInode = null;
+    closeQuietly(this.#walFd);
+    this.#walFd = null;
     this.#walOffset = WAL_HEADER_BYTES;
     this.#walFrame = 0;
     this.#walChecksum = [0, 0];
@@ -896,19 +904,39 @@ export class SqliteTap {
     };
   }
 
-  /** A descriptor of the `-wal` file (the caller closes it), `null` when there is none. */
-  #openWal(): number | null {
-    try {
-      return openSync(this.walPath, 'r');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw error;
+  /**
+   * The `-wal` file's descriptor, kept open across captures (`null`: there
+   * is no file). Opened again when the file it refers to was unlinked; an
+   * inode other than the one this cycle was read from means the file was
+   * replaced underneath.
+   * @throws SqliteWalRestartedUnderneathError when it was replaced.
+   */
+  #walDescriptor(): number | null {
+    if (this.#walFd !== null) {
+      if (!maybeUnlinked(this.#walFd)) return this.#walFd;
+      closeQuietly(this.#walFd);
+      this.#walFd = null;
     }
+    const fd = this.#opener.openIfExists(this.walPath);
+    if (fd === null) return null;
+    const { ino } = fstatSync(fd);
+    if (this.#walInode !== null && ino !== this.#walInode) {
+      closeSync(fd);
+      const before = this.#walInode;
+      this.#resetWalState();
+      throw new SqliteWalRestartedUnderneathError(
+        this.path,
+        `the -wal file was replaced (inode ${before} became ${ino})`,
+      );
+    }
+    this.#walInode = ino;
+    this.#walFd = fd;
+    return fd;
   }
 
   /** The `-wal` file's header as it is now (`null`: no file, empty, or being written). */
   #walHeaderOnDisk(): WalHeader | null {
-    const fd = this.#openWal();
+    const fd = this.#opener.openIfExists(this.walPath);
     if (fd === null) return null;
     try {
       return parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES));
@@ -930,108 +958,96 @@ export class SqliteTap {
    */
   #readWal(into: 'record' | Map<number, Uint8Array>): number {
     const record = into === 'record';
-    const fd = this.#openWal();
+    const fd = this.#walDescriptor();
     if (fd === null) {
       this.#walEmptied();
       return 0;
     }
-    try {
-      const stat = fstatSync(fd);
-      const size = stat.size;
-      if (this.#walInode === null) this.#walInode = stat.ino;
-      else if (stat.ino !== this.#walInode) {
-        const before = this.#walInode;
-        this.#resetWalState();
-        throw new SqliteWalRestartedUnderneathError(
-          this.path,
-          `the -wal file was replaced (inode ${before} became ${stat.ino})`,
-        );
-      }
-      const header = parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES));
-      if (header === null) {
-        // Empty (after TRUNCATE) or being created: nothing committed in it.
-        this.#walEmptied();
-        return 0;
-      }
-      if (this.#walHeader === null || walCycleId(header) !== walCycleId(this.#walHeader)) {
-        this.#enterCycle(header);
-      }
-      if (size <= this.#walOffset) return 0;
-      // Read before the WAL bytes: frames the index counts as committed now
-      // were completely written before the reads below.
-      const index = this.#readWalIndex();
-      const frameBytes = WAL_FRAME_HEADER_BYTES + header.pageSize;
-      // Read only as far as the index counts committed frames of this cycle:
-      // after a restart the file keeps the previous cycle's frames past the
-      // new end, and reading that tail on every capture (megabytes per tick
-      // at high commit rates) was most of the tap's reads and allocations.
-      // Nothing is skipped: frames past the count are read by the next
-      // capture, and the count never goes back within a cycle. When the
-      // index describes another cycle (a restart between the two reads) or
-      // cannot be read, read to the file's end, stopping at the first
-      // invalid frame.
-      const readEnd =
-        index !== null && index.salt1 === header.salt1 && index.salt2 === header.salt2
-          ? Math.min(size, WAL_HEADER_BYTES + index.committedFrames * frameBytes)
-          : size;
-      if (readEnd <= this.#walOffset) return 0;
-      // In pieces, so a large WAL is never read whole into memory.
-      let chunkBytes = READ_CHUNK_FRAMES * frameBytes;
-      let captured = 0;
-      const capturedAt = this.options.wallNow();
-      for (;;) {
-        const start = this.#walOffset;
-        const bytes = this.#readInto(fd, start, Math.min(readEnd - start, chunkBytes));
-        const scan = scanWalFrames(header, bytes, start, this.#walFrame, this.#walChecksum);
-        for (const transaction of scan.transactions) {
-          for (const [pageNumber, page] of transaction.pages) {
-            this.#walPages.add(pageNumber);
-            if (!record) into.set(pageNumber, page.slice());
-          }
-          this.#databasePages = transaction.databasePages;
-          if (record) {
-            const frame = encodeCommitFrame({
-              pageSize: header.pageSize,
-              databasePages: transaction.databasePages,
-              commitTime: capturedAt,
-              walSalt1: header.salt1,
-              walSalt2: header.salt2,
-              commitFrame: transaction.commitFrame,
-              pages: transaction.pages,
-            });
-            const generation = this.#generation;
-            generation.chunks.push(frame);
-            generation.logEnd += frame.byteLength;
-            generation.commits += 1;
-          }
-        }
-        captured += scan.transactions.length;
-        this.#walOffset = scan.endOffset;
-        this.#walFrame = scan.endFrame;
-        this.#walChecksum = scan.checksum;
-        if (scan.badFrame !== null) {
-          if (
-            index !== null &&
-            index.salt1 === header.salt1 &&
-            index.salt2 === header.salt2 &&
-            index.committedFrames >= scan.badFrame
-          ) {
-            throw new SqliteCorruptWalFrameError(
-              this.path,
-              scan.badFrame,
-              scan.endOffset,
-              this.#generation?.commits ?? 0,
-            );
-          }
-        }
-        if (scan.stoppedEarly || start + bytes.byteLength >= readEnd) break;
-        // A transaction larger than the piece: read a bigger one.
-        if (scan.transactions.length === 0) chunkBytes *= 2;
-      }
-      return captured;
-    } finally {
-      closeSync(fd);
+    const header = parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES));
+    if (header === null) {
+      // Empty (after TRUNCATE) or being created: nothing committed in it.
+      this.#walEmptied();
+      return 0;
     }
+    if (this.#walHeader === null || walCycleId(header) !== walCycleId(this.#walHeader)) {
+      this.#enterCycle(header);
+    }
+    // Read before the WAL bytes: frames the index counts as committed now
+    // were completely written before the reads below.
+    const index = this.#readWalIndex();
+    const frameBytes = WAL_FRAME_HEADER_BYTES + header.pageSize;
+    // Read only as far as the index counts committed frames of this cycle:
+    // after a restart the file keeps the previous cycle's frames past the
+    // new end, and reading that tail on every capture (megabytes per tick
+    // at high commit rates) was most of the tap's reads and allocations.
+    // Nothing is skipped: frames past the count are read by the next
+    // capture, and the count never goes back within a cycle. When the
+    // index describes another cycle (a restart between the two reads) or
+    // cannot be read, read to the file's end, stopping at the first
+    // invalid frame. (The file's size is not asked for: see
+    // quiet-descriptors.ts.)
+    const readEnd =
+      index !== null && index.salt1 === header.salt1 && index.salt2 === header.salt2
+        ? WAL_HEADER_BYTES + index.committedFrames * frameBytes
+        : Number.POSITIVE_INFINITY;
+    if (readEnd <= this.#walOffset) return 0;
+    // In pieces, so a large WAL is never read whole into memory.
+    let chunkBytes = READ_CHUNK_FRAMES * frameBytes;
+    let captured = 0;
+    const capturedAt = this.options.wallNow();
+    for (;;) {
+      const start = this.#walOffset;
+      const wanted = Math.min(readEnd - start, chunkBytes);
+      const bytes = this.#readInto(fd, start, wanted);
+      const scan = scanWalFrames(header, bytes, start, this.#walFrame, this.#walChecksum);
+      for (const transaction of scan.transactions) {
+        for (const [pageNumber, page] of transaction.pages) {
+          this.#walPages.add(pageNumber);
+          if (!record) into.set(pageNumber, page.slice());
+        }
+        this.#databasePages = transaction.databasePages;
+        if (record) {
+          const frame = encodeCommitFrame({
+            pageSize: header.pageSize,
+            databasePages: transaction.databasePages,
+            commitTime: capturedAt,
+            walSalt1: header.salt1,
+            walSalt2: header.salt2,
+            commitFrame: transaction.commitFrame,
+            pages: transaction.pages,
+          });
+          const generation = this.#generation;
+          generation.chunks.push(frame);
+          generation.logEnd += frame.byteLength;
+          generation.commits += 1;
+        }
+      }
+      captured += scan.transactions.length;
+      this.#walOffset = scan.endOffset;
+      this.#walFrame = scan.endFrame;
+      this.#walChecksum = scan.checksum;
+      if (scan.badFrame !== null) {
+        if (
+          index !== null &&
+          index.salt1 === header.salt1 &&
+          index.salt2 === header.salt2 &&
+          index.committedFrames >= scan.badFrame
+        ) {
+          throw new SqliteCorruptWalFrameError(
+            this.path,
+            scan.badFrame,
+            scan.endOffset,
+            this.#generation?.commits ?? 0,
+          );
+        }
+      }
+      // Stop at an invalid frame, at the end asked for, or at the file's end.
+      if (scan.stoppedEarly || start + bytes.byteLength >= readEnd || bytes.byteLength < wanted)
+        break;
+      // A transaction larger than the piece: read a bigger one.
+      if (scan.transactions.length === 0) chunkBytes *= 2;
+    }
+    return captured;
   }
 
   /**
@@ -1055,7 +1071,7 @@ export class SqliteTap {
   #readWalIndex(): ReturnType<typeof readWalIndexCommitted> {
     if (this.#shmFd === null) {
       try {
-        this.#shmFd = openSync(this.shmPath, 'r');
+        this.#shmFd = this.#opener.open(this.shmPath);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
         throw error;
