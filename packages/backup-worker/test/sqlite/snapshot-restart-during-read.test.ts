@@ -15,15 +15,13 @@
  */
 
 import * as fs from 'node:fs';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { integrityCheck, restoreSqliteDatabase } from '../../src/sqlite/restore.ts';
 import { SqliteTap } from '../../src/sqlite/tap.ts';
 import { contentHash } from './content-hash.ts';
-import { hashOf } from './harness.ts';
+import { hashOf, openApplicationDatabase } from './harness.ts';
 
 /** Called after every `readSync` of the code under test (set per test). */
 const reads = vi.hoisted(() => ({
@@ -56,13 +54,12 @@ function walSalts(path: string): string {
 
 describe('a WAL restart while a new generation reads its snapshot', () => {
   it('leaves a snapshot equal to the state after the restarting commit', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'backupd-sqlite-restart-during-read-'));
-    cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
-    const path = join(directory, 'app.db');
-    const application = new DatabaseSync(path);
-    cleanups.push(() => application.close());
-    application.exec('PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0');
-    application.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB, n INTEGER)');
+    const { path, application } = openApplicationDatabase(
+      'backupd-sqlite-restart-during-read-',
+      cleanups,
+    );
+    const directory = dirname(path);
+    application.exec('ALTER TABLE t ADD COLUMN n INTEGER');
     application.exec(
       `WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ${ROWS})
        INSERT INTO t SELECT i, randomblob(${BODY_BYTES}), 0 FROM k`,
