@@ -163,8 +163,11 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()]) {
       expect(await inner.head(abortedKey)).toBeNull();
 
       // A successor takes over after the TTL and writes its restore point.
+      // B uploads the 9 MiB archive for real while the fake clock runs some
+      // twenty times faster than real time (100 ms per five event-loop
+      // turns): its operation deadline has to cover a slow real upload.
       const storeB = new CountingStore(inner);
-      const b = start(storeB);
+      const b = start(storeB, { operationTimeoutMs: 30_000 });
       await waitFor(clock, () => b.handle.health().leaseHeld, { what: 'B to take the lease' });
       await waitFor(clock, () => storeB.writes.includes(`PUT ${latestKey(prefix)}`), {
         what: "B's manifest",
