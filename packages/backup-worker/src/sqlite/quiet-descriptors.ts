@@ -1,10 +1,10 @@
 /**
  * Reading the application's files without touching their metadata.
  *
- * The application's commits fsync the `-wal` file (node's SQLite, like most
- * builds, calls `fsync`, not `fdatasync`). An fsync has to commit the
- * filesystem journal whenever the file's inode is dirty, and two things
- * backupd would otherwise do many times a second dirty it:
+ * The application's commits fsync the `-wal` file (node's SQLite calls
+ * `fsync`, not `fdatasync`). On a journaling filesystem an fsync of a file
+ * whose inode is dirty commits the journal, and two things backupd would
+ * otherwise do many times a second dirty it:
  *
  * - a `read` updates the access time (`relatime` updates it whenever the
  *   file was modified since the last access, which for a WAL is always);
@@ -12,14 +12,15 @@
  *   fine-grained timestamps (Linux 6.13 and later) give the application's
  *   next write a new modification time even within the same clock tick.
  *
- * Either turns one of the application's cheap fsyncs into a journal commit.
- * So the tap opens the files it reads with `O_NOATIME` where the kernel
+ * Either can turn one of the application's fsyncs into a journal commit (the
+ * overhead benchmark could not tell the difference from its noise; see the
+ * README). So the tap opens the files it reads with `O_NOATIME` where the kernel
  * allows it (the file's owner or `CAP_FOWNER`; otherwise it opens them
  * normally), keeps the `-wal` file open instead of reopening and `fstat`ing
  * it at every capture, and notices a replaced `-wal` file through
  * `/proc/self/fd` (no `stat` of the file).
  */
-import { closeSync, constants, openSync, readlinkSync } from 'node:fs';
+import { constants, openSync, readlinkSync } from 'node:fs';
 
 const O_NOATIME: number = (constants as { O_NOATIME?: number }).O_NOATIME ?? 0;
 
@@ -62,15 +63,5 @@ export function maybeUnlinked(fd: number): boolean {
     return readlinkSync(`/proc/self/fd/${fd}`).endsWith(' (deleted)');
   } catch {
     return true;
-  }
-}
-
-/** Closes `fd`, ignoring a descriptor that is already gone. */
-export function closeQuietly(fd: number | null): void {
-  if (fd === null) return;
-  try {
-    closeSync(fd);
-  } catch {
-    // Already closed: nothing to release.
   }
 }

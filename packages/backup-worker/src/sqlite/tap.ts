@@ -86,7 +86,7 @@ import {
   SqliteNotWalError,
   SqliteWalRestartedUnderneathError,
 } from './errors.ts';
-import { closeQuietly, maybeUnlinked, QuietOpener } from './quiet-descriptors.ts';
+import { maybeUnlinked, QuietOpener } from './quiet-descriptors.ts';
 import {
   parseWalHeader,
   readAt,
@@ -705,8 +705,7 @@ export class SqliteTap {
     // Only now: see #databaseFd.
     closeSync(this.#databaseFd);
     if (this.#shmFd !== null) closeSync(this.#shmFd);
-    closeQuietly(this.#walFd);
-    this.#walFd = null;
+    this.#closeWal();
   }
 
   // ---------------------------------------------------------------------------
@@ -821,8 +820,7 @@ export class SqliteTap {
   #resetWalState(): void {
     this.#walHeader = null;
     this.#walInode = null;
-    closeQuietly(this.#walFd);
-    this.#walFd = null;
+    this.#closeWal();
     this.#walOffset = WAL_HEADER_BYTES;
     this.#walFrame = 0;
     this.#walChecksum = [0, 0];
@@ -914,8 +912,7 @@ export class SqliteTap {
   #walDescriptor(): number | null {
     if (this.#walFd !== null) {
       if (!maybeUnlinked(this.#walFd)) return this.#walFd;
-      closeQuietly(this.#walFd);
-      this.#walFd = null;
+      this.#closeWal();
     }
     const fd = this.#opener.openIfExists(this.walPath);
     if (fd === null) return null;
@@ -932,6 +929,11 @@ export class SqliteTap {
     this.#walInode = ino;
     this.#walFd = fd;
     return fd;
+  }
+
+  #closeWal(): void {
+    if (this.#walFd !== null) closeSync(this.#walFd);
+    this.#walFd = null;
   }
 
   /** The `-wal` file's header as it is now (`null`: no file, empty, or being written). */

@@ -1,8 +1,12 @@
 /**
  * The tap reads the application's `-wal` file without dirtying its inode
  * (see src/sqlite/quiet-descriptors.ts): one descriptor kept open across
- * captures, opened with O_NOATIME, so a capture neither updates the access
- * time nor reopens and `fstat`s the file. Linux only (`/proc/self/fd`).
+ * captures, opened with O_NOATIME, so a capture does not update the access
+ * time. Linux only (`/proc/self/fd`). Limit: a tap that closed and reopened
+ * the file at every capture would likely get the same descriptor number
+ * back, so these tests prove the descriptor stays open between captures,
+ * not that no capture reopens it. A replaced `-wal` file is still noticed:
+ * changed-underneath.test.ts.
  */
 import {
   constants,

@@ -15,7 +15,6 @@
  */
 
 import * as fs from 'node:fs';
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { integrityCheck, restoreSqliteDatabase } from '../../src/sqlite/restore.ts';
@@ -49,7 +48,7 @@ afterEach(() => {
 });
 
 function walSalts(path: string): string {
-  return readFileSync(`${path}-wal`).subarray(16, 24).toString('hex');
+  return fs.readFileSync(`${path}-wal`).subarray(16, 24).toString('hex');
 }
 
 describe('a WAL restart while a new generation reads its snapshot', () => {
