@@ -32,9 +32,11 @@
  *
  * Without help the WAL would only restart when the application pauses, so
  * the tap checkpoints itself: PASSIVE once `passiveCheckpointPages` frames
- * landed since its last copy (no lock: it copies up to the held reader's
+ * landed since the last copy (no lock: it copies up to the held reader's
  * mark; one copy per that many frames, not one per tick, since each copy
- * costs two fsyncs that share the disk with the application's), and past
+ * costs two fsyncs that share the disk with the application's; and none
+ * while the wal-index shows the application's own checkpoints copying up to
+ * the reader, see maintain), and past
  * `truncateCheckpointPages`
  * a restart under a brief write lock: it takes the write lock
  * (`BEGIN IMMEDIATE`, so no commit can land), captures the last frames, ends
@@ -105,8 +107,10 @@ export const DEFAULT_TRUNCATE_CHECKPOINT_PAGES = 10_000;
 
 export interface SqliteTapOptions {
   /**
-   * Frames landed since the tap's last copy past which it runs a PASSIVE
-   * checkpoint (no lock). Default 1000.
+   * Frames landed since the last copy (the tap's or the application's) past
+   * which the tap runs a PASSIVE checkpoint (no lock), unless the
+   * application's own checkpoints copied since the tap's previous call.
+   * Default 1000.
    */
   readonly passiveCheckpointPages?: number;
   /**
@@ -265,6 +269,14 @@ export class SqliteTap {
   #pins = 0;
   /** Frames of the current WAL cycle SQLite reported copied at the tap's last checkpoint. */
   #copiedFrames = 0;
+  /**
+   * Frames of the current WAL cycle the wal-index counted as copied into the
+   * database file at the last capture (by any connection's checkpoint), and
+   * that count as of the previous maintain call (or the tap's own copy). When
+   * it moved in between, the application is checkpointing on its own.
+   */
+  #backfilledFrames = 0;
+  #backfilledSeen = 0;
   /** See #readInto. */
   #readBuffer = new Uint8Array(0);
   /** True once the reader was moved to mark 0 after the WAL went quiet (see maintain). */
@@ -417,7 +429,8 @@ export class SqliteTap {
 
   /**
    * Advances, then checkpoints when the WAL is past a threshold: PASSIVE once
-   * `passiveCheckpointPages` frames have landed since the last copy, a
+   * `passiveCheckpointPages` frames have landed since the last copy (unless
+   * the application copied since the previous call), a
    * restart once the WAL holds `truncateCheckpointPages` frames. Nothing
    * while the snapshot is pinned.
    */
@@ -429,7 +442,18 @@ export class SqliteTap {
     if (this.#pins > 0 || this.#generation.snapshotAvailable) return null;
     if (captured > 0) this.#settled = false;
     if (this.#walFrame >= this.options.truncateCheckpointPages) return this.checkpoint('truncate');
-    if (this.#walFrame - this.#copiedFrames >= this.options.passiveCheckpointPages)
+    // An application that checkpoints on its own (SQLite's auto-checkpoint,
+    // on by default) copies up to the tap's reader within a commit of each
+    // move. A copy of the tap's then runs beside the application's commits,
+    // its two fsyncs sharing the disk with theirs, for frames the
+    // application copies anyway: leave it to the application while the
+    // wal-index shows it copying, and count the threshold from the last copy
+    // by anyone. The WAL stays bounded either way: the restart above does not
+    // depend on it.
+    const othersCopied = this.#backfilledFrames > this.#backfilledSeen;
+    this.#backfilledSeen = this.#backfilledFrames;
+    const copied = Math.max(this.#copiedFrames, Math.min(this.#backfilledFrames, this.#walFrame));
+    if (!othersCopied && this.#walFrame - copied >= this.options.passiveCheckpointPages)
       return this.checkpoint('passive');
     if (captured === 0 && this.#walFrame > 0 && !this.#settled) {
       // Nothing was committed since the last call: copy what is left and
@@ -813,8 +837,17 @@ export class SqliteTap {
   #noteCopied(result: { busy: number; log: number; checkpointed: number }): void {
     // Only a heuristic: SQLite may count commits the tap has not captured
     // yet, or (rarely) a cycle restarted in between.
-    if (result.log >= this.#walFrame)
+    if (result.log >= this.#walFrame) {
       this.#copiedFrames = Math.min(result.checkpointed, this.#walFrame);
+      // The tap's own copy is not the application checkpointing.
+      this.#backfilledSeen = Math.max(this.#backfilledSeen, result.checkpointed);
+    }
+  }
+
+  #forgetCopies(): void {
+    this.#copiedFrames = 0;
+    this.#backfilledFrames = 0;
+    this.#backfilledSeen = 0;
   }
 
   #resetWalState(): void {
@@ -825,7 +858,7 @@ export class SqliteTap {
     this.#walFrame = 0;
     this.#walChecksum = [0, 0];
     this.#walPages = new Set();
-    this.#copiedFrames = 0;
+    this.#forgetCopies();
   }
 
   /** Reads the database size from the file's header (page 1 on disk). */
@@ -977,6 +1010,9 @@ export class SqliteTap {
     // Read before the WAL bytes: frames the index counts as committed now
     // were completely written before the reads below.
     const index = this.#readWalIndex();
+    const indexOfThisCycle =
+      index !== null && index.salt1 === header.salt1 && index.salt2 === header.salt2;
+    if (indexOfThisCycle) this.#backfilledFrames = index.backfilledFrames;
     const frameBytes = WAL_FRAME_HEADER_BYTES + header.pageSize;
     // Read only as far as the index counts committed frames of this cycle:
     // after a restart the file keeps the previous cycle's frames past the
@@ -988,10 +1024,9 @@ export class SqliteTap {
     // cannot be read, read to the file's end, stopping at the first
     // invalid frame. (The file's size is not asked for: see
     // quiet-descriptors.ts.)
-    const readEnd =
-      index !== null && index.salt1 === header.salt1 && index.salt2 === header.salt2
-        ? WAL_HEADER_BYTES + index.committedFrames * frameBytes
-        : Number.POSITIVE_INFINITY;
+    const readEnd = indexOfThisCycle
+      ? WAL_HEADER_BYTES + index.committedFrames * frameBytes
+      : Number.POSITIVE_INFINITY;
     if (readEnd <= this.#walOffset) return 0;
     // In pieces, so a large WAL is never read whole into memory.
     let chunkBytes = READ_CHUNK_FRAMES * frameBytes;
@@ -1029,12 +1064,7 @@ export class SqliteTap {
       this.#walFrame = scan.endFrame;
       this.#walChecksum = scan.checksum;
       if (scan.badFrame !== null) {
-        if (
-          index !== null &&
-          index.salt1 === header.salt1 &&
-          index.salt2 === header.salt2 &&
-          index.committedFrames >= scan.badFrame
-        ) {
+        if (indexOfThisCycle && index.committedFrames >= scan.badFrame) {
           throw new SqliteCorruptWalFrameError(
             this.path,
             scan.badFrame,
@@ -1086,7 +1116,7 @@ export class SqliteTap {
     this.#walHeader = null;
     this.#walOffset = WAL_HEADER_BYTES;
     this.#walFrame = 0;
-    this.#copiedFrames = 0;
+    this.#forgetCopies();
   }
 
   #enterCycle(header: WalHeader): void {
@@ -1109,7 +1139,7 @@ export class SqliteTap {
     this.#walFrame = 0;
     this.#walChecksum = [header.checksum1, header.checksum2];
     this.#walPages = new Set();
-    this.#copiedFrames = 0;
+    this.#forgetCopies();
   }
 }
 

@@ -146,9 +146,17 @@ export function readAt(fd: number, offset: number, length: number): Uint8Array {
  * database are open in this process: closing any descriptor of a file drops
  * every POSIX lock the process holds on it, SQLite's read marks included.
  */
-export function readWalIndexCommitted(
-  shmFd: number,
-): { committedFrames: number; salt1: number; salt2: number } | null {
+export function readWalIndexCommitted(shmFd: number): {
+  committedFrames: number;
+  salt1: number;
+  salt2: number;
+  /**
+   * Frames of this cycle some connection's checkpoint has copied into the
+   * database file (`nBackfill`). Read without SQLite's locks: good for
+   * deciding whether a copy is worth running, never for what is safe to drop.
+   */
+  backfilledFrames: number;
+} | null {
   const bytes = readAt(shmFd, 0, 136);
   if (bytes.byteLength < 96) return null;
   for (let i = 0; i < 48; i += 1) if (bytes[i] !== bytes[i + 48]) return null;
@@ -160,5 +168,7 @@ export function readWalIndexCommitted(
     committedFrames: view.getUint32(16, littleEndianHost),
     salt1: view.getUint32(32),
     salt2: view.getUint32(36),
+    // The checkpoint information follows the two header copies.
+    backfilledFrames: bytes.byteLength >= 100 ? view.getUint32(96, littleEndianHost) : 0,
   };
 }
