@@ -28,6 +28,7 @@ export {
 export { type SqliteCommitAtTime, sqliteCommitAtTime } from './restore-point-at-time.ts';
 export { type SqliteMaterializerOptions, sqliteMaterializer } from './sqlite-materializer.ts';
 export {
+  DEFAULT_CAPTURE_INTERVAL_MS,
   SQLITE_LINEAGE_SUFFIX,
   SQLITE_PARENT_SUFFIX,
   SQLITE_SNAPSHOT_NAME,

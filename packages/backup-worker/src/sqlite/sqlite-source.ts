@@ -45,6 +45,8 @@ import type {
 import { SqliteDatabaseReplacedError, SqliteWalRestartedUnderneathError } from './errors.ts';
 import { SqliteTap, type SqliteTapOptions } from './tap.ts';
 
+/** Default of `captureIntervalMs`. */
+export const DEFAULT_CAPTURE_INTERVAL_MS = 50;
 /** The shortest delay between two capture ticks, however fast the WAL grows. */
 const MIN_CAPTURE_INTERVAL_MS = 2;
 
@@ -83,10 +85,12 @@ export interface SqliteSourceOptions extends SqliteTapOptions {
   /**
    * How often the tap captures new commits, moves its read transaction
    * forward and runs its checkpoints past their thresholds, between the
-   * worker's steps, in ms. Short keeps the WAL small and hot in the page
-   * cache, and (with the default thresholds, below SQLite's auto-checkpoint
-   * of 1000 pages) does the checkpointing off the application's commit path.
-   * 0 turns it off (only the worker's steps capture). Default 100.
+   * worker's steps, in ms. Short keeps each capture small (its reads and
+   * copies share the machine with the application's commits; see the SQLite
+   * README's overhead measurements), keeps the frames read hot in the page
+   * cache, and lets the application's own checkpoints copy in small steps
+   * behind the reader. 0 turns it off (only the worker's steps capture).
+   * Default 50.
    */
   readonly captureIntervalMs?: number;
 }
@@ -145,7 +149,7 @@ export class SqliteSource implements BackupSource {
     this.#generationBase = last === null ? 0 : last + 1;
     this.#persistedCount = -1;
     this.#persist();
-    this.#captureIntervalMs = options.captureIntervalMs ?? 100;
+    this.#captureIntervalMs = options.captureIntervalMs ?? DEFAULT_CAPTURE_INTERVAL_MS;
     if (this.#captureIntervalMs > 0) this.#schedule(this.#captureIntervalMs);
   }
 
