@@ -161,9 +161,9 @@ export class SqliteSource implements BackupSource {
 
   /**
    * One tick: capture, move the reader, checkpoint past the thresholds. The
-   * next tick comes sooner while the WAL grows fast, so the WAL restarts
-   * before SQLite's auto-checkpoint (1000 pages) would make the
-   * application's every commit attempt a checkpoint of its own.
+   * next tick comes sooner while the WAL grows fast (by half the restart
+   * threshold per tick at most), so the WAL restarts before it grows far
+   * past that threshold.
    */
   #tick(): void {
     if (this.#timerError !== null) return;

@@ -3,8 +3,19 @@
  * the rate it grew since the previous tick, so a fast-growing WAL is visited
  * before it passes the restart threshold.
  */
-import { describe, expect, it } from 'vitest';
-import { nextCaptureDelayMs } from '../../src/sqlite/sqlite-source.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  DEFAULT_CAPTURE_INTERVAL_MS,
+  nextCaptureDelayMs,
+  SqliteSource,
+} from '../../src/sqlite/sqlite-source.ts';
+import { openApplicationDatabase } from './harness.ts';
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  vi.useRealTimers();
+  for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+});
 
 const base = { targetFrames: 400, intervalMs: 100 };
 
@@ -41,5 +52,21 @@ describe('nextCaptureDelayMs', () => {
     expect(nextCaptureDelayMs({ ...base, framesBefore: 0, framesAfter: 1, elapsedMs: 100 })).toBe(
       100,
     );
+  });
+});
+
+describe('SqliteSource capture timer', () => {
+  it('captures every 50 ms when no interval is given', async () => {
+    expect(DEFAULT_CAPTURE_INTERVAL_MS).toBe(50);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { path, application } = openApplicationDatabase('backupd-sqlite-schedule-', cleanups);
+    const source = SqliteSource.open({ path });
+    cleanups.push(() => void source.close());
+    const before = source.tap.commits;
+    application.exec('INSERT INTO t (body) VALUES (zeroblob(1))');
+    vi.advanceTimersByTime(49);
+    expect(source.tap.commits, 'no tick before 50 ms').toBe(before);
+    vi.advanceTimersByTime(1);
+    expect(source.tap.commits, 'the tick at 50 ms captured the commit').toBe(before + 1);
   });
 });
