@@ -36,9 +36,8 @@
  * mark; one copy per that many frames, not one per tick, since each copy
  * costs two fsyncs that share the disk with the application's; and none
  * while the wal-index shows the application's own checkpoints copying up to
- * the reader, see maintain), and past
- * `truncateCheckpointPages`
- * a restart under a brief write lock: it takes the write lock
+ * the reader, see maintain), and past `truncateCheckpointPages` a restart
+ * under a brief write lock: it takes the write lock
  * (`BEGIN IMMEDIATE`, so no commit can land), captures the last frames, ends
  * its reader, runs a PASSIVE checkpoint of what is left (most was copied just
  * before, without the lock), begins a new reader (mark 0 when everything was

@@ -60,8 +60,8 @@ describe('SQLite tap PASSIVE threshold', () => {
     expect(tap.maintain()).toBeNull();
     // From now on the application checkpoints after its commits (as SQLite's
     // auto-checkpoint does): each time it copies up to the tap's reader, and
-    // the tap runs no copy of its own, although more than 100 new frames landed at each
-    // of its calls.
+    // the tap runs no copy of its own, although more than 100 new frames
+    // landed before each of its calls.
     let copiedByApplication = 0;
     for (let round = 0; round < 3; round += 1) {
       const copy = applicationCheckpoint();
