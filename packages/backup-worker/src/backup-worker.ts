@@ -52,6 +52,7 @@ import {
   computeCommitSeq,
   crc32Hex,
   type FileEntry,
+  formatCrc32,
   latestKey,
   MANIFEST_FORMAT_VERSION,
   MAX_LATEST_BYTES,
@@ -1251,7 +1252,10 @@ export class BackupWorker {
       throw new BackupError(
         `the source returned WAL range ${range.start}-${range.end} for cursor ${cursor}`,
       );
-    return { range, crc32: crc32Hex(range.bytes) };
+    return {
+      range,
+      crc32: range.crc32 === undefined ? crc32Hex(range.bytes) : formatCrc32(range.crc32),
+    };
   }
 
   #recordShipped(): void {

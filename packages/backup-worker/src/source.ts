@@ -181,6 +181,13 @@ export interface WalRange {
   readonly bytes: Uint8Array;
   /** Commits (complete frames, in the source's format) in `bytes`. */
   readonly frames: number;
+  /**
+   * CRC-32 of `bytes`, when the source knows it without another pass over
+   * them (the worker computes it otherwise). It becomes the segment's CRC in
+   * the manifest, which a restore checks the downloaded bytes against: a
+   * wrong value makes the segment unrestorable, never silently accepted.
+   */
+  readonly crc32?: number;
 }
 
 /** A side file's state, as {@link BackupSource.readSideFile} returns it. */

@@ -26,7 +26,7 @@
  * | 40 | n × (4 + page size) | page number (u32) then the page's bytes, ascending page numbers |
  */
 import { crc32 } from 'node:zlib';
-import { FRAME_HEADER_BYTES } from '@x/wal-segment';
+import { crc32Combine, FRAME_HEADER_BYTES } from '@x/wal-segment';
 
 export const COMMIT_RECORD_MAGIC = 0x31434253;
 export const COMMIT_RECORD_HEADER_BYTES = 40;
@@ -79,6 +79,38 @@ export function encodeCommitFrame(record: CommitRecord): Uint8Array {
   view.setUint32(0, payloadBytes, true);
   view.setUint32(4, crc32(payload) >>> 0, true);
   return frame;
+}
+
+function u32le(bytes: Uint8Array, at: number): number {
+  return (
+    (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) >>> 0
+  );
+}
+
+/**
+ * CRC-32 of the concatenation of `frames` (each one whole frame as
+ * {@link encodeCommitFrame} builds it), without reading their pages again:
+ * each frame's CRC is its 8 header bytes followed by the payload whose CRC
+ * the header already carries, joined with {@link crc32Combine}. A segment of
+ * records is then checksummed for a few hundred integer operations per
+ * record instead of a second pass over every byte.
+ *
+ * Exact only for frames whose header CRC is their payload's, which holds for
+ * every frame `encodeCommitFrame` built; a frame whose length field disagrees
+ * with its size is a `RangeError`.
+ */
+export function logCrc32(frames: readonly Uint8Array[]): number {
+  let crc = 0;
+  for (const frame of frames) {
+    const payloadBytes = u32le(frame, 0);
+    if (frame.byteLength !== LOG_FRAME_HEADER_BYTES + payloadBytes)
+      throw new RangeError(
+        `log frame of ${frame.byteLength} bytes says its payload is ${payloadBytes} bytes`,
+      );
+    crc = crc32(frame.subarray(0, LOG_FRAME_HEADER_BYTES), crc);
+    crc = crc32Combine(crc, u32le(frame, 4), payloadBytes);
+  }
+  return crc >>> 0;
 }
 
 /** Decodes a record payload (without the frame header); throws `RangeError` on a malformed one. */

@@ -324,7 +324,13 @@ export class SqliteSource implements BackupSource {
         : Math.min(durableLength, start + options.maxBytes);
     const range = this.#tap.readLog(start, end) ?? this.#tap.readLog(start, durableLength, 1);
     if (range === null) return null;
-    return { start, end: range.end, bytes: range.bytes, frames: range.commits };
+    return {
+      start,
+      end: range.end,
+      bytes: range.bytes,
+      frames: range.commits,
+      crc32: range.crc32,
+    };
   }
 
   frameCounter(): FrameCounting {

@@ -79,7 +79,7 @@
  */
 import { closeSync, fstatSync, readSync, statSync } from 'node:fs';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { encodeCommitFrame } from './commit-record.ts';
+import { encodeCommitFrame, logCrc32 } from './commit-record.ts';
 import {
   SqliteCorruptWalFrameError,
   SqliteDatabaseReplacedError,
@@ -656,12 +656,14 @@ export class SqliteTap {
   /**
    * Log bytes of the current generation in `[start, end)`, whole records
    * only; with `atLeast`, that many records even when they reach past `end`.
+   * `crc32` is the CRC-32 of `bytes`, combined from the CRC each record
+   * carries in its header (see {@link logCrc32}) rather than read again.
    */
   readLog(
     start: number,
     end: number,
     atLeast = 0,
-  ): { bytes: Uint8Array; commits: number; end: number } | null {
+  ): { bytes: Uint8Array; commits: number; end: number; crc32: number } | null {
     const generation = this.#generation;
     if (start < generation.logStart)
       throw new RangeError(
@@ -690,7 +692,7 @@ export class SqliteTap {
       bytes.set(part, at);
       at += part.byteLength;
     }
-    return { bytes, commits, end: reached };
+    return { bytes, commits, end: reached, crc32: logCrc32(parts) };
   }
 
   /** Drops log bytes before `offset` (they are in the bucket). */

@@ -2,8 +2,10 @@
  * The commit record's encoding: the framed-log frame `encodeCommitFrame`
  * builds in place is byte for byte `encodeFrame` of the payload, with its
  * pages in ascending order and its reserved field zero, and it decodes back to
- * what was encoded.
+ * what was encoded; and `logCrc32` gives, from the frames' headers alone,
+ * the CRC-32 of their concatenation.
  */
+import { crc32 } from 'node:zlib';
 import { encodeFrame } from '@x/wal-segment';
 import { describe, expect, it } from 'vitest';
 import {
@@ -11,6 +13,7 @@ import {
   decodeCommitRecord,
   encodeCommitFrame,
   LOG_FRAME_HEADER_BYTES,
+  logCrc32,
 } from '../../src/sqlite/commit-record.ts';
 
 const PAGE_SIZE = 512;
@@ -61,6 +64,39 @@ describe('encodeCommitFrame', () => {
   it('refuses a page of the wrong size, naming it', () => {
     expect(() => encodeCommitFrame(record(new Map([[3, new Uint8Array(PAGE_SIZE - 1)]])))).toThrow(
       /page 3 is 511 bytes, not 512/,
+    );
+  });
+});
+
+describe('logCrc32', () => {
+  it('is the CRC-32 of the frames concatenated, for runs of records of mixed sizes', () => {
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 1_103_515_245 + 12_345) >>> 0;
+      return seed >>> 8;
+    };
+    const frames: Uint8Array[] = [];
+    for (let i = 0; i < 40; i += 1) {
+      const pages = new Map<number, Uint8Array>();
+      // Mixed page counts, so consecutive frames differ in length.
+      const count = 1 + (next() % 4);
+      for (let p = 0; p < count; p += 1)
+        pages.set(
+          1 + (next() % 50),
+          Uint8Array.from({ length: PAGE_SIZE }, () => next() & 0xff),
+        );
+      frames.push(encodeCommitFrame(record(pages)));
+    }
+    for (const run of [frames.slice(0, 1), frames.slice(3, 4), frames.slice(5, 12), frames]) {
+      expect(logCrc32(run)).toBe(crc32(Buffer.concat(run)) >>> 0);
+    }
+    expect(logCrc32([]), 'no frames').toBe(crc32(new Uint8Array(0)) >>> 0);
+  });
+
+  it('refuses a frame whose length field disagrees with its size', () => {
+    const frame = encodeCommitFrame(record(new Map([[1, page(1)]])));
+    expect(() => logCrc32([frame.subarray(0, frame.byteLength - 1)])).toThrow(
+      /log frame of 563 bytes says its payload is 556 bytes/,
     );
   });
 });
