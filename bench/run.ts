@@ -6,7 +6,13 @@
  * teardown and removal of the temp dir; then a table of median, min and max
  * per measurement on stdout, and a JSON file with every value and the
  * machine's description in bench/results/<name>-<timestamp>.json.
+ *
+ * With more than one benchmark selected, each runs in a process of its own
+ * (this script again, with that one name): a benchmark may change its
+ * process for good (sqlite-overhead lowers its CPU priority, as the daemon
+ * does), and one's heap and JIT state should not weigh on the next.
  */
+import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { arch, cpus, loadavg, release, tmpdir, totalmem, type } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -169,6 +175,31 @@ async function main(): Promise<void> {
   const runsOverride = options.runs === undefined ? undefined : Number(options.runs);
   if (runsOverride !== undefined && (!Number.isInteger(runsOverride) || runsOverride < 1)) {
     throw new Error(`--runs must be a positive integer, got ${options.runs}`);
+  }
+  if (selected.length > 1) {
+    let failed = 0;
+    for (const benchmark of selected) {
+      const code = await new Promise<number | null>((resolve, reject) => {
+        const child = spawn(
+          process.execPath,
+          [
+            ...process.execArgv,
+            fileURLToPath(import.meta.url),
+            benchmark.name,
+            ...(options.runs === undefined ? [] : ['--runs', options.runs]),
+          ],
+          { stdio: 'inherit' },
+        );
+        child.on('error', reject);
+        child.on('exit', resolve);
+      });
+      if (code !== 0) {
+        failed += 1;
+        process.stderr.write(`[${benchmark.name}] failed (exit ${code})\n`);
+      }
+    }
+    if (failed > 0) process.exitCode = 1;
+    return;
   }
   await mkdir(resultsDir, { recursive: true });
   const rows: string[][] = [['benchmark', 'measurement', 'unit', 'median', 'min', 'max', 'runs']];

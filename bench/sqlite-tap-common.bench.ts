@@ -14,61 +14,76 @@ import { FakeClock } from '../packages/lease/src/index.ts';
 import { MemoryStore } from '../packages/store/src/index.ts';
 
 /**
- * The application: one row of 200 bytes per transaction, synchronous=NORMAL
- * (the usual WAL setting), SQLite's default auto-checkpoint, busy_timeout 10 s.
- * `max`: as many transactions as it can for `durationMs`; prints the count.
- * `paced`: `rate` transactions per second in batches every 10 ms; prints the
- * wall-clock time of every commit (JSON array).
+ * The paced application of the lag benchmark, in its own process, started
+ * once and kept (so it keeps the CPU priority it was started with when this
+ * process lowers its own, as `backupd replicate` does). Each command, a JSON
+ * line `{ path, durationMs, rate }` on stdin, opens `path` with its own
+ * node:sqlite connection (synchronous=NORMAL, the usual WAL setting; SQLite's
+ * default auto-checkpoint; busy_timeout 10 s), commits `rate` one-row
+ * transactions of 200 bytes per second in batches every 10 ms for
+ * `durationMs`, closes the connection and answers with the wall-clock time of
+ * every commit (a JSON array on one line).
  */
-const APPLICATION = `
+const PACED_APPLICATION = `
 const { DatabaseSync } = require('node:sqlite');
-const [path, mode, durationText, rateText] = process.argv.slice(1);
-const durationMs = Number(durationText);
-const db = new DatabaseSync(path, { timeout: 10000 });
-db.exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL');
-const insert = db.prepare('INSERT INTO load (at, body) VALUES (?, ?)');
+const { createInterface } = require('node:readline');
 const body = Buffer.alloc(200, 7);
-if (mode === 'max') {
-  const end = Date.now() + durationMs;
-  let n = 0;
-  while (Date.now() < end) { insert.run(Date.now(), body); n++; }
-  process.stdout.write(String(n));
-  db.close();
-} else {
-  const rate = Number(rateText);
+const lines = createInterface({ input: process.stdin });
+lines.on('line', (line) => {
+  if (line === 'quit') { lines.close(); return; }
+  const { path, durationMs, rate } = JSON.parse(line);
+  const db = new DatabaseSync(path, { timeout: 10000 });
+  db.exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL');
+  const insert = db.prepare('INSERT INTO load (at, body) VALUES (?, ?)');
   const times = [];
   const started = Date.now();
   const tick = () => {
     const due = Math.floor(((Date.now() - started) / 1000) * rate);
     while (times.length < due) { insert.run(Date.now(), body); times.push(Date.now()); }
     if (Date.now() - started < durationMs) setTimeout(tick, 10);
-    else { process.stdout.write(JSON.stringify(times)); db.close(); }
+    else { db.close(); process.stdout.write(JSON.stringify(times) + '\\n'); }
   };
   tick();
-}
+});
 `;
 
-export function runApplication(
-  path: string,
-  mode: 'max' | 'paced',
-  durationMs: number,
-  rate = 0,
-): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['-e', APPLICATION, path, mode, String(durationMs), String(rate)],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    let output = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (text: string) => {
-      output += text;
-    });
-    child.on('exit', (code) =>
-      code === 0 ? resolve(output) : reject(new Error(`application exited with ${code}`)),
-    );
+export interface PacedApplication {
+  /** Commits `rate` transactions/s to `path` for `durationMs`: the wall-clock time of each commit. */
+  run(path: string, durationMs: number, rate: number): Promise<number[]>;
+  close(): Promise<void>;
+}
+
+export function startPacedApplication(): PacedApplication {
+  const child = spawn(process.execPath, ['-e', PACED_APPLICATION], {
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  let buffered = '';
+  const waiting: ((times: number[]) => void)[] = [];
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (text: string) => {
+    buffered += text;
+    for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      waiting.shift()?.(JSON.parse(line) as number[]);
+    }
+  });
+  return {
+    run(path, durationMs, rate) {
+      return new Promise((resolve, reject) => {
+        waiting.push(resolve);
+        child.stdin.write(`${JSON.stringify({ path, durationMs, rate })}\n`);
+        void exited.then((code) => reject(new Error(`application exited with ${code}`)));
+      });
+    },
+    async close() {
+      child.stdin.write('quit\n');
+      child.stdin.end();
+      const code = await exited;
+      if (code !== 0) throw new Error(`application exited with ${code}`);
+    },
+  };
 }
 
 /**

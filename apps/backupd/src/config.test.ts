@@ -170,4 +170,27 @@ describe('config validation', () => {
       singleDatabaseConfig({ path: 'a.db', url: 'ftp://x/y' }, { env: {}, baseDir: '/' }),
     ).toThrow('unknown scheme "ftp"');
   });
+
+  it('takes the CPU priority from the file or the environment, the environment first', () => {
+    const file = 'databases:\n  - path: a.db\n    url: file:///b\n';
+    const parse = (text: string, extra: Record<string, string> = {}) =>
+      parseConfig(text, { env: { ...env, ...extra }, baseDir: '/srv' });
+    expect(parse(file).cpuPriority, 'absent: the default applies').toBeUndefined();
+    expect(parse(`cpuPriority: low\n${file}`).cpuPriority).toBe('low');
+    expect(parse(`cpuPriority: low\n${file}`, { BACKUPD_CPU_PRIORITY: 'normal' }).cpuPriority).toBe(
+      'normal',
+    );
+    expect(problemsOf(`cpuPriority: fast\n${file}`)).toEqual([
+      'cpuPriority: must be "idle", "low", "normal", got string "fast"',
+    ]);
+    const single = (value: string) =>
+      singleDatabaseConfig(
+        { path: 'a.db', url: 'file:///b' },
+        { env: { BACKUPD_CPU_PRIORITY: value }, baseDir: '/srv' },
+      );
+    expect(single('idle').cpuPriority).toBe('idle');
+    expect(() => single('high')).toThrow(
+      'BACKUPD_CPU_PRIORITY: must be "idle", "low", "normal", got string "high"',
+    );
+  });
 });

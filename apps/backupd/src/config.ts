@@ -13,6 +13,7 @@ import {
   DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
 } from '@x/backup-worker';
 import { parse as parseYaml } from 'yaml';
+import { CPU_PRIORITIES, type CpuPriority, isCpuPriority } from './cpu-priority.ts';
 import { describe, parseDuration } from './duration.ts';
 import { parseStoreUrl, type StoreLocation, StoreUrlError } from './store-url.ts';
 
@@ -45,6 +46,8 @@ export interface DatabaseConfig {
 
 export interface BackupdConfig {
   readonly listen?: string;
+  /** backupd's CPU priority (see cpu-priority.ts); absent: `DEFAULT_CPU_PRIORITY`. */
+  readonly cpuPriority?: CpuPriority;
   readonly databases: readonly DatabaseConfig[];
 }
 
@@ -75,7 +78,10 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-const TOP_KEYS = ['listen', 'databases'];
+const TOP_KEYS = ['listen', 'cpuPriority', 'databases'];
+
+/** Sets `cpuPriority` in either mode, over the config file's. */
+const CPU_PRIORITY_ENV = 'BACKUPD_CPU_PRIORITY';
 const DATABASE_KEYS = [
   'path',
   'type',
@@ -106,14 +112,28 @@ export function parseConfig(
   const problems: string[] = [];
   const expanded = expandEnvironment(document, '', options.env, problems);
   const config = validateConfig(expanded, options.baseDir, problems);
+  const cpuPriority = cpuPriorityFromEnv(options.env, problems);
   if (problems.length > 0 || !config) throw new ConfigError(problems, source);
-  return config;
+  return cpuPriority ? { ...config, cpuPriority } : config;
+}
+
+function cpuPriorityFromEnv(env: Env, problems: string[]): CpuPriority | undefined {
+  const value = env[CPU_PRIORITY_ENV];
+  if (value === undefined || value === '') return undefined;
+  if (isCpuPriority(value)) return value;
+  problems.push(`${CPU_PRIORITY_ENV}: ${cpuPriorityProblem(value)}`);
+  return undefined;
+}
+
+function cpuPriorityProblem(value: unknown): string {
+  return `must be ${CPU_PRIORITIES.map((name) => `"${name}"`).join(', ')}, got ${describe(value)}`;
 }
 
 /**
  * The single-database case from flags and the environment:
  * BACKUPD_INTERVAL, BACKUPD_RETENTION, BACKUPD_LEASE_TTL, BACKUPD_SHUTDOWN_GRACE,
- * BACKUPD_CHECKPOINT_PASSIVE_PAGES, BACKUPD_CHECKPOINT_TRUNCATE_PAGES, BACKUPD_CONDITIONAL.
+ * BACKUPD_CHECKPOINT_PASSIVE_PAGES, BACKUPD_CHECKPOINT_TRUNCATE_PAGES, BACKUPD_CONDITIONAL,
+ * BACKUPD_CPU_PRIORITY (which a config file's setting also yields to).
  */
 export function singleDatabaseConfig(
   database: { path: string; url: string; type?: SourceKind },
@@ -143,9 +163,10 @@ export function singleDatabaseConfig(
   const problems: string[] = [];
   const document = { databases: [raw], ...(options.listen ? { listen: options.listen } : {}) };
   const config = validateConfig(document, options.baseDir, problems);
+  const cpuPriority = cpuPriorityFromEnv(env, problems);
   if (problems.length > 0 || !config)
     throw new ConfigError(problems, 'command line and environment');
-  return config;
+  return cpuPriority ? { ...config, cpuPriority } : config;
 }
 
 function expandEnvironment(value: unknown, path: string, env: Env, problems: string[]): unknown {
@@ -210,6 +231,11 @@ function validateConfig(
       );
     } else listen = document.listen;
   }
+  let cpuPriority: CpuPriority | undefined;
+  if (document.cpuPriority !== undefined) {
+    if (isCpuPriority(document.cpuPriority)) cpuPriority = document.cpuPriority;
+    else problems.push(`cpuPriority: ${cpuPriorityProblem(document.cpuPriority)}`);
+  }
   const list = document.databases;
   if (!Array.isArray(list) || list.length === 0) {
     problems.push(
@@ -238,7 +264,7 @@ function validateConfig(
     }
     databases.push(database);
   });
-  return { ...(listen ? { listen } : {}), databases };
+  return { ...(listen ? { listen } : {}), ...(cpuPriority ? { cpuPriority } : {}), databases };
 }
 
 function validateDatabase(

@@ -19,6 +19,7 @@ import {
   type SourceKind,
   singleDatabaseConfig,
 } from '../config.ts';
+import { applyCpuPriority, DEFAULT_CPU_PRIORITY } from '../cpu-priority.ts';
 import { type Daemon, defaultSourceFactory, startDaemon } from '../daemon.ts';
 import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK } from '../exit-codes.ts';
 import { type StatusServer, startStatusServer } from '../http-server.ts';
@@ -138,6 +139,11 @@ export async function replicateCommand(context: CommandContext): Promise<number>
           // signals forwarded below reach the application, not a shell around it.
           spawn('/bin/sh', ['-c', `exec ${context.values.exec}`], { stdio: 'inherit' })
         : undefined;
+    // Only now, so the application started above keeps its own priority.
+    const priority = applyCpuPriority(config.cpuPriority ?? DEFAULT_CPU_PRIORITY);
+    if (priority.note)
+      logger.warn({ event: 'cpu-priority', applied: priority.applied, note: priority.note });
+    else logger.info({ event: 'cpu-priority', applied: priority.applied });
 
     const stop = async (code: number) => {
       if (stopping) return;

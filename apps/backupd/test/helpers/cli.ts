@@ -28,6 +28,10 @@ export function baseEnv(extra: Env = {}): Env {
   env.AWS_CONFIG_FILE = '/dev/null';
   env.AWS_SHARED_CREDENTIALS_FILE = '/dev/null';
   env.AWS_EC2_METADATA_DISABLED = 'true';
+  // The tests run many processes on few cores at once; a backupd at its
+  // default (idle) priority would wait behind all of them. cpu-priority.test.ts
+  // runs the default.
+  env.BACKUPD_CPU_PRIORITY = 'normal';
   return { ...env, ...extra };
 }
 
