@@ -54,26 +54,42 @@ export interface PacedApplication {
 }
 
 export function startPacedApplication(): PacedApplication {
-  const child = spawn(process.execPath, ['-e', PACED_APPLICATION], {
+  const child = startLineChild(PACED_APPLICATION, [], (line) => JSON.parse(line) as number[]);
+  return {
+    run: (path, durationMs, rate) => child.ask(JSON.stringify({ path, durationMs, rate })),
+    close: () => child.close(),
+  };
+}
+
+/**
+ * A Node program in a child process that answers each command line on its
+ * stdin with one line on its stdout (in order), and exits on `quit`.
+ */
+function startLineChild<Answer>(
+  program: string,
+  args: readonly string[],
+  parse: (line: string) => Answer,
+): { ask(command: string): Promise<Answer>; close(): Promise<void> } {
+  const child = spawn(process.execPath, ['-e', program, ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   let buffered = '';
-  const waiting: ((times: number[]) => void)[] = [];
+  const waiting: ((answer: Answer) => void)[] = [];
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (text: string) => {
     buffered += text;
     for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
       const line = buffered.slice(0, newline);
       buffered = buffered.slice(newline + 1);
-      waiting.shift()?.(JSON.parse(line) as number[]);
+      waiting.shift()?.(parse(line));
     }
   });
   return {
-    run(path, durationMs, rate) {
+    ask(command) {
       return new Promise((resolve, reject) => {
         waiting.push(resolve);
-        child.stdin.write(`${JSON.stringify({ path, durationMs, rate })}\n`);
+        child.stdin.write(`${command}\n`);
         void exited.then((code) => reject(new Error(`application exited with ${code}`)));
       });
     },
@@ -140,39 +156,15 @@ export function startDurableApplication(
   synchronous: 'FULL' | 'NORMAL',
   rowsPerTransaction: number,
 ): DurableApplication {
-  const child = spawn(
-    process.execPath,
-    ['-e', DURABLE_APPLICATION, path, synchronous, String(rowsPerTransaction)],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-  let buffered = '';
-  const waiting: ((result: { transactions: number; slowMs: number }) => void)[] = [];
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (text: string) => {
-    buffered += text;
-    for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
-      const line = buffered.slice(0, newline);
-      buffered = buffered.slice(newline + 1);
+  const child = startLineChild(
+    DURABLE_APPLICATION,
+    [path, synchronous, String(rowsPerTransaction)],
+    (line) => {
       const [transactions, slowMs] = line.split(' ').map(Number);
-      waiting.shift()?.({ transactions: transactions!, slowMs: slowMs! });
-    }
-  });
-  return {
-    run(durationMs) {
-      return new Promise((resolve, reject) => {
-        waiting.push(resolve);
-        child.stdin.write(`run ${durationMs}\n`);
-        void exited.then((code) => reject(new Error(`application exited with ${code}`)));
-      });
+      return { transactions: transactions!, slowMs: slowMs! };
     },
-    async close() {
-      child.stdin.write('quit\n');
-      child.stdin.end();
-      const code = await exited;
-      if (code !== 0) throw new Error(`application exited with ${code}`);
-    },
-  };
+  );
+  return { run: (durationMs) => child.ask(`run ${durationMs}`), close: () => child.close() };
 }
 
 export function createLoadDatabase(path: string): void {
