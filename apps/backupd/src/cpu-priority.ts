@@ -91,7 +91,15 @@ export function applyCpuPriority(
   // Nice first, for every thread: it is what remains if SCHED_IDLE fails.
   // (On Linux the nice value belongs to a thread, not to the process.)
   try {
-    for (const id of threadIds()) setPriority(id, LOW_NICE);
+    for (const id of threadIds()) {
+      try {
+        setPriority(id, LOW_NICE);
+      } catch (error) {
+        // A thread that ended since it was listed has nothing to lower.
+        // (Node reports it as ERR_SYSTEM_ERROR with the errno in `info`.)
+        if ((error as { info?: { code?: string } }).info?.code !== 'ESRCH') throw error;
+      }
+    }
   } catch (error) {
     return {
       applied: 'normal',
