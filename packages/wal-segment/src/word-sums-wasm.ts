@@ -55,6 +55,22 @@ function leb128(value: number): number[] {
   return out;
 }
 
+/** Signed LEB128, the encoding of `i32.const` immediates (64 in unsigned form would read as -64). */
+function signedLeb128(value: number): number[] {
+  const out: number[] = [];
+  let rest = value | 0;
+  for (;;) {
+    const byte = rest & 0x7f;
+    rest >>= 7;
+    const signBitClear = (byte & 0x40) === 0;
+    if ((rest === 0 && signBitClear) || (rest === -1 && !signBitClear)) {
+      out.push(byte);
+      return out;
+    }
+    out.push(byte | 0x80);
+  }
+}
+
 function section(id: number, contents: number[]): number[] {
   return [id, ...leb128(contents.length), ...contents];
 }
@@ -97,7 +113,7 @@ function moduleBytes(): Uint8Array {
     ...pair(16),
     ...pair(24),
     [op.localGet, FROM],
-    [op.i32Const, ...leb128(WORD_SUMS_BLOCK_BYTES)],
+    [op.i32Const, ...signedLeb128(WORD_SUMS_BLOCK_BYTES)],
     [op.i32Add],
     [op.localSet, FROM],
     [op.localGet, FROM],
@@ -106,10 +122,10 @@ function moduleBytes(): Uint8Array {
     [op.brIf, 0], // back to the loop's start while from < to
     [op.end],
     [op.end],
-    [op.i32Const, ...leb128(RESULT_AT)],
+    [op.i32Const, ...signedLeb128(RESULT_AT)],
     [op.localGet, S0],
     [op.i32Store, ALIGN_4, 0],
-    [op.i32Const, ...leb128(RESULT_AT)],
+    [op.i32Const, ...signedLeb128(RESULT_AT)],
     [op.localGet, S1],
     [op.i32Store, ALIGN_4, 4],
     [op.end],
