@@ -1,12 +1,14 @@
 /**
  * SqliteSource under the real BackupWorker, and the package's restore with
  * the SQLite materializer: every restore point restores to the exact content
- * the application had at that commit.
+ * the application had at that commit; and the ranges it hands the worker
+ * carry their CRC-32, so no segment is read twice.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { crc32 } from 'node:zlib';
 import { FakeClock } from '@x/lease';
 import { MemoryStore } from '@x/store';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -135,6 +137,37 @@ describe('SqliteSource with the BackupWorker', () => {
       const range = await source.readWalRange(position.durableLength, source.tap.logLength);
       expect(range?.frames).toBe(1);
       expect(persisted()).toBe(4);
+    } finally {
+      await source.close();
+      application.close();
+    }
+  });
+
+  it('hands out the CRC-32 of every range it reads, for ranges of one or many commits', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'backupd-sqlite-crc-'));
+    directories.push(directory);
+    const path = join(directory, 'app.db');
+    const application = new DatabaseSync(path, { timeout: 5000 });
+    application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+    const source = SqliteSource.open({ path, captureIntervalMs: 0 });
+    try {
+      // Commits of different sizes (one page to several), so records differ in length.
+      for (let i = 0; i < 12; i += 1)
+        application.exec(`INSERT INTO t (body) VALUES (randomblob(${100 + i * 1500}))`);
+      source.tap.capture();
+      const position = await source.durablePosition();
+      let cursor = source.tap.logStart;
+      let ranges = 0;
+      while (cursor < position.durableLength) {
+        const range = await source.readWalRange(cursor, position.durableLength, {
+          maxBytes: 20_000,
+        });
+        expect(range).not.toBeNull();
+        expect(range!.crc32).toBe(crc32(range!.bytes) >>> 0);
+        cursor = range!.end;
+        ranges += 1;
+      }
+      expect(ranges).toBeGreaterThan(2);
     } finally {
       await source.close();
       application.close();
