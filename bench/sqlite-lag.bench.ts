@@ -11,15 +11,12 @@
  */
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  applyCpuPriority,
-  DEFAULT_CPU_PRIORITY,
-  isCpuPriority,
-} from '../apps/backupd/src/cpu-priority.ts';
 import { defineBenchmark } from './harness.ts';
 import {
   attachBackupd,
+  BENCH_CPU_PRIORITY,
   createLoadDatabase,
+  lowerToBackupdPriority,
   type PacedApplication,
   percentile,
   startPacedApplication,
@@ -27,8 +24,6 @@ import {
 
 const DURATION_MS = 8000;
 const RATE = 500;
-// biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
-const CPU_PRIORITY = process.env.SQLITE_BENCH_CPU_PRIORITY ?? DEFAULT_CPU_PRIORITY;
 
 interface State {
   directory: string;
@@ -38,17 +33,11 @@ interface State {
 
 export const benchmark = defineBenchmark<State>({
   name: 'sqlite-lag',
-  description: `SQLite commit-to-shipped lag p50/p99 at a 1 s interval under 500 tx/s (backupd's CPU priority ${CPU_PRIORITY}); checkpoint write-lock hold; peak WAL`,
+  description: `SQLite commit-to-shipped lag p50/p99 at a 1 s interval under 500 tx/s (backupd's CPU priority ${BENCH_CPU_PRIORITY}); checkpoint write-lock hold; peak WAL`,
   runs: 5,
   async setup(context) {
-    if (!isCpuPriority(CPU_PRIORITY))
-      throw new Error(`SQLITE_BENCH_CPU_PRIORITY must be idle, low or normal, not ${CPU_PRIORITY}`);
     const application = startPacedApplication();
-    // This process is backupd from here on; the application started above
-    // keeps its own priority.
-    const priority = applyCpuPriority(CPU_PRIORITY);
-    if (priority.applied !== CPU_PRIORITY)
-      throw new Error(`backupd's CPU priority could not be set: ${priority.note}`);
+    lowerToBackupdPriority();
     return { directory: context.tempDir, run: 0, application };
   },
   async teardown(state) {

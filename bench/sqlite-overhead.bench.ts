@@ -14,26 +14,23 @@
  * default tap settings, shipping to an in-memory store that drops WAL bodies)
  * runs in this process, at the daemon's default CPU priority (`idle`, applied
  * as `backupd replicate` applies it, after the application has started;
- * `SQLITE_BENCH_CPU_PRIORITY=normal` measures without it). Each run is five cycles of four phases of
- * 1 s in the order without, with, with, without (so a drift of the machine's
- * load within a cycle cancels out, and short phases average over bursts of
- * other processes); backupd attaches before each "with" phase and detaches
- * after it, and is measured after its first snapshot reached the bucket.
+ * `SQLITE_BENCH_CPU_PRIORITY=normal` measures without it). Each run is five
+ * cycles of four phases of 1 s in the order without, with, with, without
+ * (so a drift of the machine's load within a cycle cancels out, and short
+ * phases average over bursts of other processes); backupd attaches before
+ * each "with" phase and detaches after it, and is measured after its first
+ * snapshot reached the bucket.
  * Ratio = with / without over the run. Target: median ratio ≥ 97 %.
  */
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import {
-  applyCpuPriority,
-  type CpuPriority,
-  DEFAULT_CPU_PRIORITY,
-  isCpuPriority,
-} from '../apps/backupd/src/cpu-priority.ts';
 import { defineBenchmark } from './harness.ts';
 import {
   attachBackupd,
+  BENCH_CPU_PRIORITY,
   createLoadDatabase,
   type DurableApplication,
+  lowerToBackupdPriority,
   startDurableApplication,
 } from './sqlite-tap-common.bench.ts';
 
@@ -48,11 +45,6 @@ const TAP_OPTIONS = JSON.parse(process.env.SQLITE_BENCH_TAP ?? '{}') as Paramete
 const ROWS_PER_TRANSACTION = 4;
 // biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
 const SYNCHRONOUS = process.env.SQLITE_BENCH_SYNCHRONOUS === 'NORMAL' ? 'NORMAL' : 'FULL';
-// biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
-const PRIORITY_SETTING = process.env.SQLITE_BENCH_CPU_PRIORITY ?? DEFAULT_CPU_PRIORITY;
-if (!isCpuPriority(PRIORITY_SETTING))
-  throw new Error(`SQLITE_BENCH_CPU_PRIORITY must be idle, low or normal, not ${PRIORITY_SETTING}`);
-const CPU_PRIORITY: CpuPriority = PRIORITY_SETTING;
 
 interface State {
   path: string;
@@ -61,7 +53,7 @@ interface State {
 
 export const benchmark = defineBenchmark<State>({
   name: 'sqlite-overhead',
-  description: `SQLite write transactions/s (4 rows, synchronous=${SYNCHRONOUS}) without and with backupd attached (CPU priority ${CPU_PRIORITY}), ${CYCLES} × phases without/with/with/without of ${PHASE_MS} ms; ratio with/without`,
+  description: `SQLite write transactions/s (4 rows, synchronous=${SYNCHRONOUS}) without and with backupd attached (CPU priority ${BENCH_CPU_PRIORITY}), ${CYCLES} × phases without/with/with/without of ${PHASE_MS} ms; ratio with/without`,
   runs: 5,
   async setup(context) {
     const path = join(context.tempDir, 'load.db');
@@ -70,11 +62,7 @@ export const benchmark = defineBenchmark<State>({
     db.exec('CREATE INDEX IF NOT EXISTS load_at ON load (at)');
     db.close();
     const application = startDurableApplication(path, SYNCHRONOUS, ROWS_PER_TRANSACTION);
-    // This process is backupd from here on; the application keeps its own
-    // priority, as the application of `backupd replicate --exec` does.
-    const priority = applyCpuPriority(CPU_PRIORITY);
-    if (priority.applied !== CPU_PRIORITY)
-      throw new Error(`backupd's CPU priority could not be set: ${priority.note}`);
+    lowerToBackupdPriority();
     // Warm up: the connection, the page cache, the WAL file's first growth,
     // and backupd's code (a daemon runs for days; its first second, spent
     // compiling, is not its steady state).

@@ -7,6 +7,12 @@
  */
 import { spawn } from 'node:child_process';
 import { DatabaseSync } from 'node:sqlite';
+import {
+  applyCpuPriority,
+  type CpuPriority,
+  DEFAULT_CPU_PRIORITY,
+  isCpuPriority,
+} from '../apps/backupd/src/cpu-priority.ts';
 import { BackupWorker } from '../packages/backup-worker/src/backup-worker.ts';
 import { SqliteSource } from '../packages/backup-worker/src/sqlite/sqlite-source.ts';
 import type { SqliteTapOptions } from '../packages/backup-worker/src/sqlite/tap.ts';
@@ -165,6 +171,31 @@ export function startDurableApplication(
     },
   );
   return { run: (durationMs) => child.ask(`run ${durationMs}`), close: () => child.close() };
+}
+
+/**
+ * backupd's CPU priority in the benchmarks: the daemon's default, or
+ * `SQLITE_BENCH_CPU_PRIORITY` (idle, low or normal) to compare.
+ */
+export const BENCH_CPU_PRIORITY: CpuPriority = (() => {
+  // biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
+  const setting = process.env.SQLITE_BENCH_CPU_PRIORITY ?? DEFAULT_CPU_PRIORITY;
+  if (!isCpuPriority(setting))
+    throw new Error(`SQLITE_BENCH_CPU_PRIORITY must be idle, low or normal, not ${setting}`);
+  return setting;
+})();
+
+/**
+ * Makes this process backupd as `backupd replicate` runs it: lowers its CPU
+ * priority to {@link BENCH_CPU_PRIORITY}. Call it after starting the
+ * application, which then keeps its own priority (as the application of
+ * `--exec` does). Throws when the priority cannot be set, rather than
+ * measuring something else.
+ */
+export function lowerToBackupdPriority(): void {
+  const outcome = applyCpuPriority(BENCH_CPU_PRIORITY);
+  if (outcome.applied !== BENCH_CPU_PRIORITY)
+    throw new Error(`backupd's CPU priority could not be set: ${outcome.note}`);
 }
 
 export function createLoadDatabase(path: string): void {
