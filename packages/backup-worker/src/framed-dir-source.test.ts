@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkBucket } from '../test/helpers/check-bucket.ts';
 import { FramedTestEngine, floorBytes } from '../test/helpers/framed-engine.ts';
 import { CountingStore } from '../test/helpers/stores.ts';
+import { manualWorker } from '../test/helpers/worker.ts';
 import { BackupWorker } from './backup-worker.ts';
 import { FramedDirSource } from './framed-dir-source.ts';
 import type { BackupSource, OpenedRestorePoint } from './source.ts';
@@ -126,13 +127,7 @@ describe('FramedDirSource', () => {
       },
     };
     const store = new CountingStore(new MemoryStore());
-    const worker = new BackupWorker({
-      store,
-      prefix: 'p',
-      source,
-      clock: new FakeClock(),
-      manifestIntervalMs: 0,
-    });
+    const worker = manualWorker(store, source);
     await worker.step();
     // Deferred: nothing but the resume's reads; not a failure.
     expect(store.writes).toEqual([]);

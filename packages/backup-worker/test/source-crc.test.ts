@@ -7,15 +7,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeClock } from '@x/lease';
 import { crc32 } from '@x/manifest';
 import { MemoryStore } from '@x/store';
 import { describe, expect, it } from 'vitest';
-import { BackupWorker } from '../src/backup-worker.ts';
 import { FramedDirSource } from '../src/framed-dir-source.ts';
 import { verify } from '../src/restore/index.ts';
 import type { WalRange } from '../src/source.ts';
 import { FramedTestEngine } from './helpers/framed-engine.ts';
+import { manualWorker } from './helpers/worker.ts';
 
 /** Hands out every range with a CRC of its own: the true one, or one bit off. */
 class SourceWithCrc extends FramedDirSource {
@@ -38,13 +37,7 @@ async function backUp(flipBit: boolean) {
     const source = new SourceWithCrc({ directory, engine });
     source.flipBit = flipBit;
     const store = new MemoryStore();
-    const worker = new BackupWorker({
-      store,
-      prefix: 'p',
-      source,
-      clock: new FakeClock(),
-      manifestIntervalMs: 0,
-    });
+    const worker = manualWorker(store, source);
     await worker.runOnce();
     await engine.commit(2);
     await worker.runOnce();

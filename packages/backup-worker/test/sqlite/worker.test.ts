@@ -9,15 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { crc32 } from 'node:zlib';
-import { FakeClock } from '@x/lease';
 import { MemoryStore } from '@x/store';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BackupWorker } from '../../src/backup-worker.ts';
 import { restore } from '../../src/restore/index.ts';
 import { integrityCheck } from '../../src/sqlite/restore.ts';
 import { sqliteCommitAtTime } from '../../src/sqlite/restore-point-at-time.ts';
 import { sqliteMaterializer } from '../../src/sqlite/sqlite-materializer.ts';
 import { SqliteSource } from '../../src/sqlite/sqlite-source.ts';
+import { manualWorker } from '../helpers/worker.ts';
 import { contentHash } from './content-hash.ts';
 import { hashOf } from './harness.ts';
 
@@ -27,13 +26,23 @@ afterEach(() => {
     rmSync(directory, { recursive: true, force: true });
 });
 
+/** A WAL database with table `t` in a directory of its own, open as the application. */
+function applicationDatabase(label: string): {
+  directory: string;
+  path: string;
+  application: DatabaseSync;
+} {
+  const directory = mkdtempSync(join(tmpdir(), label));
+  directories.push(directory);
+  const path = join(directory, 'app.db');
+  const application = new DatabaseSync(path, { timeout: 5000 });
+  application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+  return { directory, path, application };
+}
+
 describe('SqliteSource with the BackupWorker', () => {
   it('ships commits across WAL restarts; restores manifests, a commit between manifests and a time exactly', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'backupd-sqlite-worker-'));
-    directories.push(directory);
-    const path = join(directory, 'app.db');
-    const application = new DatabaseSync(path, { timeout: 5000 });
-    application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+    const { directory, path, application } = applicationDatabase('backupd-sqlite-worker-');
     // Commit times: round r's commits are seen at 1000 × (r + 1) ms.
     let now = 0;
     const source = SqliteSource.open({
@@ -44,13 +53,7 @@ describe('SqliteSource with the BackupWorker', () => {
       wallNow: () => now,
     });
     const store = new MemoryStore();
-    const worker = new BackupWorker({
-      store,
-      prefix: 'p',
-      source,
-      clock: new FakeClock(),
-      manifestIntervalMs: 0,
-    });
+    const worker = manualWorker(store, source);
     const checkpointer = new DatabaseSync(path, { timeout: 0 });
     try {
       const hashes = [contentHash(application)];
@@ -111,11 +114,7 @@ describe('SqliteSource with the BackupWorker', () => {
   });
 
   it('has the commit count on disk before it hands out a length or bytes covering commits its timer captured', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'backupd-sqlite-state-'));
-    directories.push(directory);
-    const path = join(directory, 'app.db');
-    const application = new DatabaseSync(path, { timeout: 5000 });
-    application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+    const { path, application } = applicationDatabase('backupd-sqlite-state-');
     // The timer captures; no worker step runs in between.
     const source = SqliteSource.open({ path, captureIntervalMs: 5 });
     const persisted = () =>
@@ -144,11 +143,7 @@ describe('SqliteSource with the BackupWorker', () => {
   });
 
   it('hands out the CRC-32 of every range it reads, for ranges of one or many commits', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'backupd-sqlite-crc-'));
-    directories.push(directory);
-    const path = join(directory, 'app.db');
-    const application = new DatabaseSync(path, { timeout: 5000 });
-    application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+    const { path, application } = applicationDatabase('backupd-sqlite-crc-');
     const source = SqliteSource.open({ path, captureIntervalMs: 0 });
     try {
       // Commits of different sizes (one page to several), so records differ in length.

@@ -1,0 +1,24 @@
+/**
+ * The worker most tests drive by hand: prefix `p`, a fake clock (nothing
+ * runs on its own), a restore point at every step unless `options` say
+ * otherwise.
+ */
+import { FakeClock } from '@x/lease';
+import type { ObjectStore } from '@x/store';
+import { BackupWorker, type BackupWorkerOptions } from '../../src/backup-worker.ts';
+import type { BackupSource } from '../../src/source.ts';
+
+export function manualWorker(
+  store: ObjectStore,
+  source: BackupSource,
+  options: Partial<BackupWorkerOptions> = {},
+): BackupWorker {
+  return new BackupWorker({
+    store,
+    prefix: 'p',
+    source,
+    clock: new FakeClock(),
+    manifestIntervalMs: 0,
+    ...options,
+  });
+}
