@@ -1,7 +1,14 @@
 /** `backupd ls <url>`: the restore points in a prefix. */
-import { listRestorePoints, readLatest } from '@x/backup-worker';
+import {
+  findUnnamedNewerDataAfter,
+  holdsUnnamedNewerData,
+  listRestorePoints,
+  readLatest,
+  type UnnamedNewerData,
+} from '@x/backup-worker';
 import { EXIT_OK } from '../exit-codes.ts';
 import type { CommandContext } from '../main.ts';
+import { newerDataCounts, newerDataJson } from './restore.ts';
 import {
   expectPositionals,
   formatBytes,
@@ -23,8 +30,30 @@ export async function lsCommand(context: CommandContext): Promise<number> {
       : latest.state === 'ok' && !points.some((point) => point.latest)
         ? `LATEST names ${latest.manifestKey}, which does not exist`
         : undefined;
+  // What a restore of the latest would leave out: measured against the
+  // restore point LATEST names, when it is readable.
+  const latestPoint = points.find((point) => point.latest && point.status === 'ok');
+  let newer: UnnamedNewerData | null = null;
+  let newerProblem: string | undefined;
+  if (latestPoint !== undefined) {
+    try {
+      newer = await findUnnamedNewerDataAfter(store, prefix, latestPoint.manifestKey, { signal });
+    } catch (error) {
+      // The listing above is still true; say that this part is unknown
+      // instead of failing the whole command.
+      newerProblem = error instanceof Error ? error.message : String(error);
+    }
+  }
   if (context.values.json) {
-    printJson(context, latestProblem ? { latestProblem, restorePoints: points } : points);
+    // The field rides on the LATEST entry, so the output keeps its shape.
+    const listed = points.map((point) =>
+      point !== latestPoint
+        ? point
+        : newerProblem !== undefined
+          ? { ...point, newerUnrestorableCheckError: newerProblem }
+          : { ...point, newerUnrestorable: newer === null ? null : newerDataJson(newer) },
+    );
+    printJson(context, latestProblem ? { latestProblem, restorePoints: listed } : listed);
     return EXIT_OK;
   }
   if (latestProblem) print(context, `PROBLEM: ${latestProblem}`);
@@ -47,5 +76,17 @@ export async function lsCommand(context: CommandContext): Promise<number> {
     context,
     table(['LATEST', 'COMMITS', 'CREATED', 'SIZE', 'GENERATION', 'LINEAGE', 'STATUS'], rows),
   );
+  if (newerProblem !== undefined)
+    print(context, `PROBLEM: could not check for data newer than LATEST: ${newerProblem}`);
+  else if (newer !== null && holdsUnnamedNewerData(newer)) print(context, newerDataLine(newer));
   return EXIT_OK;
+}
+
+/** The line after the table when data newer than LATEST's restore point exists. */
+function newerDataLine(found: UnnamedNewerData): string {
+  const where =
+    found.newerRestorePoints === 0
+      ? 'they are in no restore point; a restore of the latest leaves them out'
+      : `LATEST does not name them; ${found.newerRestorePoints} restore point(s) above commit ${found.commitSeq} exist`;
+  return `NEWER DATA: ${newerDataCounts(found)} shipped after LATEST's restore point (commit ${found.commitSeq}); ${where}`;
 }

@@ -1,7 +1,13 @@
 /** `backupd restore <url> <target>`: restore a database (or store directory) from a backup. */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { restore } from '@x/backup-worker';
+import {
+  findUnnamedNewerDataAfter,
+  holdsUnnamedNewerData,
+  restore,
+  type UnnamedNewerData,
+} from '@x/backup-worker';
+import type { ObjectStore } from '@x/store';
 import { EXIT_OK, EXIT_REFUSED } from '../exit-codes.ts';
 import type { CommandContext } from '../main.ts';
 import { UsageError } from '../main.ts';
@@ -65,9 +71,32 @@ export async function restoreCommand(context: CommandContext): Promise<number> {
             onProgress: (state) => progress.update(state),
           });
     progress.finish();
-    if (context.values.json) printJson(context, result);
-    else
+    // Only a restore of the latest promises "everything backed up"; a chosen
+    // commit, time or manifest leaves newer data out on purpose.
+    const newer =
+      chosen.length === 0 ? await checkNewerData(store, prefix, result.manifestKey) : undefined;
+    if (newer !== undefined) {
+      const warning =
+        'problem' in newer
+          ? `warning: could not check the backup for data newer than the restore point used (commit ${result.commitSeq}): ${newer.problem}`
+          : holdsUnnamedNewerData(newer.found)
+            ? newerDataWarning(newer.found)
+            : undefined;
+      if (warning !== undefined) context.stderr.write(context.redactor.text(`${warning}\n`));
+    }
+    if (context.values.json) {
+      printJson(
+        context,
+        newer === undefined
+          ? result
+          : 'problem' in newer
+            ? { ...result, newerUnrestorableCheckError: newer.problem }
+            : { ...result, newerUnrestorable: newerDataJson(newer.found) },
+      );
+    } else
       print(context, `restored commit ${result.commitSeq} from ${result.manifestKey} to ${target}`);
+    // The restore itself worked: newer data it could not include is a
+    // warning, not a failure (README: exit codes).
     return EXIT_OK;
   } catch (error) {
     progress.finish();
@@ -97,4 +126,67 @@ export async function restoreCommand(context: CommandContext): Promise<number> {
       onProgress: (state) => progress.update(state),
     });
   }
+}
+
+/** What the bucket holds beyond the restore point used, or why that is unknown. */
+type NewerDataCheck = { readonly found: UnnamedNewerData } | { readonly problem: string };
+
+/**
+ * Lists the bucket for data newer than the restore point at `manifestKey`.
+ * Never throws: the restore already succeeded, and a failed check is
+ * reported as such (a warning and `newerUnrestorableCheckError`) instead of
+ * turning a good restore into a failed command.
+ */
+async function checkNewerData(
+  store: ObjectStore,
+  prefix: string,
+  manifestKey: string,
+): Promise<NewerDataCheck> {
+  try {
+    const found = await findUnnamedNewerDataAfter(store, prefix, manifestKey, {
+      signal: AbortSignal.timeout(120_000),
+    });
+    if (found === null) {
+      return {
+        problem: `${manifestKey} no longer exists (retention removed it after a newer restore point was written)`,
+      };
+    }
+    return { found };
+  } catch (error) {
+    return { problem: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/** "3 newer segment(s)", "1 newer snapshot(s)", or both joined by "and". */
+export function newerDataCounts(found: UnnamedNewerData): string {
+  const parts: string[] = [];
+  if (found.segments > 0 || found.snapshots === 0) parts.push(`${found.segments} newer segment(s)`);
+  if (found.snapshots > 0) parts.push(`${found.snapshots} newer snapshot(s)`);
+  return `${parts.join(' and ')} (${found.bytes} bytes)`;
+}
+
+/** The one-line warning `backupd restore` prints when it left newer data behind. */
+export function newerDataWarning(found: UnnamedNewerData): string {
+  const where =
+    found.newerRestorePoints === 0
+      ? 'they are in no restore point and were not restored'
+      : `they were not restored; ${found.newerRestorePoints} newer restore point(s) appeared since (backupd ls lists them)`;
+  return `warning: the backup holds ${newerDataCounts(found)} shipped after the restore point used (commit ${found.commitSeq}); ${where}`;
+}
+
+/** The `newerUnrestorable` field of `--json` output: null when nothing is newer. */
+export function newerDataJson(found: UnnamedNewerData): Record<string, unknown> | null {
+  if (!holdsUnnamedNewerData(found)) return null;
+  return {
+    segments: found.segments,
+    snapshots: found.snapshots,
+    bytes: found.bytes,
+    segmentBytes: found.segmentBytes,
+    snapshotBytes: found.snapshotBytes,
+    firstKey: found.firstKey,
+    lastKey: found.lastKey,
+    newestGeneration: found.newestGeneration,
+    restorePointCommitSeq: found.commitSeq,
+    newerRestorePoints: found.newerRestorePoints,
+  };
 }

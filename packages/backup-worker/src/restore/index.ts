@@ -23,6 +23,13 @@ export {
 export { fileNameProblem } from './restore-point-checks.ts';
 export { type LatestReading, readLatest } from './restore-points.ts';
 export {
+  type FindUnnamedNewerDataOptions,
+  findUnnamedNewerData,
+  findUnnamedNewerDataAfter,
+  holdsUnnamedNewerData,
+  type UnnamedNewerData,
+} from './unnamed-newer-data.ts';
+export {
   type ManifestVerification,
   type VerifyOptions,
   type VerifyProblem,
