@@ -115,7 +115,7 @@ describe('config validation', () => {
     [
       'relative file url',
       'databases:\n  - path: a.db\n    url: file://backups\n',
-      'databases[0].url: file URLs must be local (file:///path)',
+      'databases[0].url: "file://backups" names the host "backups"; a file URL must name a directory on this machine (a directory relative to here is not a file URL); use file:///absolute/path or a plain absolute path such as /absolute/path',
     ],
     [
       'bad listen',

@@ -15,8 +15,9 @@
  *   the metadata server); with `?endpoint=` and no credentials, requests are
  *   sent unauthenticated (emulators).
  */
+import { isAbsolute } from 'node:path';
 import { FsStore, MemoryStore, type ObjectStore } from '@x/store';
-import { type StoreLocation, StoreUrlError } from './store-url.ts';
+import { FileUrlNotAbsoluteError, type StoreLocation, StoreUrlError } from './store-url.ts';
 
 export interface OpenedStore {
   /** The store at the bucket's (or directory's) root. */
@@ -40,6 +41,11 @@ export async function openStore(location: StoreLocation, env: Env): Promise<Open
       return { store, prefix: location.prefix };
     }
     case 'file':
+      // parseStoreUrl gives only absolute roots; a location built some other
+      // way must not reach FsStore relative, where it would follow the
+      // process's working directory.
+      if (!isAbsolute(location.root))
+        throw new FileUrlNotAbsoluteError(location.root, 'is not an absolute directory');
       return { store: new FsStore({ root: location.root }), prefix: location.prefix };
     case 's3': {
       const { S3Store } = await import('@x/store-s3');

@@ -6,13 +6,23 @@
  * | `s3://bucket/prefix?endpoint=…&region=…&forcePathStyle=true` | S3 and S3-compatible (R2, MinIO, …) |
  * | `az://container/prefix?account=…&endpoint=…` | Azure Blob Storage |
  * | `gs://bucket/prefix?endpoint=…&project=…` | Google Cloud Storage |
- * | `file:///absolute/path` | a local directory (FsStore); the prefix is `backup` |
+ * | `file:///absolute/path`, or a plain `/absolute/path` | a local directory (FsStore); the prefix is `backup` |
  * | `memory:name` | in-process memory (tests only) |
  *
  * Credentials are never taken from a URL: a URL with a user or password part
  * is refused, so secrets cannot end up in shell history, process lists or logs.
  * They come from the environment or the SDKs' standard chains.
+ *
+ * A local directory must be named absolutely. A relative file URL
+ * (`file:rel`, `file:./x`, `file:../x`) is refused rather than read the way
+ * WHATWG URL parsing reads it, as `/rel` under the filesystem root; so is a
+ * `file://host/…` URL whose host is neither empty nor `localhost` (it would
+ * name another machine, or a relative directory mistyped as `file://dir`).
+ * A plain relative path is refused too: the parser has no working directory
+ * to resolve it against, and guessing one would put the backup somewhere the
+ * operator did not name.
  */
+import { isAbsolute } from 'node:path';
 
 export type StoreLocation =
   | {
@@ -53,22 +63,98 @@ const QUERY_KEYS: Record<string, readonly string[]> = {
   memory: [],
 };
 
+export type StoreUrlErrorCode = 'STORE_URL_INVALID' | 'STORE_URL_FILE_NOT_ABSOLUTE';
+
+/** A store URL that cannot be used; the command line reports it as a usage error (exit 2). */
 export class StoreUrlError extends Error {
-  readonly code = 'STORE_URL_INVALID';
-  constructor(message: string) {
+  readonly code: StoreUrlErrorCode;
+  constructor(message: string, code: StoreUrlErrorCode = 'STORE_URL_INVALID') {
     super(message);
     this.name = 'StoreUrlError';
+    this.code = code;
   }
+}
+
+/**
+ * A `file:` URL (or `file` location) that does not name an absolute local
+ * directory: relative (`file:rel`, `file:./x`, `file:../x`) or on a host other
+ * than the local one (`file://host/x`). Nothing is created for it.
+ */
+export class FileUrlNotAbsoluteError extends StoreUrlError {
+  /** The URL as given. */
+  readonly url: string;
+  constructor(url: string, problem: string) {
+    super(
+      `${JSON.stringify(url)} ${problem}; use file:///absolute/path or a plain absolute path such as /absolute/path`,
+      'STORE_URL_FILE_NOT_ABSOLUTE',
+    );
+    this.name = 'FileUrlNotAbsoluteError';
+    this.url = url;
+  }
+}
+
+/**
+ * The directory a `file:` URL names, checked on the text as given: WHATWG URL
+ * parsing turns `file:rel` into `/rel` and `file:../x` into `/x`, so the
+ * parsed pathname alone cannot tell a relative URL from an absolute one.
+ * RFC 8089's absolute forms are `file:/path`, `file:///path` and
+ * `file://localhost/path`.
+ */
+function fileUrlRoot(text: string, url: URL): string {
+  const rest = text.slice('file:'.length);
+  if (rest.startsWith('//')) {
+    const pathStart = rest.indexOf('/', 2);
+    const authority = pathStart === -1 ? rest.slice(2) : rest.slice(2, pathStart);
+    if (authority !== '' && authority.toLowerCase() !== 'localhost')
+      throw new FileUrlNotAbsoluteError(
+        text,
+        `names the host "${authority}"; a file URL must name a directory on this machine (a directory relative to here is not a file URL)`,
+      );
+  } else if (!rest.startsWith('/')) {
+    throw new FileUrlNotAbsoluteError(
+      text,
+      `is a relative file URL: it would name ${url.pathname}, under the filesystem root, not a directory relative to here`,
+    );
+  }
+  // The text's form was checked above; the parser's view must agree (it also
+  // strips tabs and newlines, and reads backslashes as slashes).
+  if (url.hostname !== '' && url.hostname !== 'localhost')
+    throw new FileUrlNotAbsoluteError(text, `names the host "${url.hostname}"`);
+  let root: string;
+  try {
+    root = decodeURIComponent(url.pathname);
+  } catch {
+    throw new StoreUrlError(`malformed file URL ${JSON.stringify(text)}: bad percent-encoding`);
+  }
+  return checkedRoot(root, text);
+}
+
+function checkedRoot(root: string, text: string): string {
+  if (!isAbsolute(root)) throw new FileUrlNotAbsoluteError(text, 'is not an absolute directory');
+  if (root.includes('\0'))
+    throw new StoreUrlError(`file location ${JSON.stringify(text)} contains a NUL character`);
+  const trimmed = root.replace(/\/+$/, '');
+  if (trimmed === '')
+    throw new StoreUrlError(
+      'the filesystem root cannot be the backup directory; name a directory (file:///path/to/dir)',
+    );
+  return trimmed;
 }
 
 /** Parses a store URL; throws {@link StoreUrlError} with a message naming the problem. */
 export function parseStoreUrl(text: string): StoreLocation {
   const problem = (message: string) => new StoreUrlError(message);
   if (typeof text !== 'string' || text.trim() === '') throw problem('empty store URL');
+  if (text.startsWith('/'))
+    return { scheme: 'file', root: checkedRoot(text, text), prefix: LOCAL_PREFIX };
   const schemeMatch = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(text);
+  if (!schemeMatch && !text.includes(':'))
+    throw problem(
+      `${JSON.stringify(text)} is a relative path; name a local directory absolutely: /absolute/path or file:///absolute/path`,
+    );
   if (!schemeMatch)
     throw problem(
-      `not a URL (expected one of ${SUPPORTED_SCHEMES.map((s) => `${s}:`).join(', ')})`,
+      `not a URL or an absolute path (expected one of ${SUPPORTED_SCHEMES.map((s) => `${s}:`).join(', ')}, or /absolute/path for a local directory)`,
     );
   const scheme = schemeMatch[1]!.toLowerCase();
   if (!(SUPPORTED_SCHEMES as readonly string[]).includes(scheme)) {
@@ -100,14 +186,8 @@ export function parseStoreUrl(text: string): StoreLocation {
     }
   }
   const option = (key: string) => url.searchParams.get(key) ?? undefined;
-  if (scheme === 'file') {
-    if (url.hostname !== '' && url.hostname !== 'localhost')
-      throw problem('file URLs must be local (file:///path)');
-    const root = decodeURIComponent(url.pathname);
-    if (!root.startsWith('/') || root === '/')
-      throw problem('file URLs need an absolute directory (file:///path/to/dir)');
-    return { scheme: 'file', root: root.replace(/\/+$/, ''), prefix: LOCAL_PREFIX };
-  }
+  if (scheme === 'file')
+    return { scheme: 'file', root: fileUrlRoot(text, url), prefix: LOCAL_PREFIX };
   const container = url.hostname;
   if (container === '')
     throw problem(`${scheme} URL has no ${scheme === 'az' ? 'container' : 'bucket'}`);
