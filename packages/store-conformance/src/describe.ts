@@ -2,6 +2,14 @@
  * `describeStoreConformance`: the conformance cases as a vitest suite. A thin
  * wrapper: each test runs the same case function `runConformanceCases` runs.
  *
+ * Cases are registered before the store exists, from the capabilities passed
+ * in; the store's own declaration is known only when a test runs. A test is
+ * then reported passed only when its case ran, or when the store's
+ * `distinctVersions: false` disclosure is what it checks; a declared-absent
+ * case the store's declaration rules out is reported skipped, with the
+ * reason. Groups with no applicable case are not declared (vitest fails a
+ * run on an empty suite).
+ *
  * vitest is loaded only when this module runs inside vitest (`VITEST` is set
  * in its workers), so importing the package at run time (for the probe)
  * needs no vitest installed.
@@ -11,6 +19,7 @@ import { randomSuffix } from './assertions.ts';
 import {
   CASE_GROUPS,
   type CaseGroup,
+  type ConformanceCase,
   conformanceCases,
   executeCase,
   notApplicableReason,
@@ -52,6 +61,23 @@ export function describeStoreConformance(name: string, options: StoreConformance
   const runPrefix = `${options.prefix ? `${options.prefix.replace(/\/+$/, '')}/` : ''}conformance-${randomSuffix()}`;
   const timeout = options.timeoutMs ?? 60_000;
 
+  // Groups are declared only when a case of theirs applies: vitest fails a
+  // run on a suite with no test in it, and a capability declared off can
+  // leave a whole group (replace, races) with none.
+  const selected = CASE_GROUPS.filter((group) => !options.groups || options.groups.includes(group))
+    .map((group) => ({
+      group,
+      cases: conformanceCases.filter(
+        (testCase) =>
+          testCase.group === group &&
+          // A case the declared capabilities rule out is not registered at
+          // all: a skipped test would read like a server that was missing.
+          // `runConformanceCases` still reports it as not applicable.
+          notApplicableReason(testCase, capabilities) === undefined,
+      ),
+    }))
+    .filter((entry) => entry.cases.length > 0);
+
   describe(`store conformance: ${name}`, () => {
     let store: ObjectStore | undefined;
     beforeAll(async () => {
@@ -60,27 +86,42 @@ export function describeStoreConformance(name: string, options: StoreConformance
     afterAll(async () => {
       if (store && options.disposeStore) await options.disposeStore(store);
     });
-    for (const group of CASE_GROUPS) {
-      if (options.groups && !options.groups.includes(group)) continue;
+    if (selected.length === 0) {
+      // A suite that checks nothing must not look like one that passed.
+      it('has a case to run', () => {
+        throw new Error(
+          `no conformance case applies to groups ${(options.groups ?? CASE_GROUPS).join(', ')} with capabilities ${JSON.stringify(capabilities)}`,
+        );
+      });
+      return;
+    }
+    for (const { group, cases } of selected) {
       describe(group, () => {
-        for (const testCase of conformanceCases) {
-          if (testCase.group !== group) continue;
-          // A case the declared capabilities rule out is not registered at
-          // all: a skipped test would read like a server that was missing.
-          // `runConformanceCases` still reports it as not applicable.
-          if (notApplicableReason(testCase, capabilities) !== undefined) continue;
+        for (const testCase of cases) {
           it(
             testCase.name,
-            async () => {
+            async (context) => {
               if (!store) throw new Error('createStore did not provide a store');
               const result = await executeCase(testCase, { store, runPrefix, capabilities });
-              // Not applicable only by the store's own disclosure (content-derived
-              // versions): then the disclosure itself is what this test checks.
-              if (result.outcome === 'not-applicable') {
-                if (store.capabilities.distinctVersions !== false) throw new Error(result.detail);
-                return;
-              }
               if (result.outcome === 'failed') throw result.error;
+              if (result.outcome === 'passed') return;
+              // Not applicable once the store's own declaration is known.
+              // Passing here without a check is what must never happen.
+              switch (runTimeNotApplicable(testCase, capabilities, store.capabilities)) {
+                case 'disclosed':
+                  // Content-derived versions: the store's disclosure is what
+                  // this test checks (it passes while the store declares it).
+                  return;
+                case 'declared-by-store':
+                  // Told the capability is off while the store declares it
+                  // on: the refusal this case checks cannot be asked of it,
+                  // and nothing else checks the capability. Shown as skipped,
+                  // with the reason, never as passed.
+                  context.skip(result.detail);
+                  return;
+                default:
+                  throw new Error(result.detail);
+              }
             },
             timeout,
           );
@@ -88,4 +129,41 @@ export function describeStoreConformance(name: string, options: StoreConformance
       });
     }
   });
+}
+
+/**
+ * Why a case registered for `capabilities` is not applicable to the store
+ * that was created: only two reasons are expected, both from its declaration.
+ */
+function runTimeNotApplicable(
+  testCase: ConformanceCase,
+  capabilities: StoreCapabilities,
+  declared: StoreCapabilities,
+): 'disclosed' | 'declared-by-store' | 'unexpected' {
+  const requirements = testCase.requires ?? [];
+  const unmet = requirements.filter(
+    (requirement) =>
+      notApplicableReason({ ...testCase, requires: [requirement] }, capabilities, declared) !==
+      undefined,
+  );
+  if (unmet.length === 0) return 'unexpected';
+  if (
+    unmet.every(
+      (requirement) =>
+        requirement.capability === 'distinctVersions' &&
+        requirement.value &&
+        declared.distinctVersions === false,
+    )
+  )
+    return 'disclosed';
+  if (
+    unmet.every(
+      (requirement) =>
+        !requirement.value &&
+        !capabilities[requirement.capability] &&
+        declared[requirement.capability],
+    )
+  )
+    return 'declared-by-store';
+  return 'unexpected';
 }

@@ -21,6 +21,7 @@ import {
   runConformanceCases,
   type StoreFlaw,
 } from '../src/index.ts';
+import { contentHashStore, withoutConditionalPut } from './declared-stores.ts';
 
 const CREATE_TWICE =
   'create of an existing key fails with AlreadyExistsError and keeps the first content';
@@ -156,6 +157,39 @@ describe('runConformanceCases', () => {
     });
     const results = await runConformanceCases(folderLister, { prefix: 'run', groups: ['basics'] });
     expect(names(results, 'failed')).toEqual([PLAIN_PREFIX]);
+  });
+
+  it('requires NotImplementedError from a store that declares no conditional put, also with content-hash versions', async () => {
+    const declaredCase = DECLARED_ABSENT.find((name) => name.includes('conditional put'))!;
+    const options = {
+      prefix: 'run',
+      capabilities: { conditionalPut: false },
+      groups: ['create'] as const,
+    };
+    for (const inner of [new MemoryStore(), contentHashStore()]) {
+      const refusing = await runConformanceCases(withoutConditionalPut(inner, 'refuses'), options);
+      expect(refusing.find((result) => result.name === declaredCase)?.outcome).toBe('passed');
+      const lying = await runConformanceCases(withoutConditionalPut(inner, 'accepts'), options);
+      const lyingResult = lying.find((result) => result.name === declaredCase);
+      expect(lyingResult?.outcome).toBe('failed');
+      expect(lyingResult?.detail).toMatch(/expected NotImplementedError, but it succeeded/);
+    }
+  });
+
+  it('reports the declared-absent case not applicable, never passed, for a store that declares the capability it is told is off', async () => {
+    const declaredCase = DECLARED_ABSENT.find((name) => name.includes('conditional put'))!;
+    for (const store of [new MemoryStore(), contentHashStore()]) {
+      const results = await runConformanceCases(store, {
+        prefix: 'run',
+        capabilities: { conditionalPut: false },
+        groups: ['create'],
+      });
+      expect(results.find((result) => result.name === declaredCase)).toMatchObject({
+        outcome: 'not-applicable',
+        detail:
+          'conditionalPut is declared by the store but not tested; run probeConditionalWrites',
+      });
+    }
   });
 
   it('requires NotImplementedError from a store that declares no conditional delete', async () => {
