@@ -271,3 +271,63 @@ describe('S3Store retry decisions (unit, fake client)', () => {
     );
   });
 });
+
+/**
+ * Listing entries a local server will not produce on demand: a directory
+ * placeholder without an ETag (test/list-placeholders.test.ts shows real
+ * servers' placeholders, which carry one), and other entries without one.
+ * The answers have the SDK's `ListObjectsV2` output shape.
+ */
+describe('S3Store list entries without an ETag (unit, fake client)', () => {
+  const page =
+    (contents: Record<string, unknown>[], extra: Record<string, unknown> = {}) =>
+    () => ({
+      Contents: contents,
+      IsTruncated: false,
+      ...extra,
+    });
+
+  it('skips zero-byte keys ending in / (directory placeholders), with or without an ETag', async () => {
+    const { client, sent } = fakeClient([
+      page([
+        { Key: 'p/', Size: 0 },
+        { Key: 'p/dir/', Size: 0 },
+        { Key: 'p/dir/a', Size: 3, ETag: '"e1"' },
+        { Key: 'p/other/', Size: 0, ETag: '"d41d8cd98f00b204e9800998ecf8427e"' },
+        { Key: 'p/z', Size: 1, ETag: '"e2"' },
+      ]),
+    ]);
+    const result = await storeWith(client).list('');
+    expect(sent[0]?.input).toMatchObject({ Bucket: 'b', Prefix: 'p/' });
+    expect(result.objects).toEqual([
+      { key: 'dir/a', size: 3, version: { etag: '"e1"' } },
+      { key: 'z', size: 1, version: { etag: '"e2"' } },
+    ]);
+  });
+
+  it.each([
+    ['an object', { Key: 'p/dir/a', Size: 3 }, 'p/dir/a', '3 bytes'],
+    ['an object with an empty ETag', { Key: 'p/dir/a', Size: 3, ETag: '' }, 'p/dir/a', '3 bytes'],
+    ['a key ending in / that holds bytes', { Key: 'p/dir/', Size: 5 }, 'p/dir/', '5 bytes'],
+    ['a key ending in / without a size', { Key: 'p/dir/' }, 'p/dir/', 'unknown bytes'],
+    ['a zero-byte key not ending in /', { Key: 'p/empty', Size: 0 }, 'p/empty', '0 bytes'],
+  ])(
+    'fails the listing, naming the key, for %s without an ETag',
+    async (_what, entry, key, size) => {
+      const { client } = fakeClient([
+        page([{ Key: 'p/before', Size: 1, ETag: '"e0"' }, entry], {
+          IsTruncated: true,
+          NextContinuationToken: 't',
+        }),
+      ]);
+      const error = await storeWith(client)
+        .list('dir/')
+        .catch((caught: unknown) => caught);
+      expect(StoreError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({
+        key,
+        message: `s3 list of "dir/": the service returned no ETag for "${key}" (${size}), so the object has no version; the listing is refused rather than given without it`,
+      });
+    },
+  );
+});

@@ -52,6 +52,13 @@
  * keeps its ETag, and `If-Match` compares ETags only. The adapter therefore
  * declares `distinctVersions: false`; callers that rely on replace-if-version
  * make each write's bytes unique (the lease's record carries a nonce).
+ *
+ * Listings. A directory placeholder — a key ending in `/` with zero bytes,
+ * as the AWS console, some tools and some S3-compatible services create — is
+ * left out of `list` (it is no key of this store: keys never end in `/`),
+ * whether or not the service gives it an ETag. Any other entry without an
+ * ETag fails the whole listing with a `StoreError` naming its key: an object
+ * without a version would break every conditional write made from it.
  */
 import {
   AbortMultipartUploadCommand,
@@ -165,6 +172,14 @@ export type S3CapabilityOptions = Partial<
 > & { readonly distinctVersions?: false };
 
 type Mode = 'overwrite' | 'create' | { readonly ifMatch: ObjectVersion };
+
+/**
+ * A listing entry that is a directory placeholder: a key ending in `/` with
+ * exactly zero bytes. Skipped by `list`, with or without an ETag.
+ */
+function isDirectoryPlaceholder(entry: { Key?: string; Size?: number }): boolean {
+  return entry.Key?.endsWith('/') === true && entry.Size === 0;
+}
 
 function versionOf(etag: string | undefined, key: string, operation: string): ObjectVersion {
   if (etag === undefined || etag === '') {
@@ -550,6 +565,18 @@ export class S3Store implements ObjectStore {
       );
       for (const entry of response.Contents ?? []) {
         if (entry.Key === undefined) continue;
+        // A directory placeholder (`dir/`, zero bytes), as consoles, tools
+        // and some S3-compatible services create: no object of this store's
+        // key space (a key never ends in `/`), and some services list it
+        // without an ETag. Any other entry without one fails the listing:
+        // an object without a version cannot be compared or replaced safely.
+        if (isDirectoryPlaceholder(entry)) continue;
+        if (entry.ETag === undefined || entry.ETag === '') {
+          throw new StoreError(
+            `s3 list of ${JSON.stringify(prefix)}: the service returned no ETag for ${JSON.stringify(entry.Key)} (${entry.Size ?? 'unknown'} bytes), so the object has no version; the listing is refused rather than given without it`,
+            { key: entry.Key },
+          );
+        }
         objects.push({
           key: this.#relativeKey(entry.Key),
           size: entry.Size ?? 0,
