@@ -11,6 +11,7 @@ import {
   type BackupSource,
   BackupWorker,
   FramedDirSource,
+  type ShutdownReport,
 } from '@x/backup-worker';
 import type { BackupdConfig, DatabaseConfig } from './config.ts';
 import { InstrumentedStore } from './instrumented-store.ts';
@@ -29,8 +30,19 @@ interface Replica {
 
 export interface Daemon {
   statuses(): ReplicaStatus[];
-  /** Graceful: every worker flushes, writes its final manifest and releases its lease, within its grace period. */
-  shutdown(): Promise<void>;
+  /**
+   * Graceful: every worker flushes, writes its final manifest and releases
+   * its lease, within its grace period. Resolves with each replica's report
+   * of what it could not make restorable.
+   */
+  shutdown(): Promise<ReplicaShutdown[]>;
+}
+
+/** One replica's shutdown report. */
+export interface ReplicaShutdown {
+  readonly database: string;
+  readonly replica: string;
+  readonly report: ShutdownReport;
 }
 
 export type SourceFactory = (
@@ -49,6 +61,7 @@ export function defaultSourceFactory(sqlite?: SourceFactory): SourceFactory {
 function workerLogger(logger: Logger, fields: Record<string, string>): BackupLogger {
   const child = logger.child(fields);
   return {
+    debug: (event, extra) => child.debug({ event, ...extra }),
     info: (event, extra) => child.info({ event, ...extra }),
     warn: (event, extra) => child.warn({ event, ...extra }),
     error: (event, extra) => child.error({ event, ...extra }),
@@ -107,6 +120,8 @@ export async function startDaemon(
           healthy: health.healthy,
           ...(health.reason ? { reason: health.reason } : {}),
           lagSeconds: health.lagSeconds,
+          unshippedBytes: health.unshippedBytes,
+          unrestorableCommits: health.unrestorableCommits,
           lastSuccessSeconds:
             health.lastSuccessAt === null ? 0 : Math.floor(health.lastSuccessAt / 1000),
           errors: health.errorCount,
@@ -124,8 +139,18 @@ export async function startDaemon(
         };
       }),
     shutdown: async () => {
-      await Promise.allSettled(replicas.map((replica) => replica.handle.shutdown()));
+      const reports = await Promise.all(
+        replicas.map(async (replica): Promise<ReplicaShutdown> => {
+          const report = await replica.handle.shutdown();
+          return {
+            database: replica.database.path,
+            replica: describeLocation(replica.location),
+            report,
+          };
+        }),
+      );
       await Promise.allSettled(replicas.map((replica) => replica.source.close?.()));
+      return reports;
     },
   };
 }

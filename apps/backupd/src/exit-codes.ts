@@ -4,6 +4,8 @@
  * - 1: the operation failed, or `verify`/`check` found a problem;
  * - 2: usage or configuration error (nothing was done);
  * - 3: refused to overwrite (restore target exists; use --force or --if-missing);
+ * - 4: `replicate` stopped gracefully but left captured commits in no restore
+ *   point (the log says how many, and from when to when);
  * - 130: stopped by a second SIGINT/SIGTERM before the graceful shutdown finished.
  * `replicate --exec` exits with the child's code instead.
  */
@@ -11,4 +13,5 @@ export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 export const EXIT_REFUSED = 3;
+export const EXIT_INCOMPLETE = 4;
 export const EXIT_INTERRUPTED = 130;

@@ -13,6 +13,8 @@ function status(overrides: Partial<ReplicaStatus>): ReplicaStatus {
     replica: 's3://bucket/app',
     healthy: true,
     lagSeconds: 0,
+    unshippedBytes: 0,
+    unrestorableCommits: 0,
     lastSuccessSeconds: Math.floor(Date.now() / 1000),
     errors: 0,
     leaseHeld: true,

@@ -55,6 +55,18 @@ const FAMILIES: readonly Family[] = [
     samples: (s) => [[{}, s.leaseHeld ? 1 : 0]],
   },
   {
+    name: 'backupd_unshipped_bytes',
+    help: 'Durable WAL bytes of the current generation not shipped yet.',
+    type: 'gauge',
+    samples: (s) => [[{}, s.unshippedBytes]],
+  },
+  {
+    name: 'backupd_unrestorable_commits',
+    help: 'Captured commits newer than the restore point LATEST names (not restorable yet).',
+    type: 'gauge',
+    samples: (s) => [[{}, s.unrestorableCommits]],
+  },
+  {
     name: 'backupd_restore_points',
     help: 'Restore points (manifests) this process knows in the replica.',
     type: 'gauge',

@@ -10,6 +10,10 @@ export interface ReplicaStatus {
   /** Why it is unhealthy; absent while healthy. */
   readonly reason?: string;
   readonly lagSeconds: number;
+  /** Durable WAL bytes of the current generation not shipped yet. */
+  readonly unshippedBytes: number;
+  /** Captured commits newer than the latest restore point (not restorable yet). */
+  readonly unrestorableCommits: number;
   /** Unix seconds of the last moment everything durable was shipped; 0 before the first. */
   readonly lastSuccessSeconds: number;
   readonly errors: number;

@@ -123,6 +123,8 @@ export const DEFAULT_MAX_SEGMENT_BYTES = 32 * 1024 * 1024;
 
 /** Structured logger: one event name, key-value fields; never given credentials. */
 export interface BackupLogger {
+  /** Routine events (every lease renewal); optional. */
+  debug?(event: string, fields?: object): void;
   info(event: string, fields?: object): void;
   warn(event: string, fields?: object): void;
   error(event: string, fields?: object): void;
@@ -163,14 +165,45 @@ export interface BackupWorkerOptions {
   readonly instanceId?: string;
 }
 
+/**
+ * What a stopped worker could not make restorable. A graceful stop ships
+ * what is durable and writes a final restore point; when the grace period,
+ * the bucket or the lease did not allow all of it, this says how much is
+ * missing, so the owner can exit non-zero and say so.
+ */
+export interface ShutdownReport {
+  /**
+   * True when every commit this worker captured is in the restore point
+   * LATEST names, or when it never held the lease (it was nothing's
+   * writer). False also when the count could not be read.
+   */
+  readonly complete: boolean;
+  /** Commits captured but in no restore point (0 when complete). */
+  readonly unrestorableCommits: number;
+  /** The commit LATEST's restore point holds (`null`: none known). */
+  readonly restorableCommitSeq: number | null;
+  /** The newest commit captured (`null`: not known). */
+  readonly capturedCommitSeq: number | null;
+  /** Wall-clock ms when the first commit not restorable was first seen (`null`: none, or not known). */
+  readonly unrestorableSince: number | null;
+  /** Wall-clock ms when the newest commit was first seen (`null`: none, or not known). */
+  readonly unrestorableUntil: number | null;
+  /** Whether this worker held the lease at any time. */
+  readonly heldLease: boolean;
+}
+
 /** What the owner of a running worker holds. */
 export interface BackupHandle {
   /** Current health and counters. */
   health(): BackupHealth;
   /** `snapshot`: a snapshot finished, step now. `shutdown`: flush, final manifest, release, stop. */
   trigger(kind: 'snapshot' | 'shutdown'): void;
-  /** Triggers a shutdown and waits until the worker has stopped (within the grace period plus one operation deadline for the release). */
-  shutdown(): Promise<void>;
+  /**
+   * Triggers a shutdown and waits until the worker has stopped (within the
+   * grace period plus one operation deadline for the release); resolves with
+   * what it could not make restorable.
+   */
+  shutdown(): Promise<ShutdownReport>;
   /** Settles when the worker has stopped; never rejects. */
   readonly done: Promise<void>;
 }
@@ -270,6 +303,13 @@ export class BackupWorker {
   #runAbort = new AbortController();
   #graceOver = false;
   #started = false;
+  /**
+   * Commit counts newer than LATEST's restore point, with the wall time each
+   * was first seen, oldest first (for the shutdown report); pruned as
+   * restore points cover them.
+   */
+  #unrestorableSeen: { commitCount: number; at: number }[] = [];
+  #shutdownReport: ShutdownReport | null = null;
 
   constructor(options: BackupWorkerOptions) {
     if (!options.prefix || options.prefix.endsWith('/'))
@@ -291,7 +331,7 @@ export class BackupWorker {
     this.#partSize = options.partSize;
     this.#maxSegmentBytes = options.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES;
     this.#instanceId = options.instanceId ?? newInstanceId();
-    this.#health = new HealthTracker(this.#walIntervalMs);
+    this.#health = new HealthTracker(this.#walIntervalMs, this.#manifestIntervalMs);
   }
 
   /** The instance id this worker takes the lease under, the same for every attempt. */
@@ -397,6 +437,7 @@ export class BackupWorker {
       shutdown: async () => {
         trigger('shutdown');
         await finished;
+        return this.#shutdownReport ?? this.#unknownReport();
       },
       done: finished,
     };
@@ -479,7 +520,79 @@ export class BackupWorker {
     }
     if (!this.#runAbort.signal.aborted)
       this.#runAbort.abort(new ShutdownAbandonedError('abandoned: the worker stopped'));
+    this.#shutdownReport = await this.#reportShutdown();
     await this.#releaseLease();
+  }
+
+  /** The report when the count cannot be read: complete only if the lease was never held. */
+  #unknownReport(): ShutdownReport {
+    const heldLease = this.#tenures > 0;
+    return {
+      complete: !heldLease,
+      unrestorableCommits: 0,
+      restorableCommitSeq: this.#health.latestRestorePoint?.commitSeq ?? null,
+      capturedCommitSeq: null,
+      unrestorableSince: null,
+      unrestorableUntil: null,
+      heldLease,
+    };
+  }
+
+  /** Compares what was captured with LATEST's restore point, and logs what is missing. */
+  async #reportShutdown(): Promise<ShutdownReport> {
+    const heldLease = this.#tenures > 0;
+    if (!heldLease) return this.#unknownReport();
+    let captured: number | null = null;
+    try {
+      captured = (await this.#source.durablePosition()).commitCount;
+    } catch (error) {
+      this.#logger.warn('backup.position_failed', { error: messageOf(error) });
+    }
+    this.#noteUnrestorable(captured);
+    const restorable = this.#health.latestRestorePoint?.commitSeq ?? null;
+    if (captured === null) {
+      this.#logger.error('backup.shutdown_unverified', {
+        reason: 'the commit count could not be read: what this stop left unrestorable is not known',
+        restorableCommitSeq: restorable,
+      });
+      return this.#unknownReport();
+    }
+    const missing = Math.max(0, captured - (restorable ?? 0));
+    const since = this.#unrestorableSeen[0]?.at ?? null;
+    const until = this.#unrestorableSeen.at(-1)?.at ?? null;
+    const report: ShutdownReport = {
+      complete: restorable !== null && missing === 0,
+      unrestorableCommits: restorable === null ? captured : missing,
+      restorableCommitSeq: restorable,
+      capturedCommitSeq: captured,
+      unrestorableSince: missing > 0 ? since : null,
+      unrestorableUntil: missing > 0 ? until : null,
+      heldLease,
+    };
+    if (!report.complete) {
+      const iso = (ms: number | null) => (ms === null ? 'unknown' : new Date(ms).toISOString());
+      this.#logger.error('backup.shutdown_incomplete', {
+        unrestorableCommits: report.unrestorableCommits,
+        restorableCommitSeq: restorable,
+        capturedCommitSeq: captured,
+        unrestorableSince: iso(report.unrestorableSince),
+        unrestorableUntil: iso(report.unrestorableUntil),
+        reason: `${report.unrestorableCommits} commits (${restorable === null ? 'every commit' : `after commit ${restorable}`}, up to commit ${captured}, first seen ${iso(report.unrestorableSince)} to ${iso(report.unrestorableUntil)}) are in no restore point: they are not restorable from this backup`,
+      });
+    }
+    return report;
+  }
+
+  /** Records when commit counts past LATEST's restore point were first seen; forgets covered ones. */
+  #noteUnrestorable(captured: number | null | undefined): void {
+    const restorable = this.#health.latestRestorePoint?.commitSeq ?? -1;
+    const seen = this.#unrestorableSeen;
+    let covered = 0;
+    while (covered < seen.length && seen[covered]!.commitCount <= restorable) covered += 1;
+    if (covered > 0) seen.splice(0, covered);
+    if (captured === null || captured === undefined || captured <= restorable) return;
+    if (captured > (seen.at(-1)?.commitCount ?? -1))
+      seen.push({ commitCount: captured, at: this.#clock.wallNow() });
   }
 
   async #evaluate(): Promise<void> {
@@ -492,6 +605,7 @@ export class BackupWorker {
       this.#logger.warn('backup.position_failed', { error: messageOf(error) });
     }
     this.#health.observe(position, this.#clock.monotonicNow(), this.#clock.wallNow());
+    this.#noteUnrestorable(position?.commitCount);
   }
 
   // ── The bucket lease ────────────────────────────────────────────────────
@@ -596,10 +710,21 @@ export class BackupWorker {
   /** One renewal; schedules the next one unless the lease is lost. */
   async #renewOnce(lease: BucketLease): Promise<void> {
     const every = Math.max(1, lease.renewIntervalMs());
-    const deadline = this.#deadline('renewing the bucket lease', this.#operationTimeoutMs);
+    // A sixth of a TTL (5 s at the default 30 s), not the operation
+    // deadline: a renewal that hangs is given up and retried (after
+    // RENEW_RETRY_MS) well before writes stop, two thirds of a TTL after the
+    // last renewal was sent.
+    const deadline = this.#deadline(
+      'renewing the bucket lease',
+      Math.min(this.#operationTimeoutMs, Math.max(1, (this.#ttlSeconds * 1000) / 6)),
+    );
+    const sentAt = this.#clock.monotonicNow();
     let why: string;
     try {
       await lease.renew({ signal: deadline.signal });
+      this.#logger.debug?.('backup.lease_renewed', {
+        tookMs: Math.round(this.#clock.monotonicNow() - sentAt),
+      });
       if (this.#lease !== lease || this.#leaseDropped) return;
       this.#health.lease = null;
       this.#health.leaseHeld = true;
@@ -731,17 +856,22 @@ export class BackupWorker {
 
   /**
    * One step with its outcome recorded in health: returns how long to wait
-   * before the next (the WAL interval after a success or deferral, the
+   * before the next (what is left of the WAL interval since the step began
+   * after a success or deferral, so 0 after a step that overran it; the
    * back-off after a failure). Takes no lease. Rethrows only
    * {@link WorkerPanicError}.
    */
   async step(): Promise<number> {
     let delay: number;
+    const startedAt = this.#clock.monotonicNow();
     try {
       await this.runOnce();
       this.#health.consecutiveFailures = 0;
       this.#backoffMs = FIRST_BACKOFF_MS;
-      delay = this.#walIntervalMs;
+      // Steps keep a cadence of one per interval: a step that took longer
+      // (a backlog: it shipped what was durable when it began, in segments
+      // of up to maxSegmentBytes) is followed at once by the next.
+      delay = Math.max(0, this.#walIntervalMs - (this.#clock.monotonicNow() - startedAt));
     } catch (error) {
       if (WorkerPanicError.isInstance(error)) throw error;
       delay = this.#failed(error);
@@ -765,16 +895,29 @@ export class BackupWorker {
   }
 
   /**
-   * Ship pending WAL and write a final manifest, retrying a failure twice
-   * (after 1 s, then 2 s). Used on shutdown, under the grace period.
+   * Ship everything durable when it is called and write a final manifest
+   * that names it, retrying a failure twice (after 1 s, then 2 s). Used on
+   * shutdown, under the grace period. A backlog takes several bounded steps,
+   * each ending in a restore point, so what the grace allows is restorable
+   * even when it does not allow everything.
    */
   async flush(): Promise<void> {
-    for (let attempt = 0; attempt < 3; attempt += 1) {
+    // What is durable now, with the engine's latest commits captured.
+    await this.#source.observe();
+    const goal = await this.#source.durablePosition();
+    for (let attempt = 0; attempt < 3; ) {
       try {
+        const before = this.#current?.inRestorePoint;
         await this.runOnce();
         await this.#writeManifest();
         await this.#evaluate();
-        return;
+        if (this.#restorable(goal) || this.#current === null) return;
+        // Deferred (the engine was busy): try again shortly, until the
+        // grace period ends.
+        if (this.#current.inRestorePoint === before)
+          await new Promise<void>((resolve) =>
+            this.#clock.setTimer(Math.min(this.#walIntervalMs, 250), resolve),
+          );
       } catch (error) {
         if (WorkerPanicError.isInstance(error) || this.#refused || this.#runAbort.signal.aborted)
           return;
@@ -784,8 +927,21 @@ export class BackupWorker {
           const ms = FIRST_BACKOFF_MS * 2 ** attempt;
           await new Promise<void>((resolve) => this.#clock.setTimer(ms, resolve));
         }
+        attempt += 1;
       }
     }
+  }
+
+  /**
+   * True when the restore point LATEST names holds everything up to
+   * `position`: its generation shipped that far, or a later generation
+   * (whose snapshot holds it) has a restore point.
+   */
+  #restorable(position: DurablePosition): boolean {
+    const generation = this.#current;
+    if (generation === null) return false;
+    if (!sameWalKey(generation.key, keyOf(position))) return !this.#manifestDirty;
+    return generation.inRestorePoint >= position.durableLength;
   }
 
   #defer(why: string): void {
@@ -1180,21 +1336,33 @@ export class BackupWorker {
   // ── WAL segments ──────────────────────────────────────────────────────────
 
   /**
-   * Ship every durable WAL byte of the current generation not shipped yet,
-   * in segments of at most `maxSegmentBytes`. Each read is bracketed by two
+   * Ship the durable WAL bytes of the current generation not shipped yet, in
+   * segments of at most `maxSegmentBytes`. Each read is bracketed by two
    * observations and dropped if anything that pairs it with the snapshot
    * moved. The next segment is read while the current one uploads (reads
    * and uploads overlap; uploads stay one at a time and in order).
+   *
+   * Bounded: it ships up to the durable length seen when it starts, never
+   * chasing what lands meanwhile, and stops early once a restore point is
+   * due. Against an application that commits faster than the bucket takes
+   * it, a step that chased the moving end never ended, so no restore point
+   * was written and the source could never let go of what had shipped.
+   * What is left is the next step's, which starts at once when this one
+   * overran its interval (see {@link step}), with larger segments.
    */
   async #shipSegments(): Promise<void> {
     const generation = this.#current;
     if (!generation) return;
-    let next = await this.#readSegment(generation, generation.cursor);
+    const target = (await this.#source.durablePosition()).durableLength;
+    let next = await this.#readSegment(generation, generation.cursor, target);
     while (next !== null) {
       const { range, crc32 } = next;
       const key = segmentKey(this.#prefix, generation.number, range.start, range.end);
       const upload = this.#putImmutable(key, range.bytes, crc32);
-      const prefetch = this.#readSegment(generation, range.end);
+      const stopAfterThis = this.#manifestDue();
+      const prefetch = stopAfterThis
+        ? Promise.resolve(null)
+        : this.#readSegment(generation, range.end, target);
       try {
         await upload;
       } catch (error) {
@@ -1219,13 +1387,15 @@ export class BackupWorker {
   }
 
   /**
-   * Read the complete frames from `cursor`, bracketed by two observations;
-   * `null` when there is nothing to ship or the files moved (the next step
-   * starts the new generation).
+   * Read the complete frames from `cursor` up to `target` (the source may
+   * return one frame past it when a single frame is larger), bracketed by
+   * two observations; `null` when there is nothing to ship or the files
+   * moved (the next step starts the new generation).
    */
   async #readSegment(
     generation: Generation,
     cursor: number,
+    target: number,
   ): Promise<{ range: WalRange; crc32: string } | null> {
     const before = await this.#source.observe();
     const position = await this.#source.durablePosition();
@@ -1236,8 +1406,9 @@ export class BackupWorker {
       !sameWalKey(keyOf(position), generation.key)
     )
       return null;
-    if (position.durableLength <= cursor) return null;
-    const range = await this.#source.readWalRange(cursor, position.durableLength, {
+    const until = Math.min(target, position.durableLength);
+    if (until <= cursor) return null;
+    const range = await this.#source.readWalRange(cursor, until, {
       maxBytes: this.#maxSegmentBytes,
       signal: this.#runAbort.signal,
     });

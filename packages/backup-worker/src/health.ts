@@ -4,8 +4,11 @@
  *
  * Unhealthy, always with a reason, when (first match wins): the worker has
  * stopped (for good), it refused the prefix (lineage), a lease keeps it out,
- * {@link UNHEALTHY_AFTER_FAILURES} consecutive steps failed, or durable data
- * waited unshipped longer than `max(30 s, 10 × WAL interval)`.
+ * {@link UNHEALTHY_AFTER_FAILURES} consecutive steps failed, durable data
+ * waited unshipped longer than `max(30 s, 10 × WAL interval)`, or captured
+ * commits waited for a restore point longer than that limit plus two
+ * restore-point intervals (the worker is behind the application: it says so,
+ * with how far).
  */
 
 /** Consecutive failed steps after which the worker reports itself unhealthy. */
@@ -30,6 +33,13 @@ export interface BackupHealth {
   readonly lagSeconds: number;
   /** Whether this worker holds the bucket lease right now. */
   readonly leaseHeld: boolean;
+  /** Durable WAL bytes of the current generation not shipped yet (0 before a position is known). */
+  readonly unshippedBytes: number;
+  /**
+   * Durable commits newer than the restore point LATEST names: captured, not
+   * yet restorable. 0 while either count is unknown.
+   */
+  readonly unrestorableCommits: number;
   /** The restore point LATEST names, as this worker last wrote or read it; `null` before it knows one. */
   readonly latestRestorePoint: { readonly manifestKey: string; readonly commitSeq: number } | null;
   /** This lineage's restore points after the last retention pass; `null` before one ran (or with `retain: 0`). */
@@ -51,6 +61,12 @@ export function sameWalKey(a: WalKey | null | undefined, b: WalKey | null | unde
 /** The position fields health reads. */
 export interface PositionForHealth extends WalKey {
   readonly durableLength: number;
+  /** The engine's commit count, when it knows one. */
+  readonly commitCount?: number | null;
+}
+
+function mebibytes(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
 /** Shared by the worker and its supervisor; every method is synchronous (no interleaving). */
@@ -74,8 +90,15 @@ export class HealthTracker {
   #lagSeconds = 0;
   #reason: string | null = null;
 
-  constructor(walIntervalMs: number) {
+  readonly #restorePointLimitMs: number;
+  #unshippedBytes = 0;
+  #unrestorableCommits = 0;
+  /** When commits newer than the latest restore point were first seen (monotonic ms), while there are some. */
+  #unrestorableSince: number | null = null;
+
+  constructor(walIntervalMs: number, restorePointIntervalMs = 10_000) {
     this.#limitMs = Math.max(MIN_UNHEALTHY_LAG_MS, 10 * walIntervalMs);
+    this.#restorePointLimitMs = this.#limitMs + 2 * restorePointIntervalMs;
   }
 
   /**
@@ -87,6 +110,7 @@ export class HealthTracker {
    */
   observe(position: PositionForHealth | null, now: number, wallNow: number): void {
     let lagMs = 0;
+    this.#unshippedBytes = 0;
     // Success means everything durable of the WAL being shipped is in the
     // bucket; a restore point that is due (nothing shipped yet) is not.
     let caughtUp = false;
@@ -109,11 +133,22 @@ export class HealthTracker {
         const first = this.#seen[0];
         lagMs = first ? Math.max(0, now - first.at) : 0;
         caughtUp = first === undefined;
+        this.#unshippedBytes = Math.max(0, position.durableLength - shipped.cursor);
       } else {
         this.#baseDueSince ??= now;
         lagMs = Math.max(0, now - this.#baseDueSince);
+        this.#unshippedBytes = position.durableLength;
       }
+      const restorable = this.latestRestorePoint?.commitSeq;
+      const captured = position.commitCount;
+      this.#unrestorableCommits =
+        restorable === undefined || captured === null || captured === undefined
+          ? 0
+          : Math.max(0, captured - restorable);
+      if (this.#unrestorableCommits === 0) this.#unrestorableSince = null;
+      else this.#unrestorableSince ??= now;
     }
+    const unrestorableMs = this.#unrestorableSince === null ? 0 : now - this.#unrestorableSince;
     if (caughtUp) this.#lastSuccessAt = wallNow;
     this.#lagSeconds = Math.floor(lagMs / 1000);
     let reason: string | null = null;
@@ -125,8 +160,10 @@ export class HealthTracker {
     else if (lagMs > this.#limitMs)
       reason =
         this.deferral === null
-          ? `durable data unshipped for ${this.#lagSeconds}s`
+          ? `durable data unshipped for ${this.#lagSeconds}s (${mebibytes(this.#unshippedBytes)} behind): backupd is not keeping up with the database's commits`
           : `durable data unshipped for ${this.#lagSeconds}s: ${this.deferral}`;
+    else if (unrestorableMs > this.#restorePointLimitMs)
+      reason = `${this.#unrestorableCommits} commits captured ${Math.floor(unrestorableMs / 1000)}s ago or later are in no restore point yet: backupd is behind the database's commits`;
     this.#reason = reason;
   }
 
@@ -152,6 +189,8 @@ export class HealthTracker {
       lastSuccessAt: this.#lastSuccessAt,
       lagSeconds: this.#lagSeconds,
       leaseHeld: this.leaseHeld,
+      unshippedBytes: this.#unshippedBytes,
+      unrestorableCommits: this.#unrestorableCommits,
     };
   }
 }

@@ -5,6 +5,7 @@ export {
   type BackupWorkerOptions,
   DEFAULT_MAX_SEGMENT_BYTES,
   RENEW_RETRY_MS,
+  type ShutdownReport,
 } from './backup-worker.ts';
 export {
   BackupError,

@@ -21,7 +21,7 @@ import {
 } from '../config.ts';
 import { applyCpuPriority, DEFAULT_CPU_PRIORITY } from '../cpu-priority.ts';
 import { type Daemon, defaultSourceFactory, startDaemon } from '../daemon.ts';
-import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK } from '../exit-codes.ts';
+import { EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK } from '../exit-codes.ts';
 import { type StatusServer, startStatusServer } from '../http-server.ts';
 import { createLogger, errorFields } from '../logger.ts';
 import type { CommandContext } from '../main.ts';
@@ -150,11 +150,33 @@ export async function replicateCommand(context: CommandContext): Promise<number>
       stopping = true;
       logger.info({ event: 'shutting-down' });
       try {
-        await daemon.shutdown();
+        const reports = await daemon.shutdown();
         await server?.close();
+        const incomplete = reports.filter((entry) => !entry.report.complete);
+        for (const entry of incomplete) {
+          const { report } = entry;
+          logger.error({
+            event: 'stopped-incomplete',
+            database: entry.database,
+            replica: entry.replica,
+            unrestorableCommits: report.unrestorableCommits,
+            restorableCommitSeq: report.restorableCommitSeq,
+            capturedCommitSeq: report.capturedCommitSeq,
+            unrestorableSince:
+              report.unrestorableSince === null
+                ? null
+                : new Date(report.unrestorableSince).toISOString(),
+            unrestorableUntil:
+              report.unrestorableUntil === null
+                ? null
+                : new Date(report.unrestorableUntil).toISOString(),
+          });
+        }
         logger.info({ event: 'stopped' });
         clearInterval(keepAlive);
-        resolvePromise(code);
+        // The application's own failure is reported as it is; a clean exit
+        // (or none) that left commits unrestorable is not a success.
+        resolvePromise(incomplete.length > 0 && code === EXIT_OK ? EXIT_INCOMPLETE : code);
       } catch (error) {
         logger.error({ event: 'shutdown-failed', ...errorFields(error) });
         clearInterval(keepAlive);

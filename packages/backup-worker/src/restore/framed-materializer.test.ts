@@ -21,6 +21,49 @@ function cut(stream: Uint8Array, commits: number, chunkSize: number) {
   return { kept: Buffer.concat(kept), cutter };
 }
 
+describe('FramedWalCutter with frame weights (batches of commits)', () => {
+  /** Frames whose first payload byte says how many commits each stands for. */
+  const weighted = (weights: readonly number[]) =>
+    weights.map((weight) => encodeFrame(new Uint8Array([weight, 0, 0, 0])));
+  const weight = { headerBytes: 1, commitsOf: (header: Uint8Array) => header[0]! };
+
+  it('counts commits, keeps whole frames up to the wanted commit, and names a batch it falls inside', () => {
+    const frames = weighted([1, 3, 1]);
+    const log = Buffer.concat(frames);
+    const at = (n: number) => frames.slice(0, n).reduce((sum, f) => sum + f.byteLength, 0);
+    for (const [wanted, keptFrames, kept] of [
+      [1, 1, 1],
+      [4, 2, 4],
+      [5, 3, 5],
+    ] as const) {
+      const cutter = new FramedWalCutter(wanted, weight);
+      expect(cutter.push(log)).toBe(at(keptFrames));
+      expect([cutter.commitsSeen, cutter.commitsKept, cutter.straddledBatch]).toEqual([
+        5,
+        kept,
+        null,
+      ]);
+    }
+    for (const wanted of [2, 3]) {
+      const cutter = new FramedWalCutter(wanted, weight);
+      // Byte by byte: the payload header may arrive in pieces. (Bytes of
+      // the straddled batch may have been handed out before its header was
+      // complete: restore discards everything once it is straddled.)
+      for (const byte of log) cutter.push(new Uint8Array([byte]));
+      expect(cutter.commitsKept).toBe(1);
+      expect(cutter.straddledBatch).toEqual({ first: 2, last: 4 });
+      expect(cutter.commitsSeen).toBe(5);
+    }
+  });
+
+  it('ends the log at a frame whose header names no commit count', () => {
+    const frames = [...weighted([1]), encodeFrame(new Uint8Array([0, 0, 0, 0])), ...weighted([1])];
+    const cutter = new FramedWalCutter(3, weight);
+    cutter.push(Buffer.concat(frames));
+    expect([cutter.commitsSeen, cutter.commitsKept]).toEqual([1, 1]);
+  });
+});
+
 describe('FramedWalCutter', () => {
   const sizes = [1, 2, 7, 8, 9, 300, 1, 64];
   const all = frames(sizes);

@@ -36,10 +36,25 @@ const REFUSED_NAMES = new Set<string>([WAL_FILE, INTENT_FILE, PARENT_FILE]);
  * are never counted or kept, so the counts agree with `completeFrames` and
  * with what the engine reads when it opens the restored `wal.bin`.
  */
+/**
+ * How many commits each frame stands for, read from the first `headerBytes`
+ * bytes of its payload (for logs whose frames may batch several commits).
+ * Without it, every frame is one commit.
+ */
+export interface FrameWeight {
+  readonly headerBytes: number;
+  /** Commits the frame stands for (at least 1); throws on a header it cannot read. */
+  commitsOf(payloadHeader: Uint8Array): number;
+}
+
 export class FramedWalCutter implements WalCutter {
   readonly #wanted: number;
+  readonly #weight: FrameWeight | undefined;
   #seen = 0;
   #kept = 0;
+  #straddled: { first: number; last: number } | null = null;
+  #payloadHeader: Uint8Array = new Uint8Array(0);
+  #payloadHeaderFilled = 0;
   #keeping: boolean;
   #ended = false;
   readonly #header = new Uint8Array(FRAME_HEADER_BYTES);
@@ -49,9 +64,16 @@ export class FramedWalCutter implements WalCutter {
   #expectedCrc = 0;
   #runningCrc = 0;
 
-  constructor(commits: number) {
+  constructor(commits: number, weight?: FrameWeight) {
     this.#wanted = commits;
     this.#keeping = commits > 0;
+    this.#weight = weight;
+    if (weight) this.#payloadHeader = new Uint8Array(weight.headerBytes);
+  }
+
+  /** The batch frame the wanted commit fell inside (its first and last commit), if it did. */
+  get straddledBatch(): { readonly first: number; readonly last: number } | null {
+    return this.#straddled;
   }
 
   get commitsSeen(): number {
@@ -71,6 +93,11 @@ export class FramedWalCutter implements WalCutter {
       if (this.#inPayload) {
         const take = Math.min(this.#remaining, length - index);
         this.#runningCrc = crc32(chunk.subarray(index, index + take), this.#runningCrc);
+        if (this.#payloadHeaderFilled < this.#payloadHeader.byteLength) {
+          const copy = Math.min(take, this.#payloadHeader.byteLength - this.#payloadHeaderFilled);
+          this.#payloadHeader.set(chunk.subarray(index, index + copy), this.#payloadHeaderFilled);
+          this.#payloadHeaderFilled += copy;
+        }
         index += take;
         this.#remaining -= take;
         if (this.#remaining > 0) break;
@@ -80,11 +107,23 @@ export class FramedWalCutter implements WalCutter {
           break;
         }
         // A frame ended at `index`.
-        this.#seen += 1;
+        const commits = this.#commitsOfFrame();
+        if (commits === null) {
+          this.#ended = true;
+          break;
+        }
+        this.#seen += commits;
         if (this.#keeping) {
-          this.#kept += 1;
-          keepEnd = index;
-          if (this.#kept >= this.#wanted) this.#keeping = false;
+          if (this.#kept + commits > this.#wanted) {
+            // The wanted commit is inside a batch: it cannot be cut out of
+            // it, so the log stops before the batch (restore refuses).
+            this.#straddled = { first: this.#kept + 1, last: this.#kept + commits };
+            this.#keeping = false;
+          } else {
+            this.#kept += commits;
+            keepEnd = index;
+            if (this.#kept >= this.#wanted) this.#keeping = false;
+          }
         }
         continue;
       }
@@ -111,11 +150,28 @@ export class FramedWalCutter implements WalCutter {
       this.#inPayload = true;
       this.#remaining = payloadLength;
       this.#runningCrc = 0;
+      this.#payloadHeaderFilled = 0;
     }
     if (!wasKeeping) return 0;
     if (this.#keeping && !this.#ended) return length;
     // Stopped in this chunk: at the wanted frame, or at the end of the log.
     return keepEnd;
+  }
+
+  /** The commits of the frame just read; `null` when its header does not say (the log ends there). */
+  #commitsOfFrame(): number | null {
+    const weight = this.#weight;
+    if (!weight) return 1;
+    if (this.#payloadHeaderFilled < weight.headerBytes) return null;
+    try {
+      const commits = weight.commitsOf(this.#payloadHeader);
+      return Number.isSafeInteger(commits) && commits >= 1 ? commits : null;
+    } catch {
+      // A frame whose header names no commit count is where the log ends,
+      // as for a frame failing its CRC; restore then refuses the point by
+      // its commit count, naming it.
+      return null;
+    }
   }
 }
 

@@ -41,6 +41,15 @@ export interface WalCutter {
   readonly commitsSeen: number;
   /** Complete commits in the bytes kept so far. */
   readonly commitsKept: number;
+  /**
+   * For logs that batch commits: the batch the wanted commit fell inside
+   * (its first and last commit, counted like `commits`), when it did. Such a
+   * commit is not restorable by itself; its batch's edges are. Bytes of that
+   * batch may already have been returned by `push` (before its header was
+   * complete), so a caller that sees it set discards what it kept: restore
+   * refuses the request and abandons its staged files.
+   */
+  readonly straddledBatch?: { readonly first: number; readonly last: number } | null;
 }
 
 /** The verified files of one restore, staged and not yet in the target. */

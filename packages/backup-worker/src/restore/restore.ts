@@ -287,7 +287,15 @@ export async function restore(
         await writer.abandon();
       }
     });
-    await rebuildWal(staging, materializer, point, segments, walCommits, download);
+    await rebuildWal(
+      staging,
+      materializer,
+      point,
+      segments,
+      walCommits,
+      download,
+      normalizedPrefix,
+    );
 
     let names = [...files.map((file) => file.name), materializer.walFileName];
     if (materializer.finish !== undefined) {
@@ -407,6 +415,7 @@ async function rebuildWal(
   segments: readonly SegmentEntry[],
   walCommits: number,
   download: Downloader,
+  prefix: string,
 ): Promise<void> {
   const name = materializer.walFileName;
   const cutter = materializer.createWalCutter(walCommits);
@@ -459,6 +468,19 @@ async function rebuildWal(
           `segment ${segment.key} holds ${frames} complete frames, the manifest records ${segment.frames}`,
         ]);
       }
+    }
+    const batch = cutter.straddledBatch;
+    if (batch) {
+      const base = point.restorableFrom;
+      throw new NoRestorePointError(
+        prefix,
+        `commit ${base + walCommits} was shipped inside a batch of commits ${base + batch.first} to ${base + batch.last} (written as one record while the backup was behind the application), so it is restorable only with the whole batch`,
+        {
+          requestedCommitSeq: base + walCommits,
+          nearestBelow: base + batch.first - 1,
+          nearestAbove: base + batch.last,
+        },
+      );
     }
     if (cutter.commitsKept !== walCommits) {
       throw new RestorePointRejectedError(point.key, [

@@ -24,11 +24,24 @@
  * | 32 | 4 | index of its commit frame in that cycle (diagnostic) |
  * | 36 | 4 | reserved, 0 |
  * | 40 | n × (4 + page size) | page number (u32) then the page's bytes, ascending page numbers |
+ *
+ * Version 2 (magic `0x32434253`, "SBC2"): a batch, the same layout standing
+ * for several consecutive commits (offset 36: how many, at least 2). Its
+ * pages are the newest version of every page those commits wrote, its
+ * database size and commit time are those after the last of them. The tap
+ * writes one only while the worker is behind the application (see
+ * `maxHeldLogBytes` in tap.ts): the commits inside a batch are restorable
+ * together, to the batch's end, never one by one. Version 1 records are
+ * written as before, byte for byte, so a reader of version 1 reads every log
+ * written without a backlog; one that meets a batch refuses it (bad magic)
+ * rather than miscounting it.
  */
 import { crc32 } from 'node:zlib';
 import { crc32Combine, FRAME_HEADER_BYTES } from '@x/wal-segment';
 
 export const COMMIT_RECORD_MAGIC = 0x31434253;
+/** Magic of a batch record: several consecutive commits in one (version 2). */
+export const BATCH_RECORD_MAGIC = 0x32434253;
 export const COMMIT_RECORD_HEADER_BYTES = 40;
 /** Bytes before each frame's payload: length and CRC-32 (the `@x/wal-segment` frame). */
 export const LOG_FRAME_HEADER_BYTES = FRAME_HEADER_BYTES;
@@ -43,6 +56,11 @@ export interface CommitRecord {
   readonly commitFrame: number;
   /** Page number → page bytes. */
   readonly pages: ReadonlyMap<number, Uint8Array>;
+  /**
+   * Consecutive commits the record stands for: 1 (the default) for one
+   * commit, more for a batch (whose time and size are its last commit's).
+   */
+  readonly commits?: number;
 }
 
 /**
@@ -56,7 +74,10 @@ export function encodeCommitFrame(record: CommitRecord): Uint8Array {
   const frame = new Uint8Array(LOG_FRAME_HEADER_BYTES + payloadBytes);
   const view = new DataView(frame.buffer);
   const p = LOG_FRAME_HEADER_BYTES;
-  view.setUint32(p, COMMIT_RECORD_MAGIC, true);
+  const commits = record.commits ?? 1;
+  if (!Number.isSafeInteger(commits) || commits < 1 || commits > 0xffffffff)
+    throw new RangeError(`a commit record stands for 1 to 2^32-1 commits, not ${commits}`);
+  view.setUint32(p, commits === 1 ? COMMIT_RECORD_MAGIC : BATCH_RECORD_MAGIC, true);
   view.setUint32(p + 4, record.pageSize, true);
   view.setUint32(p + 8, record.databasePages, true);
   view.setUint32(p + 12, pageNumbers.length, true);
@@ -64,6 +85,7 @@ export function encodeCommitFrame(record: CommitRecord): Uint8Array {
   view.setUint32(p + 24, record.walSalt1, true);
   view.setUint32(p + 28, record.walSalt2, true);
   view.setUint32(p + 32, record.commitFrame, true);
+  if (commits > 1) view.setUint32(p + 36, commits, true);
   let offset = p + COMMIT_RECORD_HEADER_BYTES;
   for (const pageNumber of pageNumbers) {
     const page = record.pages.get(pageNumber)!;
@@ -118,8 +140,7 @@ export function decodeCommitRecord(payload: Uint8Array): CommitRecord {
   if (payload.byteLength < COMMIT_RECORD_HEADER_BYTES)
     throw new RangeError(`commit record of ${payload.byteLength} bytes is shorter than its header`);
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
-  if (view.getUint32(0, true) !== COMMIT_RECORD_MAGIC)
-    throw new RangeError('not a SQLite commit record (bad magic)');
+  const commits = commitsOfRecordHeader(payload);
   const pageSize = view.getUint32(4, true);
   const count = view.getUint32(12, true);
   if (payload.byteLength !== COMMIT_RECORD_HEADER_BYTES + count * (4 + pageSize))
@@ -140,7 +161,33 @@ export function decodeCommitRecord(payload: Uint8Array): CommitRecord {
     walSalt2: view.getUint32(28, true),
     commitFrame: view.getUint32(32, true),
     pages,
+    commits,
   };
+}
+
+/**
+ * The commits a record stands for, from the first 40 bytes of its payload
+ * (the header): 1 for a version 1 record, the count of a batch.
+ * Throws `RangeError` on a header that is neither, or a batch of fewer than 2.
+ */
+export function commitsOfRecordHeader(header: Uint8Array): number {
+  if (header.byteLength < COMMIT_RECORD_HEADER_BYTES)
+    throw new RangeError(`commit record of ${header.byteLength} bytes is shorter than its header`);
+  const view = new DataView(header.buffer, header.byteOffset, COMMIT_RECORD_HEADER_BYTES);
+  const magic = view.getUint32(0, true);
+  if (magic === COMMIT_RECORD_MAGIC) return 1;
+  if (magic !== BATCH_RECORD_MAGIC) throw new RangeError('not a SQLite commit record (bad magic)');
+  const commits = view.getUint32(36, true);
+  if (commits < 2)
+    throw new RangeError(`a batch record stands for ${commits} commits, not 2 or more`);
+  return commits;
+}
+
+/** The commits one whole log frame (header + payload, as {@link encodeCommitFrame} builds it) stands for. */
+export function commitsOfFrame(frame: Uint8Array): number {
+  return commitsOfRecordHeader(
+    frame.subarray(LOG_FRAME_HEADER_BYTES, LOG_FRAME_HEADER_BYTES + COMMIT_RECORD_HEADER_BYTES),
+  );
 }
 
 /**

@@ -79,7 +79,9 @@ export async function sqliteCommitAtTime(
           past = true;
           break;
         }
-        commitSeq += 1;
+        // A batch's time is its last commit's: the batch is restorable as a
+        // whole, at or after that time.
+        commitSeq += record.commits ?? 1;
         found = { commitSeq, manifestKey: point.manifestKey, commitTime: record.commitTime };
       }
       if (past) break;

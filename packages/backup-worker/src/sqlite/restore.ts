@@ -187,12 +187,18 @@ export async function restoreSqliteDatabase(
           done = true;
           break;
         }
+        const commits = record.commits ?? 1;
+        if (applied + commits > limit)
+          throw new SqliteRestorePointUnavailableError(
+            target,
+            `commit ${limit} of this generation is inside a batch of commits ${applied + 1} to ${applied + commits}, shipped as one record while the backup was behind: restorable are ${applied} and ${applied + commits}`,
+          );
         for (const [pageNumber, page] of record.pages) {
           await handle.write(page, 0, page.byteLength, (pageNumber - 1) * pageSize);
         }
         databasePages = record.databasePages;
         lastCommitTime = record.commitTime;
-        applied += 1;
+        applied += commits;
         if (applied >= limit) {
           done = true;
           break;

@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { RestorePointRejectedError } from '../restore/errors.ts';
 import { FramedWalCutter } from '../restore/framed-materializer.ts';
 import type { RestoreMaterializer } from '../restore/materializer.ts';
+import { COMMIT_RECORD_HEADER_BYTES, commitsOfRecordHeader } from './commit-record.ts';
 import { restoreSqliteDatabase } from './restore.ts';
 import {
   SQLITE_LINEAGE_SUFFIX,
@@ -64,8 +65,12 @@ export function sqliteMaterializer(options: SqliteMaterializerOptions): RestoreM
       ]);
     },
     createWalCutter(commits) {
-      // The commit log uses the framed-log frame: one frame per commit.
-      return new FramedWalCutter(commits);
+      // The commit log uses the framed-log frame: one frame per commit, or
+      // per batch of commits (its header says how many).
+      return new FramedWalCutter(commits, {
+        headerBytes: COMMIT_RECORD_HEADER_BYTES,
+        commitsOf: commitsOfRecordHeader,
+      });
     },
     ownsName(candidate) {
       return owned.has(candidate);

@@ -28,7 +28,8 @@
  * count), and it reads `<db>-backupd.parent` (the parent record a restore
  * left). Side files: none.
  */
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import { FrameCounter } from '@x/wal-segment';
 import type {
   BackupSource,
@@ -111,10 +112,10 @@ function readJson(path: string): unknown {
   }
 }
 
-function writeAtomically(path: string, text: string): void {
+async function writeAtomically(path: string, text: string): Promise<void> {
   const temporary = `${path}.tmp-${process.pid}`;
-  writeFileSync(temporary, text);
-  renameSync(temporary, path);
+  await writeFile(temporary, text);
+  await rename(temporary, path);
 }
 
 export class SqliteSource implements BackupSource {
@@ -126,6 +127,7 @@ export class SqliteSource implements BackupSource {
   /** Commits before the current generation's snapshot. */
   #generationBase: number;
   #persistedCount: number;
+  #persisting: Promise<void> = Promise.resolve();
   #timer: ReturnType<typeof setTimeout> | null = null;
   #closed = false;
   readonly #captureIntervalMs: number;
@@ -148,7 +150,7 @@ export class SqliteSource implements BackupSource {
     // points never share a commit count with the previous generation's.
     this.#generationBase = last === null ? 0 : last + 1;
     this.#persistedCount = -1;
-    this.#persist();
+    void this.#persist().catch(() => undefined);
     this.#captureIntervalMs = options.captureIntervalMs ?? DEFAULT_CAPTURE_INTERVAL_MS;
     if (this.#captureIntervalMs > 0) this.#schedule(this.#captureIntervalMs);
   }
@@ -206,30 +208,53 @@ export class SqliteSource implements BackupSource {
     return this.#generationBase + this.#tap.commits;
   }
 
-  #persist(): void {
-    const count = this.#commitCount;
-    if (count === this.#persistedCount) return;
-    writeAtomically(
-      `${this.path}${SQLITE_STATE_SUFFIX}`,
-      `${JSON.stringify({ commitCount: count })}\n`,
-    );
-    this.#persistedCount = count;
+  /**
+   * Writes the commit count to the state file when it changed: queued behind
+   * the writes before it (one at a time, so the file never goes back to an
+   * older count), and each write takes the count as it is when it runs.
+   * Asynchronous on purpose: a synchronous write and rename on the event
+   * loop waited for the filesystem's journal, which an application
+   * committing back to back keeps busy, and stalled the lease's renewals
+   * with it. Awaited wherever a count can reach the worker.
+   */
+  #persist(): Promise<void> {
+    const write = this.#persisting.then(async () => {
+      const count = this.#commitCount;
+      if (count === this.#persistedCount) return;
+      await writeAtomically(
+        `${this.path}${SQLITE_STATE_SUFFIX}`,
+        `${JSON.stringify({ commitCount: count })}\n`,
+      );
+      this.#persistedCount = count;
+    });
+    // A failed write fails its callers; the next one tries again.
+    this.#persisting = write.catch(() => undefined);
+    return write;
   }
 
   #newGeneration(): void {
     this.#generationBase = this.#commitCount + 1;
     this.#tap.startGeneration();
-    this.#persist();
+    // Not awaited here (a synchronous context); every path that hands the
+    // new count to the worker awaits the queue this joins.
+    void this.#persist().catch(() => undefined);
   }
 
-  /** Captures new commits; turns a break in continuity into a new generation. */
+  /**
+   * Captures new commits for the worker and seals the open batch (the worker
+   * is about to read the log's end); turns a break in continuity into a new
+   * generation.
+   */
   #capture(): void {
     if (this.#timerError !== null) {
       const error = this.#timerError;
       this.#timerError = null;
       throw error;
     }
-    this.#guarded(() => this.#tap.capture());
+    this.#guarded(() => {
+      this.#tap.capture();
+      this.#tap.sealBatch();
+    });
   }
 
   /** Runs `action` on the tap; a break in continuity becomes a new generation, other errors propagate. */
@@ -256,7 +281,7 @@ export class SqliteSource implements BackupSource {
     // disk before any restore point can carry it. Not on every capture tick:
     // a file created and renamed hundreds of times a second adds metadata to
     // every journal commit the application's fsyncs wait for.
-    this.#persist();
+    await this.#persist();
     const id = this.#tap.generationId;
     return {
       engineGeneration: id,
@@ -293,7 +318,7 @@ export class SqliteSource implements BackupSource {
       snapshot = this.#tap.snapshot()!;
     }
     // The restore point carries the generation's base count: on disk first.
-    this.#persist();
+    await this.#persist();
     const id = this.#tap.generationId;
     const image = snapshot;
     return {
@@ -317,7 +342,7 @@ export class SqliteSource implements BackupSource {
     options: SourceCallOptions & { readonly maxBytes?: number } = {},
   ): Promise<WalRange | null> {
     // The bytes handed out may reach commits captured since durablePosition.
-    this.#persist();
+    await this.#persist();
     const end =
       options.maxBytes === undefined
         ? durableLength
@@ -353,7 +378,7 @@ export class SqliteSource implements BackupSource {
   }
 
   async createLineage(lineage: string): Promise<void> {
-    writeAtomically(`${this.path}${SQLITE_LINEAGE_SUFFIX}`, `${lineage}\n`);
+    await writeAtomically(`${this.path}${SQLITE_LINEAGE_SUFFIX}`, `${lineage}\n`);
   }
 
   async readParent(): Promise<ParentRecord | null> {

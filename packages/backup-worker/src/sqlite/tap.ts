@@ -79,7 +79,7 @@
  */
 import { closeSync, fstatSync, readSync, statSync } from 'node:fs';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { encodeCommitFrame, logCrc32 } from './commit-record.ts';
+import { commitsOfFrame, encodeCommitFrame, logCrc32 } from './commit-record.ts';
 import {
   SqliteCorruptWalFrameError,
   SqliteDatabaseReplacedError,
@@ -103,6 +103,8 @@ import {
 export const DEFAULT_PASSIVE_CHECKPOINT_PAGES = 1000;
 /** Default of `truncateCheckpointPages`. */
 export const DEFAULT_TRUNCATE_CHECKPOINT_PAGES = 10_000;
+/** Default of `maxHeldLogBytes`. */
+export const DEFAULT_MAX_HELD_LOG_BYTES = 64 * 1024 * 1024;
 
 export interface SqliteTapOptions {
   /**
@@ -138,6 +140,22 @@ export interface SqliteTapOptions {
    * checkpoint holds the write lock while it waits for exactly that.
    */
   readonly busyTimeoutMs?: number;
+  /**
+   * Log bytes held in memory (captured, not yet released as shipped) past
+   * which newly captured commits are batched: merged into one record holding
+   * the newest version of each page they wrote, sealed at the next
+   * {@link SqliteTap.sealBatch}, instead of one record each. Default
+   * {@link DEFAULT_MAX_HELD_LOG_BYTES} (64 MiB).
+   *
+   * Why: an application that commits faster than the bucket takes the log
+   * (tens of thousands of small commits a second, each a whole page image)
+   * would otherwise grow the held log, and what the worker must ship,
+   * without limit. A batch is bounded by the database's size (one version of
+   * each page at most), so memory and the bytes shipped stay bounded however
+   * far behind the worker is, and nothing committed is lost: what is given
+   * up is restoring to a commit inside a batch (its edges stay restorable).
+   */
+  readonly maxHeldLogBytes?: number;
   /** Wall clock for commit times (ms since the epoch). Default `Date.now`. */
   readonly wallNow?: () => number;
   /** Monotonic clock (ms) for lock timings. Default `performance.now`. */
@@ -212,11 +230,31 @@ interface Generation {
   snapshotAvailable: boolean;
   /** Log bytes from `logStart` on, in chunks (one per commit). */
   chunks: Uint8Array[];
+  /**
+   * Log offset of each chunk, in step with `chunks`: a read or release finds
+   * its first record by binary search, so its cost does not grow with the
+   * records held (hundreds of thousands under a writer that outruns the
+   * worker; a linear scan made every read quadratic).
+   */
+  chunkOffsets: number[];
   logStart: number;
   logEnd: number;
+  /** Commits in the log (sealed records only; see `batch`). */
   commits: number;
-  /** Commits before `logStart`. */
-  commitsBeforeStart: number;
+  /** Commits captured while the held log was over `maxHeldLogBytes`, not yet sealed into the log. */
+  batch: OpenBatch | null;
+}
+
+/** Commits being merged into one batch record (see `maxHeldLogBytes`). */
+interface OpenBatch {
+  /** Newest version of each page the batched commits wrote (copies, owned by the batch). */
+  readonly pages: Map<number, Uint8Array>;
+  commits: number;
+  databasePages: number;
+  commitTime: number;
+  walSalt1: number;
+  walSalt2: number;
+  commitFrame: number;
 }
 
 export class SqliteTap {
@@ -290,6 +328,7 @@ export class SqliteTap {
       passiveCheckpointPages: options.passiveCheckpointPages ?? DEFAULT_PASSIVE_CHECKPOINT_PAGES,
       truncateCheckpointPages: options.truncateCheckpointPages ?? DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
       busyTimeoutMs: options.busyTimeoutMs ?? 50,
+      maxHeldLogBytes: options.maxHeldLogBytes ?? DEFAULT_MAX_HELD_LOG_BYTES,
       truncateWalFile: options.truncateWalFile ?? false,
       wallNow: options.wallNow ?? Date.now,
       monotonicNow: options.monotonicNow ?? (() => performance.now()),
@@ -349,9 +388,86 @@ export class SqliteTap {
     return this.#generation.id;
   }
 
-  /** Commits captured in the current generation. */
+  /** Commits captured in the current generation, in its log (not counting an unsealed batch). */
   get commits(): number {
     return this.#generation.commits;
+  }
+
+  /** Commits captured into the open batch, not yet in the log (0 without one). */
+  get batchedCommits(): number {
+    return this.#generation.batch?.commits ?? 0;
+  }
+
+  /** Log bytes held in memory: captured, not yet released as shipped. */
+  get heldLogBytes(): number {
+    return this.#generation.logEnd - this.#generation.logStart;
+  }
+
+  /**
+   * Ends the open batch (if any): its commits become one record at the end
+   * of the log, counted in {@link commits} and {@link logLength}. Called by
+   * the owner when it reads the log's end for shipping, so each batch holds
+   * what was captured between two such reads.
+   */
+  sealBatch(): void {
+    const generation = this.#generation;
+    const batch = generation.batch;
+    if (batch === null) return;
+    generation.batch = null;
+    this.#appendRecord(
+      encodeCommitFrame({
+        pageSize: this.pageSize,
+        databasePages: batch.databasePages,
+        commitTime: batch.commitTime,
+        walSalt1: batch.walSalt1,
+        walSalt2: batch.walSalt2,
+        commitFrame: batch.commitFrame,
+        pages: batch.pages,
+        commits: batch.commits,
+      }),
+      batch.commits,
+    );
+  }
+
+  #appendRecord(frame: Uint8Array, commits: number): void {
+    const generation = this.#generation;
+    generation.chunks.push(frame);
+    generation.chunkOffsets.push(generation.logEnd);
+    generation.logEnd += frame.byteLength;
+    generation.commits += commits;
+  }
+
+  /** Merges one captured transaction into the open batch (its pages are copied). */
+  #batchTransaction(
+    header: WalHeader,
+    transaction: { databasePages: number; commitFrame: number; pages: Map<number, Uint8Array> },
+    capturedAt: number,
+  ): void {
+    const generation = this.#generation;
+    let batch = generation.batch;
+    if (batch === null) {
+      batch = {
+        pages: new Map(),
+        commits: 0,
+        databasePages: transaction.databasePages,
+        commitTime: capturedAt,
+        walSalt1: header.salt1,
+        walSalt2: header.salt2,
+        commitFrame: transaction.commitFrame,
+      };
+      generation.batch = batch;
+    }
+    for (const [pageNumber, page] of transaction.pages) {
+      const kept = batch.pages.get(pageNumber);
+      if (kept) kept.set(page);
+      else batch.pages.set(pageNumber, page.slice());
+    }
+    batch.commits += 1;
+    batch.databasePages = transaction.databasePages;
+    batch.commitTime = capturedAt;
+    batch.walSalt1 = header.salt1;
+    batch.walSalt2 = header.salt2;
+    batch.commitFrame = transaction.commitFrame;
   }
 
   /** Log bytes captured in the current generation (offset after the last commit record). */
@@ -669,23 +785,23 @@ export class SqliteTap {
       throw new RangeError(
         `log bytes before ${generation.logStart} were released (asked for ${start})`,
       );
-    let offset = generation.logStart;
+    const first = firstChunkAtOrAfter(generation.chunkOffsets, start);
+    if (first > 0) {
+      const before = generation.chunkOffsets[first - 1]! + generation.chunks[first - 1]!.byteLength;
+      if (before > start) throw new RangeError(`offset ${start} is inside a commit record`);
+    }
     const parts: Uint8Array[] = [];
     let commits = 0;
     let reached = start;
-    for (const chunk of generation.chunks) {
-      const chunkEnd = offset + chunk.byteLength;
-      if (offset >= start && (chunkEnd <= end || commits < atLeast)) {
-        parts.push(chunk);
-        commits += 1;
-        reached = chunkEnd;
-      } else if (offset < start && chunkEnd > start) {
-        throw new RangeError(`offset ${start} is inside a commit record`);
-      }
-      if (chunkEnd > end && commits >= atLeast) break;
-      offset = chunkEnd;
+    for (let index = first; index < generation.chunks.length; index += 1) {
+      const chunk = generation.chunks[index]!;
+      const chunkEnd = generation.chunkOffsets[index]! + chunk.byteLength;
+      if (chunkEnd > end && parts.length >= atLeast) break;
+      parts.push(chunk);
+      commits += commitsOfFrame(chunk);
+      reached = chunkEnd;
     }
-    if (commits === 0) return null;
+    if (parts.length === 0) return null;
     const bytes = new Uint8Array(reached - start);
     let at = 0;
     for (const part of parts) {
@@ -698,18 +814,20 @@ export class SqliteTap {
   /** Drops log bytes before `offset` (they are in the bucket). */
   releaseLog(offset: number): void {
     const generation = this.#generation;
-    let drop = 0;
-    let start = generation.logStart;
-    for (const chunk of generation.chunks) {
-      if (start + chunk.byteLength > offset) break;
-      start += chunk.byteLength;
-      drop += 1;
-    }
+    // Records that end at or before `offset`: those that start before it,
+    // less the last of them when `offset` falls inside it.
+    let drop = firstChunkAtOrAfter(generation.chunkOffsets, offset);
+    if (
+      drop > 0 &&
+      generation.chunkOffsets[drop - 1]! + generation.chunks[drop - 1]!.byteLength > offset
+    )
+      drop -= 1;
     if (drop === 0) return;
+    const start = generation.chunkOffsets[drop - 1]! + generation.chunks[drop - 1]!.byteLength;
     // One splice, not a shift per record: tens of thousands of records per step.
     generation.chunks.splice(0, drop);
+    generation.chunkOffsets.splice(0, drop);
     generation.logStart = start;
-    generation.commitsBeforeStart += drop;
   }
 
   /**
@@ -929,10 +1047,11 @@ export class SqliteTap {
       snapshotDatabasePages: this.#databasePages,
       snapshotAvailable: true,
       chunks: [],
+      chunkOffsets: [],
       logStart: 0,
       logEnd: 0,
       commits: 0,
-      commitsBeforeStart: 0,
+      batch: null,
     };
   }
 
@@ -1045,19 +1164,28 @@ export class SqliteTap {
         }
         this.#databasePages = transaction.databasePages;
         if (record) {
-          const frame = encodeCommitFrame({
-            pageSize: header.pageSize,
-            databasePages: transaction.databasePages,
-            commitTime: capturedAt,
-            walSalt1: header.salt1,
-            walSalt2: header.salt2,
-            commitFrame: transaction.commitFrame,
-            pages: transaction.pages,
-          });
           const generation = this.#generation;
-          generation.chunks.push(frame);
-          generation.logEnd += frame.byteLength;
-          generation.commits += 1;
+          // Once a batch is open, every commit joins it until it is sealed:
+          // records stay in commit order.
+          if (
+            generation.batch !== null ||
+            generation.logEnd - generation.logStart >= this.options.maxHeldLogBytes
+          ) {
+            this.#batchTransaction(header, transaction, capturedAt);
+          } else {
+            this.#appendRecord(
+              encodeCommitFrame({
+                pageSize: header.pageSize,
+                databasePages: transaction.databasePages,
+                commitTime: capturedAt,
+                walSalt1: header.salt1,
+                walSalt2: header.salt2,
+                commitFrame: transaction.commitFrame,
+                pages: transaction.pages,
+              }),
+              1,
+            );
+          }
         }
       }
       captured += scan.transactions.length;
@@ -1145,6 +1273,18 @@ export class SqliteTap {
 }
 
 /** Frames of `pageSize` bytes a WAL of `bytes` bytes holds. */
+/** Index of the first offset in the ascending `offsets` that is `>= at` (`offsets.length` when none is). */
+function firstChunkAtOrAfter(offsets: readonly number[], at: number): number {
+  let low = 0;
+  let high = offsets.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (offsets[middle]! < at) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
 export function walFramesOf(bytes: number, pageSize: number): number {
   return bytes <= WAL_HEADER_BYTES
     ? 0

@@ -9,7 +9,10 @@ import { crc32 } from 'node:zlib';
 import { encodeFrame } from '@x/wal-segment';
 import { describe, expect, it } from 'vitest';
 import {
+  BATCH_RECORD_MAGIC,
   COMMIT_RECORD_HEADER_BYTES,
+  COMMIT_RECORD_MAGIC,
+  commitsOfFrame,
   decodeCommitRecord,
   encodeCommitFrame,
   LOG_FRAME_HEADER_BYTES,
@@ -59,6 +62,37 @@ describe('encodeCommitFrame', () => {
     expect(decoded.pages.get(5)).toEqual(page(0x55));
     expect(decoded.pages.get(7)).toEqual(page(0x77));
     expect(decoded).toMatchObject(FIELDS);
+  });
+
+  it('writes one commit as version 1, byte for byte as before; several as a batch that says how many', () => {
+    const pages = new Map([[4, page(0x44)]]);
+    const single = encodeCommitFrame(record(pages));
+    expect(encodeCommitFrame({ ...record(pages), commits: 1 })).toEqual(single);
+    const singleView = new DataView(single.buffer, LOG_FRAME_HEADER_BYTES);
+    expect(singleView.getUint32(0, true)).toBe(COMMIT_RECORD_MAGIC);
+    expect(commitsOfFrame(single)).toBe(1);
+    expect(decodeCommitRecord(single.subarray(LOG_FRAME_HEADER_BYTES)).commits).toBe(1);
+
+    const batch = encodeCommitFrame({ ...record(pages), commits: 37 });
+    const payload = batch.subarray(LOG_FRAME_HEADER_BYTES);
+    expect(batch).toEqual(encodeFrame(payload));
+    const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+    expect(view.getUint32(0, true)).toBe(BATCH_RECORD_MAGIC);
+    expect(view.getUint32(36, true)).toBe(37);
+    expect(commitsOfFrame(batch)).toBe(37);
+    const decoded = decodeCommitRecord(payload);
+    expect(decoded).toMatchObject({ ...FIELDS, commits: 37 });
+    expect(decoded.pages.get(4)).toEqual(page(0x44));
+  });
+
+  it('refuses a batch of fewer than two commits, and a header with another magic', () => {
+    const batch = encodeCommitFrame({ ...record(new Map([[4, page(1)]])), commits: 2 });
+    const payload = batch.subarray(LOG_FRAME_HEADER_BYTES).slice();
+    new DataView(payload.buffer).setUint32(36, 1, true);
+    expect(() => decodeCommitRecord(payload)).toThrow(/stands for 1 commits, not 2 or more/);
+    new DataView(payload.buffer).setUint32(0, 0x33434253, true);
+    expect(() => decodeCommitRecord(payload)).toThrow(/bad magic/);
+    expect(() => encodeCommitFrame({ ...record(new Map()), commits: 0 })).toThrow(RangeError);
   });
 
   it('refuses a page of the wrong size, naming it', () => {
