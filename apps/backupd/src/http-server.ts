@@ -2,17 +2,27 @@
  * The read-only HTTP listener (off unless `--listen` or `listen:` is given):
  * - `GET /healthz` — 200 when every replica is healthy, 503 otherwise; JSON
  *   with each replica's health and reason;
+ * - `GET /livez` — the liveness probe: 200 while the process and its loops
+ *   run, a standby kept out by the lease included; 503 only when a worker has
+ *   stopped for good or its health supervisor has not run for
+ *   {@link stuckAfterSeconds} (a restart is what helps then);
+ * - `GET /readyz` — the readiness probe: 200 only when this instance ships,
+ *   every replica healthy and holding its lease; 503 for a standby;
  * - `GET /metrics` — Prometheus text;
  * - `GET /` — a small server-rendered status page (no scripts, no framework).
  * Everything it serves passes through the redactor. Anything else is 404;
  * methods other than GET and HEAD are 405. It binds where it is told; the
  * default in docs is 127.0.0.1.
+ *
+ * `/livez` can only see a stuck supervisor when the status source reports
+ * `evaluatedSeconds`; without it, it answers from `stopped` (or the stop
+ * reason) alone.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { renderMetrics } from './metrics.ts';
 import type { Redactor } from './redact.ts';
-import type { StatusSource } from './status.ts';
+import type { ReplicaStatus, StatusSource } from './status.ts';
 import { renderStatusPage } from './status-page.ts';
 
 export interface StatusServer {
@@ -20,11 +30,65 @@ export interface StatusServer {
   close(): Promise<void>;
 }
 
+export interface StatusServerOptions {
+  /** Wall clock, Unix milliseconds (default `Date.now`): what `/livez` measures the supervisor's last run against. */
+  readonly wallNow?: () => number;
+}
+
+/** The least time without a health evaluation after which `/livez` calls the supervisor stuck. */
+export const MIN_STUCK_AFTER_SECONDS = 60;
+
+/**
+ * How long a replica's supervisor may go without evaluating health before
+ * `/livez` calls it stuck: ten of its intervals, at least a minute. It runs
+ * every interval whatever the worker does, so missing that many means it is
+ * blocked (an evaluation that never returns), not slow; the minute keeps a
+ * loaded machine's pauses from restarting a working process.
+ */
+export function stuckAfterSeconds(status: ReplicaStatus): number {
+  return Math.max(MIN_STUCK_AFTER_SECONDS, 10 * (status.evaluationIntervalSeconds ?? 1));
+}
+
+/**
+ * The reasons a worker gives once it has ended (BackupWorker.start: a
+ * graceful stop, a panic, any other end). Used only while the status source
+ * does not set `stopped`.
+ */
+function isStopReason(reason: string | undefined): boolean {
+  return (
+    reason === 'stopped' ||
+    reason?.startsWith('backup worker panicked: ') === true ||
+    reason?.startsWith('backup worker ended: ') === true
+  );
+}
+
+/** Why a replica is not alive, or `null` while it is. */
+export function livenessProblem(status: ReplicaStatus, nowSeconds: number): string | null {
+  const stopped = status.stopped ?? isStopReason(status.reason);
+  if (stopped) return `the backup worker has stopped: ${status.reason ?? 'stopped'}`;
+  if (status.evaluatedSeconds !== undefined) {
+    const silentSeconds = nowSeconds - status.evaluatedSeconds;
+    const limit = stuckAfterSeconds(status);
+    if (silentSeconds > limit)
+      return `the health supervisor has not run for ${Math.floor(silentSeconds)}s (it runs every ${status.evaluationIntervalSeconds ?? 1}s; stuck after ${limit}s)`;
+  }
+  return null;
+}
+
+/** Why a replica is not ready (not shipping from this instance), or `null` while it is. */
+export function readinessProblem(status: ReplicaStatus): string | null {
+  if (!status.healthy) return status.reason ?? 'unhealthy';
+  if (!status.leaseHeld) return 'this instance does not hold the lease';
+  return null;
+}
+
 export async function startStatusServer(
   listen: string,
   source: StatusSource,
   redactor: Redactor,
+  options: StatusServerOptions = {},
 ): Promise<StatusServer> {
+  const wallNow = options.wallNow ?? Date.now;
   const at = listen.lastIndexOf(':');
   const host = listen.slice(0, at) || '127.0.0.1';
   const port = Number(listen.slice(at + 1));
@@ -66,6 +130,41 @@ export async function startStatusServer(
         healthy ? 200 : 503,
         'application/json; charset=utf-8',
         `${JSON.stringify(body, null, 2)}\n`,
+      );
+    } else if (path === '/livez') {
+      const nowSeconds = wallNow() / 1000;
+      const replicas = statuses.map((status) => {
+        const problem = livenessProblem(status, nowSeconds);
+        return {
+          database: status.database,
+          replica: status.replica,
+          live: problem === null,
+          ...(problem !== null ? { reason: problem } : {}),
+        };
+      });
+      // No replicas is not a dead process: that is /readyz's to report.
+      const live = replicas.every((replica) => replica.live);
+      send(
+        live ? 200 : 503,
+        'application/json; charset=utf-8',
+        `${JSON.stringify({ live, version: source.version, replicas }, null, 2)}\n`,
+      );
+    } else if (path === '/readyz') {
+      const replicas = statuses.map((status) => {
+        const problem = readinessProblem(status);
+        return {
+          database: status.database,
+          replica: status.replica,
+          ready: problem === null,
+          leaseHeld: status.leaseHeld,
+          ...(problem !== null ? { reason: problem } : {}),
+        };
+      });
+      const ready = replicas.length > 0 && replicas.every((replica) => replica.ready);
+      send(
+        ready ? 200 : 503,
+        'application/json; charset=utf-8',
+        `${JSON.stringify({ ready, version: source.version, replicas }, null, 2)}\n`,
       );
     } else if (path === '/metrics') {
       send(200, 'text/plain; version=0.0.4; charset=utf-8', renderMetrics(statuses));

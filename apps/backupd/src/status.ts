@@ -1,4 +1,4 @@
-/** What the daemon knows about each replica, as /healthz, /metrics and the status page show it. */
+/** What the daemon knows about each replica, as /healthz, /livez, /readyz, /metrics and the status page show it. */
 import type { Operation, OperationCounters } from './instrumented-store.ts';
 
 export interface ReplicaStatus {
@@ -28,6 +28,20 @@ export interface ReplicaStatus {
   /** This lineage's restore points after the last retention pass; absent before one ran. */
   readonly restorePoints?: number;
   readonly requests: Readonly<Record<Operation, OperationCounters>>;
+  /**
+   * Whether the worker has ended for good (shut down, or panicked): it will
+   * not ship again in this process. Absent when the source does not say;
+   * `/livez` then goes by the worker's stop reason (see http-server.ts).
+   */
+  readonly stopped?: boolean;
+  /**
+   * Unix seconds (fractions allowed) of the supervisor's last health
+   * evaluation. Absent when the source does not report it; `/livez` then
+   * cannot tell a stuck supervisor.
+   */
+  readonly evaluatedSeconds?: number;
+  /** How often the supervisor evaluates health (the WAL interval), in seconds; absent: 1. */
+  readonly evaluationIntervalSeconds?: number;
 }
 
 export interface StatusSource {
