@@ -122,6 +122,16 @@ describe('config validation', () => {
       'listen: everywhere\ndatabases:\n  - path: a.db\n    url: s3://b/p\n',
       'listen: must be "host:port" such as "127.0.0.1:9090", got string "everywhere"',
     ],
+    [
+      'bare number as a duration',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    leaseTtl: 5\n',
+      'databases[0].leaseTtl: a bare number (5) is not a duration: write "5s" for seconds (units: ms, s, m, h)',
+    ],
+    [
+      'bare number as a duration, quoted',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    interval: "2.5"\n',
+      'databases[0].interval: a bare number (2.5) is not a duration: write "2.5s" for seconds (units: ms, s, m, h)',
+    ],
     ['not yaml', 'databases: [\n', 'not valid YAML'],
   ];
   it.each(cases)('%s', (_label, text, expected) => {
@@ -169,6 +179,42 @@ describe('config validation', () => {
     expect(() =>
       singleDatabaseConfig({ path: 'a.db', url: 'ftp://x/y' }, { env: {}, baseDir: '/' }),
     ).toThrow('unknown scheme "ftp"');
+  });
+
+  it('accepts every unit and reads each as the README says', () => {
+    const durations = (value: string) =>
+      parseConfig(
+        `databases:\n  - path: a.db\n    url: s3://b/p\n    interval: ${value}\n    leaseTtl: 1m\n    shutdownGrace: 0s\n    restorePointInterval: 1.5s\n`,
+        { env, baseDir: '/srv' },
+      ).databases[0]!;
+    expect(durations('250ms').intervalMs).toBe(250);
+    expect(durations('2s').intervalMs).toBe(2000);
+    expect(durations('1h').intervalMs).toBe(3_600_000);
+    expect(durations('1s').leaseTtlSeconds).toBe(60);
+    expect(durations('1s').shutdownGraceMs).toBe(0);
+    expect(durations('1s').restorePointIntervalMs).toBe(1500);
+  });
+
+  it('refuses a bare number in a duration variable, naming the variable and suggesting the unit', () => {
+    const single = (extra: Record<string, string>) => () =>
+      singleDatabaseConfig({ path: 'a.db', url: 'file:///b' }, { env: extra, baseDir: '/srv' });
+    for (const name of [
+      'BACKUPD_INTERVAL',
+      'BACKUPD_RESTORE_POINT_INTERVAL',
+      'BACKUPD_LEASE_TTL',
+      'BACKUPD_SHUTDOWN_GRACE',
+    ]) {
+      expect(single({ [name]: '5' }), name).toThrow(
+        `${name}: a bare number (5) is not a duration: write "5s" for seconds (units: ms, s, m, h)`,
+      );
+    }
+    // The whole-number settings still take plain numbers.
+    expect(
+      single({ BACKUPD_RETENTION: '5', BACKUPD_LEASE_TTL: '5s' })().databases[0]!,
+    ).toMatchObject({
+      retention: 5,
+      leaseTtlSeconds: 5,
+    });
   });
 
   it('takes the CPU priority from the file or the environment, the environment first', () => {

@@ -14,7 +14,7 @@ import {
 } from '@x/backup-worker';
 import { parse as parseYaml } from 'yaml';
 import { CPU_PRIORITIES, type CpuPriority, isCpuPriority } from './cpu-priority.ts';
-import { describe, parseDuration } from './duration.ts';
+import { bareNumberProblem, describe, isBareNumber, parseDuration } from './duration.ts';
 import { parseStoreUrl, type StoreLocation, StoreUrlError } from './store-url.ts';
 
 export type SourceKind = 'sqlite' | 'framed';
@@ -142,16 +142,25 @@ export function singleDatabaseConfig(
   const env = options.env;
   const raw: Record<string, unknown> = { path: database.path, url: database.url };
   if (database.type) raw.type = database.type;
+  const problems: string[] = [];
   const fromEnv = (name: string, key: string, numeric = false) => {
     const value = env[name];
     if (value !== undefined && value !== '')
       raw[key] = numeric && /^\d+$/.test(value) ? Number(value) : value;
   };
-  fromEnv('BACKUPD_INTERVAL', 'interval');
-  fromEnv('BACKUPD_RESTORE_POINT_INTERVAL', 'restorePointInterval');
+  // A bare number is named by its variable: the operator set
+  // BACKUPD_LEASE_TTL, not databases[0].leaseTtl.
+  const durationFromEnv = (name: string, key: string) => {
+    const value = env[name];
+    if (value !== undefined && isBareNumber(value))
+      problems.push(`${name}: ${bareNumberProblem(value.trim())}`);
+    else fromEnv(name, key);
+  };
+  durationFromEnv('BACKUPD_INTERVAL', 'interval');
+  durationFromEnv('BACKUPD_RESTORE_POINT_INTERVAL', 'restorePointInterval');
   fromEnv('BACKUPD_RETENTION', 'retention', true);
-  fromEnv('BACKUPD_LEASE_TTL', 'leaseTtl');
-  fromEnv('BACKUPD_SHUTDOWN_GRACE', 'shutdownGrace');
+  durationFromEnv('BACKUPD_LEASE_TTL', 'leaseTtl');
+  durationFromEnv('BACKUPD_SHUTDOWN_GRACE', 'shutdownGrace');
   if (env.BACKUPD_CONDITIONAL !== undefined)
     raw.conditional = env.BACKUPD_CONDITIONAL !== 'off' && env.BACKUPD_CONDITIONAL !== 'false';
   const checkpoint: Record<string, unknown> = {};
@@ -160,7 +169,6 @@ export function singleDatabaseConfig(
   if (env.BACKUPD_CHECKPOINT_TRUNCATE_PAGES)
     checkpoint.truncatePages = Number(env.BACKUPD_CHECKPOINT_TRUNCATE_PAGES);
   if (Object.keys(checkpoint).length > 0) raw.checkpoint = checkpoint;
-  const problems: string[] = [];
   const document = { databases: [raw], ...(options.listen ? { listen: options.listen } : {}) };
   const config = validateConfig(document, options.baseDir, problems);
   const cpuPriority = cpuPriorityFromEnv(env, problems);

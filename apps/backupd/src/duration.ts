@@ -1,24 +1,39 @@
 /**
- * Durations in config and flags: `250ms`, `1s`, `1.5s`, `2m`, `1h`, or a bare
- * number of seconds. Returns milliseconds; refuses anything else, negative
- * values, and values beyond a day (no setting here needs more).
+ * Durations in config and flags: `250ms`, `1s`, `1.5s`, `2m`, `1h`. Returns
+ * milliseconds; refuses anything else, negative values, and values beyond a
+ * day (no setting here needs more). A bare number is refused too, with the
+ * unit to add: `leaseTtl: 5` once meant seconds silently, and read as
+ * milliseconds or minutes it is off by a factor of a thousand or sixty.
  */
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-const PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
+const PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const BARE_NUMBER = /^\d+(?:\.\d+)?$/;
 const MAX_MS = 24 * 3_600_000;
+
+/** The problem with a duration written as a bare number (`5`), suggesting `5s`. */
+export function bareNumberProblem(number: string): string {
+  return `a bare number (${number}) is not a duration: write "${number}s" for seconds (units: ms, s, m, h)`;
+}
+
+/** Whether `text` is a bare number, which {@link parseDuration} refuses. */
+export function isBareNumber(text: string): boolean {
+  return BARE_NUMBER.test(text.trim());
+}
 
 export function parseDuration(value: unknown): number | string {
   if (typeof value === 'number') {
     if (!Number.isFinite(value) || value < 0)
       return `must be a non-negative duration, got ${value}`;
-    return checkRange(value * 1000);
+    return bareNumberProblem(String(value));
   }
   if (typeof value !== 'string')
     return `must be a duration such as "1s" or "500ms", got ${describe(value)}`;
-  const match = PATTERN.exec(value.trim());
+  const text = value.trim();
+  if (isBareNumber(text)) return bareNumberProblem(text);
+  const match = PATTERN.exec(text);
   if (!match) return `must be a duration such as "1s" or "500ms", got ${JSON.stringify(value)}`;
   const amount = Number(match[1]);
-  const unit = UNITS[match[2] ?? 's'] ?? 1000;
+  const unit = UNITS[match[2]!] ?? 1000;
   return checkRange(amount * unit);
 }
 

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger, errorFields } from './logger.ts';
+import { LOG_LEVELS, parseLogLevel, UsageError } from './main.ts';
 import { Redactor } from './redact.ts';
 
 function capture(): { stream: Writable; lines: string[] } {
@@ -40,5 +41,35 @@ describe('logger', () => {
     expect(lines.join('')).not.toContain('canary-key-5150');
     expect(lines.join('')).not.toContain('abcd1234');
     expect(lines.join('')).toContain('upload-failed');
+  });
+
+  it('takes every level pino accepts, in any case, and refuses others naming them', () => {
+    for (const level of LOG_LEVELS) {
+      expect(parseLogLevel(level)).toBe(level);
+      expect(parseLogLevel(level.toUpperCase())).toBe(level);
+      const { stream } = capture();
+      expect(createLogger({ redactor: new Redactor([]), destination: stream, level }).level).toBe(
+        level,
+      );
+    }
+    expect(LOG_LEVELS).toEqual(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
+    const refused = (() => {
+      try {
+        parseLogLevel('loud');
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refused).toBeInstanceOf(UsageError);
+    expect((refused as Error).message).toBe(
+      '--log-level must be one of trace, debug, info, warn, error, fatal, silent; got "loud"',
+    );
+  });
+
+  it('refuses an unknown level with a usage error, not an error from inside pino', () => {
+    const { stream } = capture();
+    expect(() =>
+      createLogger({ redactor: new Redactor([]), destination: stream, level: 'loud' }),
+    ).toThrow(UsageError);
   });
 });

@@ -6,11 +6,13 @@
  */
 import { Writable } from 'node:stream';
 import { type Logger, pino } from 'pino';
+import { parseLogLevel } from './main.ts';
 import type { Redactor } from './redact.ts';
 
 export type { Logger };
 
 export interface LoggerOptions {
+  /** One of `LOG_LEVELS` (main.ts; any case); default `info`. Anything else throws UsageError. */
   readonly level?: string;
   /** `json` (default when not a terminal) or `pretty`. */
   readonly format?: 'json' | 'pretty';
@@ -63,7 +65,7 @@ export function createLogger(options: LoggerOptions): Logger {
   });
   return pino(
     {
-      level: options.level ?? 'info',
+      level: options.level === undefined ? 'info' : parseLogLevel(options.level),
       base: { pid: process.pid },
       messageKey: 'msg',
       errorKey: 'error',

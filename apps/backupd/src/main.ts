@@ -30,6 +30,22 @@ export class UsageError extends Error {
   }
 }
 
+/** The log levels pino accepts, quietest last; `silent` writes nothing. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * A log level as given on the command line (any case). Checked before any
+ * logger exists, so a typo is a usage error naming the valid levels rather
+ * than an error from inside pino.
+ * @throws UsageError when `value` is not one of {@link LOG_LEVELS}.
+ */
+export function parseLogLevel(value: string, option = '--log-level'): LogLevel {
+  const level = value.trim().toLowerCase();
+  if ((LOG_LEVELS as readonly string[]).includes(level)) return level as LogLevel;
+  throw new UsageError(`${option} must be one of ${LOG_LEVELS.join(', ')}; got "${value}"`);
+}
+
 const COMMON = { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } } as const;
 
 const OPTIONS: Record<CommandName, NonNullable<ParseArgsConfig['options']>> = {
@@ -129,6 +145,9 @@ export async function main(
     cwd: io.cwd ?? process.cwd(),
   };
   try {
+    // Checked here, before any command builds its logger from it.
+    const logLevel = parsed.values['log-level'];
+    if (typeof logLevel === 'string') parsed.values['log-level'] = parseLogLevel(logLevel);
     const handler = await loadHandler(command);
     return await handler(context);
   } catch (error) {

@@ -3,10 +3,15 @@
  * downloaded and checked into a staging directory beside the target, the
  * database is rebuilt to the chosen commit, checked with
  * `PRAGMA integrity_check`, and moved into place atomically.
+ *
+ * The restore library works on a directory; this module speaks of the
+ * database file, so its refusal to overwrite names the file (see
+ * {@link DatabaseTargetExistsError}).
  */
-import { basename, dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import {
   NoRestorePointError,
+  RestoreTargetNotEmptyError,
   restore,
   sqliteCommitAtTime,
   sqliteMaterializer,
@@ -22,6 +27,34 @@ export interface DatabaseRestoreOptions {
   readonly force: boolean;
   readonly onProgress?: (state: ProgressState) => void;
   readonly signal?: AbortSignal;
+}
+
+/**
+ * The database file (or its -wal/-shm, or backupd's files beside it) already
+ * exists and `force` was not given; nothing was written. Keeps the library's
+ * code, `RESTORE_TARGET_NOT_EMPTY`, so callers that act on it (exit code 3)
+ * still do; the message names the file, not the directory it is in.
+ */
+export class DatabaseTargetExistsError extends Error {
+  readonly code = 'RESTORE_TARGET_NOT_EMPTY';
+  /** The database file asked for. */
+  readonly target: string;
+  /** The names found in its directory that the restore would write. */
+  readonly entries: readonly string[];
+
+  constructor(target: string, entries: readonly string[], cause: unknown) {
+    const name = basename(target);
+    const others = entries.filter((entry) => entry !== name);
+    super(
+      entries.includes(name)
+        ? `the database file ${target} already exists${others.length > 0 ? ` (with ${others.join(', ')} beside it)` : ''}; nothing was restored`
+        : `${target} does not exist, but files of it do (${others.map((entry) => join(dirname(target), entry)).join(', ')}); nothing was restored`,
+      { cause },
+    );
+    this.name = 'DatabaseTargetExistsError';
+    this.target = target;
+    this.entries = entries;
+  }
 }
 
 export interface DatabaseRestoreResult {
@@ -53,13 +86,22 @@ export async function restoreDatabase(
     manifestKey = found.manifestKey;
     commitSeq = found.commitSeq;
   }
-  const result = await restore(store, prefix, dirname(target), {
-    materializer: sqliteMaterializer({ databaseName: basename(target) }),
-    force: options.force,
-    ...(manifestKey ? { manifestKey } : {}),
-    ...(commitSeq !== undefined ? { commitSeq } : {}),
-    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
+  let result: Awaited<ReturnType<typeof restore>>;
+  try {
+    result = await restore(store, prefix, dirname(target), {
+      materializer: sqliteMaterializer({ databaseName: basename(target) }),
+      force: options.force,
+      ...(manifestKey ? { manifestKey } : {}),
+      ...(commitSeq !== undefined ? { commitSeq } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } catch (error) {
+    // The library speaks of the directory it restores into and of its own
+    // `force` option; a person restoring a database file needs that file named.
+    if (RestoreTargetNotEmptyError.isInstance(error))
+      throw new DatabaseTargetExistsError(target, error.entries, error);
+    throw error;
+  }
   return { commitSeq: result.commitSeq, manifestKey: result.manifestKey };
 }

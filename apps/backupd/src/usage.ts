@@ -44,10 +44,11 @@ Options:
   --type <sqlite|framed>   what <db> is (default sqlite; framed = a framed store directory)
   --exec "<command>"       run the application as a child; forward signals; exit with its code
   --restore-if-missing     restore <db> from <url> first when it does not exist, then continue that backup
-  --listen <host:port>     serve /healthz, /metrics and a status page (off by default)
+  --listen <host:port>     serve /healthz, /livez, /readyz, /metrics and a status page (off by default)
   --log-format <json|pretty>
-  --log-level <level>
-Environment: BACKUPD_INTERVAL, BACKUPD_RESTORE_POINT_INTERVAL, BACKUPD_RETENTION, BACKUPD_LEASE_TTL, BACKUPD_SHUTDOWN_GRACE,
+  --log-level <level>      trace, debug, info (default), warn, error, fatal or silent
+Environment (durations with a unit: 500ms, 5s, 2m, 1h):
+  BACKUPD_INTERVAL, BACKUPD_RESTORE_POINT_INTERVAL, BACKUPD_RETENTION, BACKUPD_LEASE_TTL, BACKUPD_SHUTDOWN_GRACE,
   BACKUPD_CHECKPOINT_PASSIVE_PAGES, BACKUPD_CHECKPOINT_TRUNCATE_PAGES, BACKUPD_CONDITIONAL=off
 
 Examples:
@@ -64,7 +65,7 @@ is checked (size and CRC-32) before it is used; files are written atomically.
 
 Options:
   --commit <N>        restore exactly to commit N
-  --time <T>          restore the newest commit at or before T (RFC 3339, e.g. 2026-11-29T08:00:00Z)
+  --time <T>          restore the newest commit at or before T (RFC 3339 with Z or an offset, e.g. 2026-11-29T08:00:00Z)
   --manifest <KEY>    restore the restore point stored at KEY
   --if-missing        do nothing (exit 0) when <target> already exists
   --force             overwrite an existing <target>
@@ -104,6 +105,6 @@ bucket, under a scratch prefix it deletes afterwards, and says whether this
 service gives real single-writer exclusion. Exit code 0 when it does.
 
 Examples:
-  backupd check s3://my-bucket/scratch?endpoint=https://ACCOUNT.r2.cloudflarestorage.com&region=auto
+  backupd check 's3://my-bucket/scratch?endpoint=https://ACCOUNT.r2.cloudflarestorage.com&region=auto'
   backupd check az://backups/scratch`,
 };

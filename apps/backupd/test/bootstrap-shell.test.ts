@@ -20,7 +20,7 @@ const BOOTSTRAP = join(REPO_ROOT, 'scripts/bootstrap.sh');
 const SHOW_OPTIONS = 'echo "options=${-//c/} $(shopt -po pipefail)"';
 
 function bash(script: string, options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
-  const result = spawnSync('bash', ['-c', script], {
+  const result = spawnSync('bash', ['--norc', '--noprofile', '-c', script], {
     cwd: options.cwd ?? REPO_ROOT,
     env: options.env ?? process.env,
     encoding: 'utf8',

@@ -84,6 +84,8 @@ describe('relative and remote file URLs on the command line', () => {
 
   test('a plain absolute path names the directory itself, as file:///path does', async () => {
     const backups = join(directory, 'plain');
+    // An existing, empty directory: ls of one that does not exist is an error.
+    mkdirSync(backups);
     const result = await runCli(['ls', backups, '--json'], { env: baseEnv(), cwd });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toBe('[]\n');

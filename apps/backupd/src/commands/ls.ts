@@ -1,4 +1,9 @@
-/** `backupd ls <url>`: the restore points in a prefix. */
+/**
+ * `backupd ls <url>`: the restore points in a prefix. A local directory that
+ * does not exist is an error (exit 1), not an empty listing: it is most often
+ * a mistyped path, and "no restore points" would read as a lost backup.
+ */
+import { existsSync } from 'node:fs';
 import {
   findUnnamedNewerDataAfter,
   holdsUnnamedNewerData,
@@ -8,6 +13,7 @@ import {
 } from '@x/backup-worker';
 import { EXIT_OK } from '../exit-codes.ts';
 import type { CommandContext } from '../main.ts';
+import { parseStoreUrl } from '../store-url.ts';
 import { newerDataCounts, newerDataJson } from './restore.ts';
 import {
   expectPositionals,
@@ -18,9 +24,29 @@ import {
   table,
 } from './shared.ts';
 
+/** `ls` of a local directory that does not exist. */
+export class BackupDirectoryMissingError extends Error {
+  readonly code = 'BACKUP_DIRECTORY_MISSING';
+  /** The URL or path as given. */
+  readonly url: string;
+  /** The directory looked for. */
+  readonly directory: string;
+
+  constructor(url: string, directory: string) {
+    super(`nothing at ${url}: the directory does not exist`);
+    this.name = 'BackupDirectoryMissingError';
+    this.url = url;
+    this.directory = directory;
+  }
+}
+
 export async function lsCommand(context: CommandContext): Promise<number> {
   expectPositionals(context, 1);
-  const { store, prefix } = await openUrlArgument(context, 0);
+  const { store, prefix, url } = await openUrlArgument(context, 0);
+  // openUrlArgument parsed the same text, so this cannot throw here.
+  const location = parseStoreUrl(url);
+  if (location.scheme === 'file' && !existsSync(location.root))
+    throw new BackupDirectoryMissingError(url, location.root);
   const signal = AbortSignal.timeout(120_000);
   const latest = await readLatest(store, prefix, signal);
   const points = await listRestorePoints(store, prefix, { signal });

@@ -41,13 +41,7 @@ export async function restoreCommand(context: CommandContext): Promise<number> {
     commitSeq = Number(context.values.commit);
   }
   let time: number | undefined;
-  if (typeof context.values.time === 'string') {
-    time = Date.parse(context.values.time);
-    if (Number.isNaN(time))
-      throw new UsageError(
-        `--time must be a timestamp such as 2026-11-29T08:00:00Z, got "${context.values.time}"`,
-      );
-  }
+  if (typeof context.values.time === 'string') time = parseRestoreTime(context.values.time);
   const type = (context.values.type as string | undefined) ?? 'sqlite';
   if (type !== 'sqlite' && type !== 'framed')
     throw new UsageError(`--type must be sqlite or framed, got "${type}"`);
@@ -126,6 +120,32 @@ export async function restoreCommand(context: CommandContext): Promise<number> {
       onProgress: (state) => progress.update(state),
     });
   }
+}
+
+/** RFC 3339 date-time: date, time (seconds and fractions optional), and a zone. */
+const TIMESTAMP_WITH_ZONE =
+  /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
+/** The same without the zone (or a date alone): what a missing zone looks like. */
+const TIMESTAMP_WITHOUT_ZONE = /^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?$/;
+
+/**
+ * `--time`: an RFC 3339 timestamp with `Z` or an explicit offset, as Unix
+ * milliseconds. A timestamp without a zone is refused: JavaScript would read
+ * it in this machine's zone (and a bare date as UTC), so the same command
+ * would restore a different commit on a machine set to another zone.
+ * @throws UsageError naming the value and the form to use.
+ */
+export function parseRestoreTime(value: string): number {
+  const text = value.trim();
+  const time = Date.parse(text);
+  if (TIMESTAMP_WITH_ZONE.test(text) && !Number.isNaN(time)) return time;
+  if (TIMESTAMP_WITHOUT_ZONE.test(text))
+    throw new UsageError(
+      `--time needs a timezone: add Z for UTC or an offset such as +02:00 (e.g. 2026-11-29T08:00:00Z), got "${value}"`,
+    );
+  throw new UsageError(
+    `--time must be an RFC 3339 timestamp with a timezone such as 2026-11-29T08:00:00Z or 2026-11-29T09:00:00+01:00, got "${value}"`,
+  );
 }
 
 /** What the bucket holds beyond the restore point used, or why that is unknown. */
