@@ -29,9 +29,27 @@ import {
  * - `ignores-if-match`: `{ ifMatch }` puts and deletes ignore the version;
  * - `not-atomic`: conditions are checked with a `head`, then, one event-loop
  *   turn later, written unconditionally — right one request at a time, wrong
- *   under concurrency.
+ *   under concurrency;
+ * - `ignores-create-on-multipart`: an `upload` in create mode of more than
+ *   one part (`partSize`, default 8 MiB) overwrites, as a service that
+ *   honours `If-None-Match` on PutObject but not on CompleteMultipartUpload;
+ *   puts and one-part uploads keep their condition.
  */
-export type StoreFlaw = 'ignores-create' | 'ignores-if-match' | 'not-atomic';
+export type StoreFlaw =
+  | 'ignores-create'
+  | 'ignores-if-match'
+  | 'not-atomic'
+  | 'ignores-create-on-multipart';
+
+/** The part size `ignores-create-on-multipart` assumes when the call names none (S3Store's default). */
+const DEFAULT_FLAWED_PART_SIZE = 8 * 1024 * 1024;
+
+async function collect(source: UploadSource): Promise<Uint8Array> {
+  if (source instanceof Uint8Array) return source;
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of source) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
 
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
@@ -97,7 +115,8 @@ class BrokenStore implements ObjectStore {
       await this.#checkThenWait(key, mode, options);
       return this.#inner.put(key, body, { ...options, mode: 'overwrite' });
     }
-    const ignored = (this.#flaw === 'ignores-create') === (mode === 'create');
+    const ignored =
+      mode === 'create' ? this.#flaw === 'ignores-create' : this.#flaw === 'ignores-if-match';
     return this.#inner.put(key, body, ignored ? { ...options, mode: 'overwrite' } : options);
   }
 
@@ -118,6 +137,11 @@ class BrokenStore implements ObjectStore {
     options: UploadOptions = {},
   ): Promise<{ version: ObjectVersion; size: number }> {
     if (options.mode !== 'create') return this.#inner.upload(key, source, options);
+    if (this.#flaw === 'ignores-create-on-multipart') {
+      const body = await collect(source);
+      const multipart = body.byteLength > (options.partSize ?? DEFAULT_FLAWED_PART_SIZE);
+      return this.#inner.upload(key, body, multipart ? { ...options, mode: 'overwrite' } : options);
+    }
     if (this.#flaw === 'ignores-create')
       return this.#inner.upload(key, source, { ...options, mode: 'overwrite' });
     if (this.#flaw === 'not-atomic') {

@@ -41,7 +41,6 @@ import {
 import {
   ConformanceFailure,
   check,
-  deleteUnder,
   describeError,
   expectRejection,
   forEachLimited,
@@ -50,6 +49,12 @@ import {
   sameBytes,
   text,
 } from './assertions.ts';
+import {
+  type CleanupFailure,
+  cleanUpPrefix,
+  describeCleanupFailure,
+  KeyRecordingStore,
+} from './cleanup.ts';
 
 /** The groups cases belong to, in the order they run. */
 export const CASE_GROUPS = [
@@ -98,6 +103,11 @@ export interface CaseResult {
   readonly durationMs: number;
   /** The error a failed case threw. */
   readonly error?: unknown;
+  /**
+   * Set when the case's cleanup left objects or met errors (the case is then
+   * failed too, unless it had already failed for its own reason).
+   */
+  readonly cleanup?: CleanupFailure;
 }
 
 const MIB = 1024 * 1024;
@@ -1065,8 +1075,11 @@ export async function executeCase(
   if (reason !== undefined)
     return { ...base, outcome: 'not-applicable', detail: reason, durationMs: 0 };
   const prefix = `${normalizePrefix(options.runPrefix)}/${caseId(testCase)}`;
+  // Every key the case writes is remembered, so cleanup does not depend on
+  // the store's listing being right (a broken one would leave them behind).
+  const recording = new KeyRecordingStore(options.store);
   const context: CaseContext = {
-    store: options.store,
+    store: recording,
     prefix,
     capabilities: options.capabilities,
     ...(options.signal ? { signal: options.signal } : {}),
@@ -1077,14 +1090,16 @@ export async function executeCase(
   } catch (error) {
     failure = error;
   }
+  let cleanup: CleanupFailure | undefined;
   try {
-    await deleteUnder(options.store, prefix, options.signal);
+    cleanup = await cleanUpPrefix(options.store, prefix, recording.written(), options.signal);
   } catch (error) {
-    failure ??= new ConformanceFailure(`cleanup under ${prefix} failed: ${describeError(error)}`, {
-      cause: error,
-    });
+    // Only an abort gets here (cleanUpPrefix reports every other failure).
+    cleanup = { prefix, left: 0, sample: [], listed: false, errors: [describeError(error)] };
   }
+  if (cleanup) failure ??= new ConformanceFailure(`cleanup: ${describeCleanupFailure(cleanup)}`);
   const durationMs = performance.now() - started;
+  const cleanupField = cleanup ? { cleanup } : {};
   if (failure !== undefined)
     return {
       ...base,
@@ -1092,6 +1107,7 @@ export async function executeCase(
       detail: describeError(failure),
       durationMs,
       error: failure,
+      ...cleanupField,
     };
   return { ...base, outcome: 'passed', detail: '', durationMs };
 }

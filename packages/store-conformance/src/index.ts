@@ -14,8 +14,15 @@ export {
   type RunConformanceOptions,
   runConformanceCases,
 } from './cases.ts';
+export {
+  type CleanupFailure,
+  cleanUpPrefix,
+  describeCleanupFailure,
+  KeyRecordingStore,
+} from './cleanup.ts';
 export { describeStoreConformance, type StoreConformanceOptions } from './describe.ts';
 export {
+  PROBE_UPLOAD_PART_SIZE,
   type ProbeOptions,
   type ProbeReport,
   probeConditionalWrites,

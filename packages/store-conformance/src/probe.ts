@@ -10,11 +10,22 @@
  * fails the second. Either failure is reported as `ignored`, with the
  * evidence saying which.
  *
+ * Multipart create is probed with a real multipart upload: a store decides
+ * between one single write and a multipart upload by size (S3 sends a
+ * `PutObject` for anything that fits in one part), and a service may honour
+ * `If-None-Match` on `PutObject` but not on `CompleteMultipartUpload`. So the
+ * probe uploads two parts — one of `uploadPartSize` (default 5 MiB, S3's
+ * smallest part) and a short last one — with that `partSize`, twice: once to
+ * a fresh key (must succeed) and once over it (must be refused, the first
+ * content kept). That moves about 10 MiB up and 5 MiB down.
+ *
  * Limits: a race that happens to serialise can hide non-atomicity (the probe
  * shows what happened, not a proof); `honoured` means these requests were
- * refused as they should be. Everything is written under a fresh sub-prefix
- * of `prefix` and deleted at the end (best effort; `cleanupError` says when
- * that failed).
+ * refused as they should be. A store that ignores `partSize` (memory, file)
+ * writes the upload in one piece. Everything is written under a fresh
+ * sub-prefix of `prefix` and deleted at the end — every key written, not
+ * only those the store lists; `cleanup` says what was left and why when
+ * that failed.
  */
 import {
   AlreadyExistsError,
@@ -26,7 +37,13 @@ import {
   PreconditionFailedError,
   sameVersion,
 } from '@x/store';
-import { deleteUnder, describeError, randomSuffix, readText, text } from './assertions.ts';
+import { describeError, randomSuffix, readText, sameBytes, text } from './assertions.ts';
+import {
+  type CleanupFailure,
+  cleanUpPrefix,
+  describeCleanupFailure,
+  KeyRecordingStore,
+} from './cleanup.ts';
 
 export type VerdictOutcome = 'honoured' | 'ignored' | 'not-implemented' | 'error';
 
@@ -42,14 +59,27 @@ export interface ProbeReport {
   readonly delete: Verdict;
   /** Present unless `multipart: false` was passed. */
   readonly multipartCreate?: Verdict;
-  /** Set when deleting the probe's objects failed. */
+  /** Set when deleting the probe's objects failed: {@link describeCleanupFailure} of `cleanup`. */
   readonly cleanupError?: string;
+  /** Set when deleting the probe's objects failed: what was left where, and the errors. */
+  readonly cleanup?: CleanupFailure;
 }
+
+/** The default part size of the probe's multipart uploads: S3's smallest part (a multiple of GCS's 256 KiB). */
+export const PROBE_UPLOAD_PART_SIZE = 5 * 1024 * 1024;
+/** The probe's multipart uploads are one full part and this many bytes more. */
+const PROBE_UPLOAD_TAIL = 4096;
 
 export interface ProbeOptions {
   readonly signal?: AbortSignal;
-  /** Also probe `upload` in create mode (default `true`). */
+  /** Also probe `upload` in create mode, with a two-part upload (default `true`). */
   readonly multipart?: boolean;
+  /**
+   * `partSize` of the multipart probe's uploads, which are this many bytes
+   * and a short last part (default {@link PROBE_UPLOAD_PART_SIZE}). Use the
+   * store's smallest accepted part size.
+   */
+  readonly uploadPartSize?: number;
   /** Concurrent writers in the race checks (default 8; at least 2). */
   readonly concurrency?: number;
 }
@@ -105,12 +135,34 @@ function madeUpVersion(like: ObjectVersion): ObjectVersion {
     : { etag: '"0123456789abcdef0123456789abcdef"' };
 }
 
+/** Deterministic bytes for the multipart probe, different for each seed. */
+function uploadBody(size: number, seed: number): Uint8Array {
+  const bytes = new Uint8Array(size);
+  let state = seed >>> 0 || 1;
+  for (let index = 0; index < size; index++) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    bytes[index] = state & 0xff;
+  }
+  return bytes;
+}
+
+/** `bytes` in 64 KiB chunks, as a streamed source. */
+async function* chunked(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  for (let offset = 0; offset < bytes.byteLength; offset += 64 * 1024)
+    yield bytes.subarray(offset, offset + 64 * 1024);
+}
+
 export async function probeConditionalWrites(
-  store: ObjectStore,
+  target: ObjectStore,
   prefix: string,
   options: ProbeOptions = {},
 ): Promise<ProbeReport> {
   const { signal } = options;
+  // Every key written is remembered, so cleanup does not rest on the listing.
+  const store = new KeyRecordingStore(target);
+  const uploadPartSize = options.uploadPartSize ?? PROBE_UPLOAD_PART_SIZE;
   const concurrency = Math.max(2, options.concurrency ?? 8);
   const base = normalizePrefix(prefix);
   const root = `${base === '' ? '' : `${base}/`}conditional-write-probe-${randomSuffix()}`;
@@ -234,38 +286,48 @@ export async function probeConditionalWrites(
     let multipartCreate: Verdict | undefined;
     if (options.multipart !== false) {
       multipartCreate = await judge(async () => {
-        await store.put(keyOf('upload'), text('first'), call);
-        async function* source(): AsyncIterable<Uint8Array> {
-          yield text('second, ');
-          yield text('streamed');
+        const size = uploadPartSize + PROBE_UPLOAD_TAIL;
+        const first = uploadBody(size, 1);
+        const uploadOptions = { ...call, partSize: uploadPartSize };
+        const created = await attempt(
+          store.upload(keyOf('upload'), chunked(first), { ...uploadOptions, mode: 'create' }),
+        );
+        if (!created.ok) {
+          if (NotImplementedError.isInstance(created.error)) throw created.error;
+          probeError(
+            `an upload in create mode (two parts) of a fresh key was refused: ${describeError(created.error)}`,
+          );
         }
         const second = await attempt(
-          store.upload(keyOf('upload'), source(), { ...call, mode: 'create' }),
+          store.upload(keyOf('upload'), chunked(uploadBody(size, 2)), {
+            ...uploadOptions,
+            mode: 'create',
+          }),
         );
-        if (second.ok) ignored('an upload in create mode over an existing key succeeded');
+        if (second.ok)
+          ignored(
+            'an upload in create mode (two parts) over an existing key succeeded: the condition is not checked when a multipart upload completes',
+          );
         if (!AlreadyExistsError.isInstance(second.error)) throw second.error;
-        if ((await readText(store, keyOf('upload'), signal)) !== 'first')
+        const kept = await store.get(keyOf('upload'), call);
+        if (kept === null || !sameBytes(kept.body, first))
           probeError('a create upload was refused but the content changed anyway');
-        return 'an upload in create mode over an existing key was refused with AlreadyExistsError and the content kept';
+        return `an upload in create mode (two parts, ${size} bytes, partSize ${uploadPartSize}) of a fresh key succeeded; a second over it was refused with AlreadyExistsError and the first content kept`;
       }, signal);
     }
 
-    let cleanupError: string | undefined;
-    try {
-      await deleteUnder(store, root, signal);
-    } catch (error) {
-      cleanupError = describeError(error);
-    }
+    const cleanup = await cleanUpPrefix(target, root, store.written(), signal);
     return {
       create,
       replace,
       delete: deleteVerdict,
       ...(multipartCreate ? { multipartCreate } : {}),
-      ...(cleanupError ? { cleanupError } : {}),
+      ...(cleanup ? { cleanup, cleanupError: describeCleanupFailure(cleanup) } : {}),
     };
   } catch (error) {
-    // Aborted or failed outside a step: still try to leave nothing behind.
-    await deleteUnder(store, root).catch(() => {
+    // Aborted or failed outside a step: still try to leave nothing behind,
+    // without the caller's (possibly aborted) signal.
+    await cleanUpPrefix(target, root, store.written()).catch(() => {
       // Best effort; the original error is what the caller needs.
     });
     throw error;
