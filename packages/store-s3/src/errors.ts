@@ -9,7 +9,10 @@
  *   (there is no object, so it is not the named version);
  * - 409 / `ConditionalRequestConflict` → `ConflictError` (the caller of
  *   {@link classifyS3Error} retries these first);
- * - 501 / `NotImplemented` → `NotImplementedError`;
+ * - 501 / `NotImplemented` → `NotImplementedError`, whose message carries the
+ *   service's own message and the header it named (S3 names the offending
+ *   request header in `<Header>`, e.g. `x-amz-checksum-crc32` from a service
+ *   that does not implement the SDK's default checksums);
  * - anything else → `StoreError` naming the key, status, code and request id.
  *
  * The original SDK error is not kept as `cause`: some S3 error answers echo
@@ -50,7 +53,16 @@ export interface S3Failure {
   /** How many attempts the SDK made (more than 1 when it retried). */
   readonly attempts: number;
   readonly message: string;
+  /**
+   * The request header the service named as the problem (S3's `<Header>`
+   * element, on 501 `NotImplemented` and 400 `InvalidArgument`), when given.
+   * A header name only: never a value.
+   */
+  readonly header: string | undefined;
 }
+
+/** A header name as HTTP allows it; anything else in `<Header>` is not reported. */
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
 
 export function describeFailure(error: unknown): S3Failure {
   const record = (typeof error === 'object' && error !== null ? error : {}) as {
@@ -58,6 +70,7 @@ export function describeFailure(error: unknown): S3Failure {
     Code?: unknown;
     code?: unknown;
     message?: unknown;
+    Header?: unknown;
     $metadata?: { httpStatusCode?: unknown; requestId?: unknown; attempts?: unknown };
     $response?: { statusCode?: unknown };
   };
@@ -82,6 +95,10 @@ export function describeFailure(error: unknown): S3Failure {
     requestId: typeof metadata.requestId === 'string' ? metadata.requestId : undefined,
     attempts: typeof metadata.attempts === 'number' ? metadata.attempts : 1,
     message: typeof record.message === 'string' ? record.message : String(error),
+    header:
+      typeof record.Header === 'string' && HEADER_NAME.test(record.Header)
+        ? record.Header.toLowerCase()
+        : undefined,
   };
 }
 
@@ -125,6 +142,37 @@ function facts(failure: S3Failure): string {
   return parts.join(', ');
 }
 
+/** The SDK's checksum headers: a service that rejects them wants `checksums: 'when-required'`. */
+const CHECKSUM_HEADER = /^x-amz-(checksum-|sdk-checksum-|trailer$)/i;
+
+/**
+ * What a 501 says, for a person: the service's message (the SDK's
+ * placeholder when a HEAD answer had no body), the header it named, and,
+ * for one of the SDK's checksum headers, the switch that stops sending it.
+ */
+function notImplementedDetail(failure: S3Failure): string {
+  const parts: string[] = [];
+  const message = failure.message.trim();
+  // A HEAD answer has no body: the SDK's message is then just the code or status.
+  if (message !== '' && message !== failure.code && message !== 'UnknownError')
+    parts.push(`the service said: ${JSON.stringify(message.slice(0, 500))}`);
+  const header = failure.header ?? headerNamedIn(message);
+  if (header) {
+    parts.push(`header ${header}`);
+    if (CHECKSUM_HEADER.test(header))
+      parts.push(
+        "the SDK's default checksum headers are not implemented by this service: set the S3Store option checksums: 'when-required'",
+      );
+  }
+  parts.push(facts(failure));
+  return parts.join('; ');
+}
+
+/** An `x-amz-…` header name quoted in a message (some services name it only there). */
+function headerNamedIn(message: string): string | undefined {
+  return /\b(x-amz-[a-z0-9-]+)/i.exec(message)?.[1]?.toLowerCase();
+}
+
 /** The typed error for a failed request (after any retries the adapter does). */
 export function classifyS3Error(error: unknown, operation: S3Operation, key: string): StoreError {
   if (StoreError.isInstance(error)) return error;
@@ -146,7 +194,11 @@ export function classifyS3Error(error: unknown, operation: S3Operation, key: str
   }
   if (conditional && isConditionalConflict(failure)) return new ConflictError(key, { cause });
   if (isNotImplemented(failure)) {
-    return new NotImplementedError(`s3 ${operation}`, { key, cause, detail: facts(failure) });
+    return new NotImplementedError(`s3 ${operation}`, {
+      key,
+      cause,
+      detail: notImplementedDetail(failure),
+    });
   }
   return new StoreError(
     `s3 ${operation} failed for ${key}: ${failure.message} (${facts(failure)})`,

@@ -6,6 +6,7 @@ export {
   MAX_PARTS,
   MIN_PART_SIZE,
   type S3CapabilityOptions,
+  type S3Checksums,
   type S3StaticCredentials,
   S3Store,
   type S3StoreOptions,

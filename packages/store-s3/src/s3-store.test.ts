@@ -331,3 +331,124 @@ describe('S3Store list entries without an ETag (unit, fake client)', () => {
     },
   );
 });
+
+describe('501 NotImplemented names what the service did not implement (unit, fake errors)', () => {
+  const message = 'A header you provided implies functionality that is not implemented';
+
+  it("carries the service's message and the header from <Header>, and the checksums switch for a checksum header", () => {
+    const mapped = classifyS3Error(
+      serviceError('NotImplemented', 501, { message, Header: 'x-amz-checksum-crc32' }),
+      'create',
+      'LEASE',
+    );
+    expect(NotImplementedError.isInstance(mapped)).toBe(true);
+    expect(mapped.message).toContain(`the service said: "${message}"`);
+    expect(mapped.message).toContain('header x-amz-checksum-crc32');
+    expect(mapped.message).toContain("checksums: 'when-required'");
+    expect(mapped.message).toContain('status 501');
+    expect(mapped.message).toContain('request id REQ123');
+  });
+
+  it('takes the header from the message when the service names it only there', () => {
+    const mapped = classifyS3Error(
+      serviceError('NotImplemented', 501, {
+        message: 'x-amz-checksum-mode is not supported',
+      }),
+      'get',
+      'k',
+    );
+    expect(mapped.message).toContain('header x-amz-checksum-mode');
+  });
+
+  it('names another header without the checksums hint, and reports no header value', () => {
+    const mapped = classifyS3Error(
+      serviceError('NotImplemented', 501, {
+        message,
+        Header: 'Transfer-Encoding',
+        HeaderValue: 'secret-looking-value',
+      }),
+      'put',
+      'k',
+    );
+    expect(mapped.message).toContain('header transfer-encoding');
+    expect(mapped.message).not.toContain('checksums');
+    expect(mapped.message).not.toContain('secret-looking-value');
+  });
+
+  it('ignores a <Header> that is no header name', () => {
+    const mapped = classifyS3Error(
+      serviceError('NotImplemented', 501, { message, Header: 'x: y\nz' }),
+      'put',
+      'k',
+    );
+    expect(mapped.message).not.toContain('header x');
+  });
+
+  it('a 501 without a body (a HEAD answer) still says NotImplemented and the status', () => {
+    const mapped = classifyS3Error(
+      Object.assign(new Error('UnknownError'), {
+        name: 'NotImplemented',
+        $metadata: { httpStatusCode: 501, attempts: 1 },
+      }),
+      'head',
+      'k',
+    );
+    expect(mapped.message).toBe(
+      'not implemented by this store: s3 head (NotImplemented, status 501)',
+    );
+  });
+});
+
+describe('the checksums option (unit)', () => {
+  async function sdkSettings(store: S3Store): Promise<[string, string]> {
+    const config = store.client.config as unknown as {
+      requestChecksumCalculation: () => Promise<string>;
+      responseChecksumValidation: () => Promise<string>;
+    };
+    return [await config.requestChecksumCalculation(), await config.responseChecksumValidation()];
+  }
+  const credentials = { accessKeyId: 'id', secretAccessKey: 'secret' };
+
+  it("defaults to 'when-required' with a custom endpoint, and gives the SDK WHEN_REQUIRED", async () => {
+    const store = new S3Store({ bucket: 'b', endpoint: 'http://127.0.0.1:1', credentials });
+    expect(store.checksums).toBe('when-required');
+    expect(await sdkSettings(store)).toEqual(['WHEN_REQUIRED', 'WHEN_REQUIRED']);
+  });
+
+  it("'when-supported' with an endpoint gives the SDK WHEN_SUPPORTED", async () => {
+    const store = new S3Store({
+      bucket: 'b',
+      endpoint: 'http://127.0.0.1:1',
+      credentials,
+      checksums: 'when-supported',
+    });
+    expect(store.checksums).toBe('when-supported');
+    expect(await sdkSettings(store)).toEqual(['WHEN_SUPPORTED', 'WHEN_SUPPORTED']);
+  });
+
+  it('leaves AWS itself to the SDK (no endpoint, no option)', () => {
+    const store = new S3Store({ bucket: 'b', region: 'eu-west-1', credentials });
+    expect(store.checksums).toBeUndefined();
+  });
+
+  it("'when-required' for AWS too when asked", async () => {
+    const store = new S3Store({
+      bucket: 'b',
+      region: 'eu-west-1',
+      credentials,
+      checksums: 'when-required',
+    });
+    expect(await sdkSettings(store)).toEqual(['WHEN_REQUIRED', 'WHEN_REQUIRED']);
+  });
+
+  it('refuses an unknown value, naming it', () => {
+    expect(
+      () =>
+        new S3Store({
+          bucket: 'b',
+          credentials,
+          checksums: 'always' as unknown as 'when-required',
+        }),
+    ).toThrow(/checksums must be 'when-required' or 'when-supported', got "always"/);
+  });
+});

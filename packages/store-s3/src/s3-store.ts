@@ -164,6 +164,36 @@ export interface S3StoreOptions {
   readonly partSize?: number;
   /** Back-off for 409 `ConditionalRequestConflict`. */
   readonly conflictRetry?: ConflictRetryOptions;
+  /**
+   * When the SDK adds checksums: `'when-supported'` (the SDK's default: a
+   * CRC32 on every upload, `x-amz-checksum-mode` on every download) or
+   * `'when-required'` (only where the operation requires one; none of the
+   * calls this store makes do). Default: `'when-required'` when `endpoint`
+   * is set — several S3-compatible services answer the SDK's default
+   * checksum headers with 501 `NotImplemented` — and the SDK's own setting
+   * (`AWS_REQUEST_CHECKSUM_CALCULATION`, shared config; else
+   * `'when-supported'`) for AWS itself. Ignored with `client`.
+   */
+  readonly checksums?: S3Checksums;
+}
+
+/** When the SDK computes request checksums and validates response ones (see `S3StoreOptions.checksums`). */
+export type S3Checksums = 'when-required' | 'when-supported';
+
+/** The SDK settings for a `checksums` value. */
+function checksumConfig(
+  checksums: S3Checksums,
+): Pick<S3ClientConfig, 'requestChecksumCalculation' | 'responseChecksumValidation'> {
+  const value = checksums === 'when-required' ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED';
+  return { requestChecksumCalculation: value, responseChecksumValidation: value };
+}
+
+function checkChecksums(checksums: unknown): S3Checksums | undefined {
+  if (checksums === undefined || checksums === 'when-required' || checksums === 'when-supported')
+    return checksums;
+  throw new StoreError(
+    `s3: checksums must be 'when-required' or 'when-supported', got ${JSON.stringify(checksums)}`,
+  );
 }
 
 /** The capabilities an S3 service may or may not honour (`distinctVersions` is fixed: `false`). */
@@ -213,6 +243,12 @@ export class S3Store implements ObjectStore {
   /** Normalised, without a trailing `/` (empty for the bucket's root). */
   readonly prefix: string;
   readonly client: S3Client;
+  /**
+   * The checksum setting the client was built with; `undefined` when the SDK
+   * decides (AWS without the option: its environment and shared config) or a
+   * `client` was given.
+   */
+  readonly checksums: S3Checksums | undefined;
 
   readonly #partSize: number;
   readonly #conflictAttempts: number;
@@ -238,6 +274,10 @@ export class S3Store implements ObjectStore {
     this.#conflictAttempts = Math.max(1, options.conflictRetry?.attempts ?? 5);
     this.#conflictBaseDelayMs = Math.max(0, options.conflictRetry?.baseDelayMs ?? 50);
     this.#conflictMaxDelayMs = Math.max(0, options.conflictRetry?.maxDelayMs ?? 1_000);
+    const checksums = options.client
+      ? undefined
+      : (checkChecksums(options.checksums) ?? (options.endpoint ? 'when-required' : undefined));
+    this.checksums = checksums;
     this.client =
       options.client ??
       new S3Client({
@@ -245,6 +285,7 @@ export class S3Store implements ObjectStore {
         ...(options.endpoint ? { endpoint: options.endpoint } : {}),
         ...(options.forcePathStyle !== undefined ? { forcePathStyle: options.forcePathStyle } : {}),
         ...(options.credentials ? { credentials: options.credentials } : {}),
+        ...(checksums ? checksumConfig(checksums) : {}),
       });
     const where = options.endpoint ? ` at ${safeEndpoint(options.endpoint)}` : '';
     this.description = `s3://${this.bucket}${this.prefix ? `/${this.prefix}` : ''}${where}`;
