@@ -5,7 +5,9 @@
  * Credentials (never from the URL):
  * - s3: the AWS SDK's standard chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY,
  *   AWS_PROFILE, web identity, instance roles). Region: `?region=`, else
- *   AWS_REGION, else `us-east-1` when an endpoint is given.
+ *   AWS_REGION, else `us-east-1` when an endpoint is given. Checksums:
+ *   `?checksums=`, else the adapter's default (`when-required` with an
+ *   endpoint, the SDK's setting for AWS).
  * - az: AZURE_STORAGE_CONNECTION_STRING; or an account (`?account=` or
  *   AZURE_STORAGE_ACCOUNT) with AZURE_STORAGE_KEY, or with
  *   AZURE_STORAGE_SAS_TOKEN. `?endpoint=` overrides the blob endpoint
@@ -62,6 +64,8 @@ export async function openStore(location: StoreLocation, env: Env): Promise<Open
           ...(location.forcePathStyle !== undefined
             ? { forcePathStyle: location.forcePathStyle }
             : {}),
+          // Unset: the adapter's default (when-required with an endpoint).
+          ...(location.checksums !== undefined ? { checksums: location.checksums } : {}),
         }),
         prefix: location.prefix,
       };

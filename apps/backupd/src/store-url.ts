@@ -3,11 +3,15 @@
  *
  * | URL | store |
  * | --- | --- |
- * | `s3://bucket/prefix?endpoint=…&region=…&forcePathStyle=true` | S3 and S3-compatible (R2, MinIO, …) |
+ * | `s3://bucket/prefix?endpoint=…&region=…&forcePathStyle=true&checksums=when-required` | S3 and S3-compatible (R2, MinIO, …) |
  * | `az://container/prefix?account=…&endpoint=…` | Azure Blob Storage |
  * | `gs://bucket/prefix?endpoint=…&project=…` | Google Cloud Storage |
  * | `file:///absolute/path`, or a plain `/absolute/path` | a local directory (FsStore); the prefix is `backup` |
  * | `memory:name` | in-process memory (tests only) |
+ *
+ * `checksums` (s3 only) is `when-required` or `when-supported`: whether the
+ * AWS SDK adds its default checksum headers. Without it the adapter decides
+ * (`when-required` with an `endpoint`, the SDK's own setting for AWS).
  *
  * Credentials are never taken from a URL: a URL with a user or password part
  * is refused, so secrets cannot end up in shell history, process lists or logs.
@@ -32,6 +36,7 @@ export type StoreLocation =
       readonly endpoint?: string;
       readonly region?: string;
       readonly forcePathStyle?: boolean;
+      readonly checksums?: 'when-required' | 'when-supported';
     }
   | {
       readonly scheme: 'az';
@@ -56,7 +61,7 @@ export const SUPPORTED_SCHEMES = ['s3', 'az', 'gs', 'file', 'memory'] as const;
 export const LOCAL_PREFIX = 'backup';
 
 const QUERY_KEYS: Record<string, readonly string[]> = {
-  s3: ['endpoint', 'region', 'forcePathStyle'],
+  s3: ['endpoint', 'region', 'forcePathStyle', 'checksums'],
   az: ['account', 'endpoint'],
   gs: ['endpoint', 'project'],
   file: [],
@@ -219,6 +224,16 @@ export function parseStoreUrl(text: string): StoreLocation {
     if (pathStyle !== undefined && pathStyle !== 'true' && pathStyle !== 'false') {
       throw problem(`forcePathStyle must be true or false, got ${JSON.stringify(pathStyle)}`);
     }
+    const checksums = option('checksums');
+    if (
+      checksums !== undefined &&
+      checksums !== 'when-required' &&
+      checksums !== 'when-supported'
+    ) {
+      throw problem(
+        `checksums must be when-required or when-supported, got ${JSON.stringify(checksums)}`,
+      );
+    }
     return {
       scheme: 's3',
       bucket: container,
@@ -226,6 +241,7 @@ export function parseStoreUrl(text: string): StoreLocation {
       ...(endpoint !== undefined ? { endpoint } : {}),
       ...(option('region') !== undefined ? { region: option('region')! } : {}),
       ...(pathStyle !== undefined ? { forcePathStyle: pathStyle === 'true' } : {}),
+      ...(checksums !== undefined ? { checksums } : {}),
     };
   }
   if (scheme === 'az') {

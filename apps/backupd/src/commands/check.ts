@@ -3,30 +3,88 @@
  * single-writer exclusion. Runs the conditional-write probe and the
  * conformance cases under a scratch prefix (`<prefix>/.backupd-check-<random>`)
  * and deletes what it wrote there; it never touches anything else.
- * Exit 0 only when create-if-absent and replace-if-version are honoured.
+ *
+ * Cleanup does not trust the service's listing: every key written is
+ * remembered and deleted, and the scratch prefix is swept once more at the
+ * end. Every cleanup failure is reported, with what was left where.
+ *
+ * Exit 0 only when create-if-absent and replace-if-version are honoured and
+ * nothing was left under the scratch prefix.
  */
 import { randomBytes } from 'node:crypto';
 import {
   type CaseResult,
+  type CleanupFailure,
+  cleanUpPrefix,
+  describeCleanupFailure,
+  KeyRecordingStore,
   type ProbeReport,
   probeConditionalWrites,
   runConformanceCases,
+  type VerdictOutcome,
 } from '@x/store-conformance';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import type { CommandContext } from '../main.ts';
 import { expectPositionals, openUrlArgument, print, printJson, table } from './shared.ts';
+
+export interface CheckCleanup {
+  /** True when nothing is known to be left under `prefix` and no cleanup step failed. */
+  readonly clean: boolean;
+  /** The scratch prefix. */
+  readonly prefix: string;
+  /** Objects left under it after the final sweep (a lower bound when `listed` is false). */
+  readonly left: number;
+  /** False when the final sweep could not list the prefix. */
+  readonly listed: boolean;
+  /** Every cleanup that failed along the way (probe, cases, final sweep), for a person. */
+  readonly failures: readonly string[];
+}
 
 export interface CheckVerdict {
   readonly safe: boolean;
   readonly exclusion: 'conditional' | 'none';
   readonly probe: ProbeReport;
   readonly cases: readonly CaseResult[];
+  readonly cleanup: CheckCleanup;
   readonly summary: string;
+}
+
+/**
+ * What a verdict other than `honoured` means for backupd, where it matters
+ * though the lease does not rest on it. The lease never deletes: release
+ * writes a released record with replace-if-version (`If-Match`), and
+ * retention deletes unconditionally under the lease.
+ */
+function notes(probe: ProbeReport): string[] {
+  const result: string[] = [];
+  if (probe.delete.outcome !== 'honoured')
+    result.push(
+      `delete-if-version is ${probe.delete.outcome}; backupd does not use it: the lease is released by writing a released record with replace-if-version (If-Match), never by a delete`,
+    );
+  if (probe.multipartCreate && probe.multipartCreate.outcome !== 'honoured')
+    result.push(
+      `create-if-absent at multipart completion is ${probe.multipartCreate.outcome}: a snapshot or archive larger than one part is checked absent before its upload but not refused when the upload completes`,
+    );
+  return result;
+}
+
+function unsafeReasons(probe: ProbeReport): string {
+  const named: [string, VerdictOutcome][] = [
+    ['create-if-absent', probe.create.outcome],
+    ['replace-if-version', probe.replace.outcome],
+  ];
+  return named
+    .filter(([, outcome]) => outcome !== 'honoured')
+    .map(([name, outcome]) => `${name} ${outcome}`)
+    .join(', ');
 }
 
 export async function checkCommand(context: CommandContext): Promise<number> {
   expectPositionals(context, 1);
-  const { store, prefix, url } = await openUrlArgument(context, 0);
+  const opened = await openUrlArgument(context, 0);
+  const { prefix, url } = opened;
+  // Every key the probe and the cases write, for the final sweep.
+  const store = new KeyRecordingStore(opened.store);
   const scratch = `${prefix}/.backupd-check-${randomBytes(6).toString('hex')}`;
   const signal = AbortSignal.timeout(10 * 60_000);
   const probe = await probeConditionalWrites(store, `${scratch}/probe`, { signal });
@@ -37,28 +95,56 @@ export async function checkCommand(context: CommandContext): Promise<number> {
     capabilities: { conditionalPut: true, conditionalDelete: true, multipartCreate: true },
     signal,
   });
+  // The final sweep runs on its own deadline: the run's may be nearly spent.
+  const sweep = await cleanUpPrefix(
+    opened.store,
+    scratch,
+    store.written(),
+    AbortSignal.timeout(5 * 60_000),
+  ).catch(
+    (error: unknown): CleanupFailure => ({
+      prefix: scratch,
+      left: 0,
+      sample: [],
+      listed: false,
+      errors: [error instanceof Error ? `${error.name}: ${error.message}` : String(error)],
+    }),
+  );
+  const failures = [
+    ...(probe.cleanup ? [`probe: ${describeCleanupFailure(probe.cleanup)}`] : []),
+    ...cases.flatMap((result) =>
+      result.cleanup
+        ? [`${result.group}: ${result.name}: ${describeCleanupFailure(result.cleanup)}`]
+        : [],
+    ),
+    ...(sweep ? [`final sweep: ${describeCleanupFailure(sweep)}`] : []),
+  ];
+  const cleanup: CheckCleanup = {
+    clean: sweep === undefined,
+    prefix: scratch,
+    left: sweep?.left ?? 0,
+    listed: sweep?.listed ?? true,
+    failures,
+  };
+
   const safe = probe.create.outcome === 'honoured' && probe.replace.outcome === 'honoured';
   const failed = cases.filter((result) => result.outcome === 'failed');
+  const extra = notes(probe);
   const summary = safe
     ? `${url}: SAFE — the service honours create-if-absent and replace-if-version; the lease gives real exclusion${
-        probe.delete.outcome === 'honoured'
-          ? ''
-          : ` (delete-if-version is ${probe.delete.outcome}: release falls back to read-check-delete)`
+        extra.length > 0 ? ` (${extra.join('; ')})` : ''
       }`
-    : `${url}: UNSAFE — ${[
-        probe.create.outcome !== 'honoured' ? `create-if-absent ${probe.create.outcome}` : '',
-        probe.replace.outcome !== 'honoured' ? `replace-if-version ${probe.replace.outcome}` : '',
-      ]
-        .filter(Boolean)
-        .join(
-          ', ',
-        )}: two writers could corrupt a backup; backupd refuses to run here unless the lease is set best-effort (conditional: false)`;
+    : `${url}: UNSAFE — ${unsafeReasons(probe)}: two writers could corrupt a backup; backupd refuses to run here unless the lease is set best-effort (conditional: false)`;
+  const leftLine = cleanup.clean
+    ? undefined
+    : `cleanup FAILED: ${cleanup.listed ? '' : 'at least '}${cleanup.left} object${cleanup.left === 1 ? '' : 's'} left under ${scratch}/${cleanup.listed ? '' : ' (the prefix could not be listed: more may be there)'}; delete that prefix by hand`;
   const verdict: CheckVerdict = {
     safe,
     exclusion: safe ? 'conditional' : 'none',
     probe,
     cases,
-    summary,
+    cleanup,
+    summary: leftLine ? `${summary}\n${leftLine}` : summary,
   };
   if (context.values.json) {
     printJson(context, verdict);
@@ -72,10 +158,13 @@ export async function checkCommand(context: CommandContext): Promise<number> {
     );
     for (const result of failed)
       lines.push(`  FAILED ${result.group}: ${result.name}: ${result.detail ?? ''}`);
-    if (probe.cleanupError)
-      lines.push(`warning: could not delete the scratch prefix ${scratch}: ${probe.cleanupError}`);
+    if (failures.length > 0) {
+      lines.push('', `cleanup of ${scratch}/: ${failures.length} failure(s)`);
+      for (const failure of failures) lines.push(`  ${failure}`);
+    }
     lines.push('', summary);
+    if (leftLine) lines.push(leftLine);
     print(context, lines.join('\n'));
   }
-  return safe ? EXIT_OK : EXIT_FAILED;
+  return safe && cleanup.clean ? EXIT_OK : EXIT_FAILED;
 }

@@ -1,7 +1,25 @@
-/** `backupd lease <url>`: who holds the lease, since when, and how long until it may be taken over. */
+/**
+ * `backupd lease <url>`: who holds the lease, since when, how long until it
+ * may be taken over, and the exclusion it gives — as far as that can be
+ * known.
+ *
+ * The lease record does not say whether its holder acquired with conditional
+ * writes or best-effort (`conditional: false`), so the exclusion is measured,
+ * not taken from the adapter's declared capabilities: on a cloud store
+ * (s3, az, gs) a small conditional-write probe runs under a scratch prefix
+ * next to the lease (`<prefix>/.backupd-lease-probe-…`, deleted afterwards;
+ * the lease record is never written). A local directory is never written. On a service that ignores create-if-absent or
+ * replace-if-version every lease is best-effort (a conditional acquire fails
+ * closed there). On one that honours them the holder may have run either way:
+ * "unknown". A store that cannot write conditionally at all is best-effort.
+ */
+import { randomBytes } from 'node:crypto';
 import { LeaseRecordError, MAX_SANE_TTL_S, readLease } from '@x/lease';
+import type { ObjectStore } from '@x/store';
+import { probeConditionalWrites } from '@x/store-conformance';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import type { CommandContext } from '../main.ts';
+import { parseStoreUrl } from '../store-url.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';
 
 /** An instant for people; a value beyond what a Date can hold (a hostile record) is shown as the number. */
@@ -17,9 +35,71 @@ function seconds(milliseconds: number): string {
   return value < 120 ? `${value}s` : `${Math.round(value / 60)}m`;
 }
 
+/** The exclusion a lease on this store gives, as far as it can be known. */
+export interface MeasuredExclusion {
+  readonly exclusion: 'best-effort' | 'unknown';
+  /** Why, for a person. */
+  readonly detail: string;
+}
+
+async function measureExclusion(
+  store: ObjectStore,
+  prefix: string,
+  remote: boolean,
+): Promise<MeasuredExclusion> {
+  if (!store.capabilities.conditionalPut)
+    return {
+      exclusion: 'best-effort',
+      detail: 'the store cannot write conditionally, so every lease on it is best-effort',
+    };
+  // A local directory's conditional writes are the adapter's own (no service
+  // that could ignore them), and this command must not write there.
+  if (!remote)
+    return {
+      exclusion: 'unknown',
+      detail:
+        'the store enforces conditional writes itself, but the lease record does not say whether its holder acquired with conditional writes or best-effort (conditional: false)',
+    };
+  const scratch = `${prefix}/.backupd-lease-probe-${randomBytes(6).toString('hex')}`;
+  let probe: Awaited<ReturnType<typeof probeConditionalWrites>>;
+  try {
+    probe = await probeConditionalWrites(store, scratch, {
+      multipart: false,
+      concurrency: 2,
+      signal: AbortSignal.timeout(60_000),
+    });
+  } catch (error) {
+    return {
+      exclusion: 'unknown',
+      detail: `could not measure whether the service honours conditional writes: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
+  const left = probe.cleanupError ? `; the probe left objects behind: ${probe.cleanupError}` : '';
+  const ignored = (
+    [
+      ['create-if-absent', probe.create.outcome],
+      ['replace-if-version', probe.replace.outcome],
+    ] as const
+  ).filter(([, outcome]) => outcome === 'ignored' || outcome === 'not-implemented');
+  if (ignored.length > 0)
+    return {
+      exclusion: 'best-effort',
+      detail: `measured now: the service does not honour ${ignored.map(([name, outcome]) => `${name} (${outcome})`).join(' or ')}, so a lease here can only be held best-effort (an acquire with conditional writes fails closed) and two instances may both write${left}`,
+    };
+  if (probe.create.outcome === 'honoured' && probe.replace.outcome === 'honoured')
+    return {
+      exclusion: 'unknown',
+      detail: `measured now: the service honours create-if-absent and replace-if-version, but the lease record does not say whether its holder acquired with conditional writes or best-effort (conditional: false)${left}`,
+    };
+  return {
+    exclusion: 'unknown',
+    detail: `could not tell whether the service honours conditional writes: create-if-absent ${probe.create.outcome} (${probe.create.evidence}); replace-if-version ${probe.replace.outcome} (${probe.replace.evidence})${left}`,
+  };
+}
+
 export async function leaseCommand(context: CommandContext): Promise<number> {
   expectPositionals(context, 1);
-  const { store, prefix } = await openUrlArgument(context, 0);
+  const { store, prefix, url } = await openUrlArgument(context, 0);
   const now = Date.now();
   let found: Awaited<ReturnType<typeof readLease>>;
   try {
@@ -35,15 +115,17 @@ export async function leaseCommand(context: CommandContext): Promise<number> {
     }
     throw error;
   }
-  const exclusion = store.capabilities.conditionalPut
-    ? 'conditional (the store declares conditional writes; `backupd check` measures whether the service honours them)'
-    : 'best-effort (the store cannot write conditionally)';
+  const remote = !['file', 'memory'].includes(parseStoreUrl(url).scheme);
+  const measured = await measureExclusion(store, prefix, remote);
+  const { exclusion } = measured;
+  const exclusionLine = `exclusion: ${exclusion} (${measured.detail})`;
   if (!found) {
-    if (context.values.json) printJson(context, { held: false, exclusion });
+    if (context.values.json)
+      printJson(context, { held: false, exclusion, exclusionDetail: measured.detail });
     else
       print(
         context,
-        `no lease: nobody has backed up to this prefix yet, or the record was removed\nexclusion: ${exclusion}`,
+        `no lease: nobody has backed up to this prefix yet, or the record was removed\n${exclusionLine}`,
       );
     return EXIT_OK;
   }
@@ -59,7 +141,13 @@ export async function leaseCommand(context: CommandContext): Promise<number> {
         ? 'held'
         : 'expired';
   if (context.values.json) {
-    printJson(context, { state, record, expiresAt: instant(expiresAt), exclusion });
+    printJson(context, {
+      state,
+      record,
+      expiresAt: instant(expiresAt),
+      exclusion,
+      exclusionDetail: measured.detail,
+    });
     return EXIT_OK;
   }
   const lines = [
@@ -83,7 +171,7 @@ export async function leaseCommand(context: CommandContext): Promise<number> {
     lines.push(
       'released by its holder: the prefix is free (the generation is kept so the next holder gets a higher one)',
     );
-  lines.push(`exclusion: ${exclusion}`);
+  lines.push(exclusionLine);
   print(context, lines.join('\n'));
   return EXIT_OK;
 }
