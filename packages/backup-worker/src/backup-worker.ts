@@ -903,6 +903,7 @@ export class BackupWorker {
    */
   async flush(): Promise<void> {
     // What is durable now, with the engine's latest commits captured.
+    await this.#source.catchUp();
     await this.#source.observe();
     const goal = await this.#source.durablePosition();
     for (let attempt = 0; attempt < 3; ) {

@@ -265,8 +265,10 @@ export interface BackupSource {
 
   /**
    * Lets the engine absorb what another process committed or snapshotted.
-   * Called only when the files differ from the position and no intent is
-   * pending. May do nothing (a position read from disk is always caught up).
+   * Called when the files differ from the position and no intent is
+   * pending, and once at the start of a shutdown's flush (so the final
+   * restore point reaches everything committed by then). May do nothing (a
+   * position read from disk is always caught up).
    */
   catchUp(options?: SourceCallOptions): Promise<void>;
 

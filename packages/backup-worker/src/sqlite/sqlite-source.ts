@@ -179,6 +179,12 @@ export class SqliteSource implements BackupSource {
       this.#timerError = error;
       return;
     }
+    // Behind the WAL (the capture stopped at its byte budget): read on as
+    // soon as the event loop has had its turn.
+    if (!this.#tap.caughtUp) {
+      this.#schedule(MIN_CAPTURE_INTERVAL_MS);
+      return;
+    }
     this.#schedule(
       nextCaptureDelayMs({
         framesBefore,
@@ -304,8 +310,16 @@ export class SqliteSource implements BackupSource {
     };
   }
 
+  /**
+   * Captures up to the WAL's end, in budgeted pieces with the event loop's
+   * turns in between (a shutdown's flush starts from here).
+   */
   async catchUp(): Promise<void> {
     this.#capture();
+    while (!this.#tap.caughtUp) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.#capture();
+    }
   }
 
   async openRestorePoint(): Promise<OpenedRestorePoint> {

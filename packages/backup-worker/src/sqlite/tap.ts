@@ -103,6 +103,8 @@ import {
 export const DEFAULT_PASSIVE_CHECKPOINT_PAGES = 1000;
 /** Default of `truncateCheckpointPages`. */
 export const DEFAULT_TRUNCATE_CHECKPOINT_PAGES = 10_000;
+/** Default of `captureBudgetBytes`. */
+export const DEFAULT_CAPTURE_BUDGET_BYTES = 16 * 1024 * 1024;
 /** Default of `maxHeldLogBytes`. */
 export const DEFAULT_MAX_HELD_LOG_BYTES = 64 * 1024 * 1024;
 
@@ -156,6 +158,17 @@ export interface SqliteTapOptions {
    * up is restoring to a commit inside a batch (its edges stay restorable).
    */
   readonly maxHeldLogBytes?: number;
+  /**
+   * WAL bytes one {@link SqliteTap.capture} reads at most; the rest is read
+   * by the next. Default {@link DEFAULT_CAPTURE_BUDGET_BYTES} (16 MiB).
+   * Captures are synchronous: one that read a backlog of hundreds of
+   * megabytes whole (an application writing faster than the tap reads)
+   * held the event loop for seconds, and the lease renewals with it. The
+   * reader is moved, and the WAL restarted, only once a capture has reached
+   * the WAL's end (see {@link SqliteTap.caughtUp}), so a bounded capture
+   * never lets SQLite overwrite a frame it has not read.
+   */
+  readonly captureBudgetBytes?: number;
   /** Wall clock for commit times (ms since the epoch). Default `Date.now`. */
   readonly wallNow?: () => number;
   /** Monotonic clock (ms) for lock timings. Default `performance.now`. */
@@ -318,6 +331,8 @@ export class SqliteTap {
   #readBuffer = new Uint8Array(0);
   /** True once the reader was moved to mark 0 after the WAL went quiet (see maintain). */
   #settled = false;
+  /** See {@link caughtUp}. */
+  #caughtUp = true;
   #checkpointReports: CheckpointReport[] = [];
 
   private constructor(path: string, options: SqliteTapOptions) {
@@ -329,6 +344,7 @@ export class SqliteTap {
       truncateCheckpointPages: options.truncateCheckpointPages ?? DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
       busyTimeoutMs: options.busyTimeoutMs ?? 50,
       maxHeldLogBytes: options.maxHeldLogBytes ?? DEFAULT_MAX_HELD_LOG_BYTES,
+      captureBudgetBytes: options.captureBudgetBytes ?? DEFAULT_CAPTURE_BUDGET_BYTES,
       truncateWalFile: options.truncateWalFile ?? false,
       wallNow: options.wallNow ?? Date.now,
       monotonicNow: options.monotonicNow ?? (() => performance.now()),
@@ -521,7 +537,16 @@ export class SqliteTap {
   capture(): number {
     this.#assertOpen();
     this.#checkDatabaseFile();
-    return this.#readWal('record');
+    return this.#readWal('record', this.options.captureBudgetBytes);
+  }
+
+  /**
+   * True when the last capture read every frame the WAL index counted as
+   * committed (false after one that stopped at its byte budget: call
+   * {@link capture} again).
+   */
+  get caughtUp(): boolean {
+    return this.#caughtUp;
   }
 
   /**
@@ -532,6 +557,9 @@ export class SqliteTap {
   advance(): number {
     const captured = this.capture();
     if (this.#pins > 0 || this.#generation.snapshotAvailable) return captured;
+    // A reader moved past frames not read yet could let a checkpoint copy
+    // them and, once it holds read mark 0, a restart overwrite them.
+    if (!this.#caughtUp) return captured;
     // Begin the new reader before ending the old one: at no moment is there
     // no reader of the tap's holding the WAL.
     const previous = this.#held;
@@ -609,10 +637,13 @@ export class SqliteTap {
     const idle = this.#idleReader();
     const passive = this.#checkpointOn(idle, 'PASSIVE');
     this.#noteCopied(passive);
-    if (mode === 'passive') {
+    // A restart is tried only once every frame was read: otherwise the
+    // capture under the write lock would read the backlog while the
+    // application waits for the lock.
+    if (mode === 'passive' || !this.#caughtUp) {
       return this.#report({
         mode,
-        busy: passive.busy !== 0,
+        busy: passive.busy !== 0 || mode !== 'passive',
         walFrames: passive.log,
         checkpointedFrames: passive.checkpointed,
         writeLockHeldMs: null,
@@ -654,7 +685,8 @@ export class SqliteTap {
         if (attempt < RESTART_LOCK_ATTEMPTS && !this.#nothingNewSince(passiveBefore)) {
           retry = true;
         } else {
-          this.#readWal('record');
+          // Unbounded: the restart below needs every frame read.
+          this.#readWal('record', Number.POSITIVE_INFINITY);
           const copiedAlready =
             passiveBefore.busy === 0 &&
             passiveBefore.checkpointed === passiveBefore.log &&
@@ -701,7 +733,7 @@ export class SqliteTap {
         other.exec(`PRAGMA busy_timeout=${READER_BUSY_TIMEOUT_MS}`);
       }
     }
-    this.#readWal('record');
+    this.#readWal('record', this.options.captureBudgetBytes);
     return this.#report({
       mode,
       busy: last.busy !== 0 || last.log !== last.checkpointed,
@@ -1023,7 +1055,7 @@ export class SqliteTap {
       const stat = statSync(this.path);
       this.#databasePages = this.#databasePagesOnDisk(stat.size);
       snapshotPages = new Map<number, Uint8Array>();
-      this.#readWal(snapshotPages);
+      this.#readWal(snapshotPages, Number.POSITIVE_INFINITY);
       // A restart while the overlay was read (possible only while the reader
       // holds read mark 0, when every frame of the old cycle is already in
       // the database file) can leave it holding a prefix of the old cycle
@@ -1111,8 +1143,9 @@ export class SqliteTap {
    * commit may restart the WAL and overwrite its frames at any moment, and a
    * second read could return another page's bytes.
    */
-  #readWal(into: 'record' | Map<number, Uint8Array>): number {
+  #readWal(into: 'record' | Map<number, Uint8Array>, budgetBytes: number): number {
     const record = into === 'record';
+    this.#caughtUp = true;
     const fd = this.#walDescriptor();
     if (fd === null) {
       this.#walEmptied();
@@ -1148,9 +1181,11 @@ export class SqliteTap {
       ? WAL_HEADER_BYTES + index.committedFrames * frameBytes
       : Number.POSITIVE_INFINITY;
     if (readEnd <= this.#walOffset) return 0;
-    // In pieces, so a large WAL is never read whole into memory.
+    // In pieces, so a large WAL is never read whole into memory; at most
+    // `budgetBytes` per call (whole pieces), so the event loop is not held.
     let chunkBytes = READ_CHUNK_FRAMES * frameBytes;
     let captured = 0;
+    let spent = 0;
     const capturedAt = this.options.wallNow();
     for (;;) {
       const start = this.#walOffset;
@@ -1205,6 +1240,11 @@ export class SqliteTap {
       // Stop at an invalid frame, at the end asked for, or at the file's end.
       if (scan.stoppedEarly || start + bytes.byteLength >= readEnd || bytes.byteLength < wanted)
         break;
+      spent += bytes.byteLength;
+      if (spent >= budgetBytes) {
+        this.#caughtUp = false;
+        break;
+      }
       // A transaction larger than the piece: read a bigger one.
       if (scan.transactions.length === 0) chunkBytes *= 2;
     }
