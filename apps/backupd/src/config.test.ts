@@ -99,7 +99,7 @@ describe('config validation', () => {
     [
       'unknown url option',
       'databases:\n  - path: a.db\n    url: s3://b/p?colour=red\n',
-      'databases[0].url: unknown option "colour" for s3 (known: endpoint, region, forcePathStyle)',
+      'databases[0].url: unknown option "colour" for s3 (known: endpoint, region, forcePathStyle, checksums)',
     ],
     [
       'unset variable',

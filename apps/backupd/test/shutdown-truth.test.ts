@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { baseEnv, runCli, startBackupd, waitFor } from './helpers/cli.ts';
+import { baseEnv, runCli, startBackupd, startWriter, waitFor } from './helpers/cli.ts';
 
 const directory = mkdtempSync(join(tmpdir(), 'backupd-shutdown-truth-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -64,5 +64,37 @@ describe('a graceful stop', () => {
     expect(stopped.code, backupd.describe()).toBe(0);
     expect(backupd.logEvents().some((e) => e.event === 'stopped-incomplete')).toBe(false);
     expect(newest).toBe(first + 25);
+  }, 90_000);
+
+  it("with the application still committing exits 0: what lands during the stop is the next run's", async () => {
+    const database = join(directory, 'live.db');
+    const backups = pathToFileURL(join(directory, 'live-backups')).href;
+    const records = join(directory, 'live-records.jsonl');
+    const writer = startWriter(database, records, 0);
+    const env = baseEnv({ BACKUPD_RESTORE_POINT_INTERVAL: '1h' });
+    await waitFor('the writer to create the database', async () => {
+      try {
+        const db = new DatabaseSync(database, { readOnly: true });
+        db.close();
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const backupd = startBackupd(['replicate', database, backups, '--log-format', 'json'], { env });
+    try {
+      await waitFor(
+        'the first restore point',
+        async () => (await runCli(['ls', backups, '--json'], { env })).stdout.includes('commitSeq'),
+        { describe: () => backupd.describe() },
+      );
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const stopped = await backupd.stop('SIGTERM', 60_000);
+      expect(stopped.code, backupd.describe()).toBe(0);
+      expect(backupd.logEvents().some((e) => e.event === 'stopped-incomplete')).toBe(false);
+    } finally {
+      await writer.stop('SIGTERM');
+    }
   }, 90_000);
 });

@@ -182,7 +182,11 @@ export interface ShutdownReport {
   readonly unrestorableCommits: number;
   /** The commit LATEST's restore point holds (`null`: none known). */
   readonly restorableCommitSeq: number | null;
-  /** The newest commit captured (`null`: not known). */
+  /**
+   * The newest commit captured when the stop began, which it set out to make
+   * restorable (`null`: not known). Commits an application makes during the
+   * stop are not counted: the next run's restore point holds them.
+   */
   readonly capturedCommitSeq: number | null;
   /** Wall-clock ms when the first commit not restorable was first seen (`null`: none, or not known). */
   readonly unrestorableSince: number | null;
@@ -310,6 +314,12 @@ export class BackupWorker {
    */
   #unrestorableSeen: { commitCount: number; at: number }[] = [];
   #shutdownReport: ShutdownReport | null = null;
+  /**
+   * The commit count a shutdown's flush set out to make restorable (what was
+   * captured when it began): commits an application makes after that are not
+   * this stop's to ship (the next run's restore point holds them).
+   */
+  #stopGoalCommits: number | null = null;
 
   constructor(options: BackupWorkerOptions) {
     if (!options.prefix || options.prefix.endsWith('/'))
@@ -542,11 +552,13 @@ export class BackupWorker {
   async #reportShutdown(): Promise<ShutdownReport> {
     const heldLease = this.#tenures > 0;
     if (!heldLease) return this.#unknownReport();
-    let captured: number | null = null;
-    try {
-      captured = (await this.#source.durablePosition()).commitCount;
-    } catch (error) {
-      this.#logger.warn('backup.position_failed', { error: messageOf(error) });
+    let captured: number | null = this.#stopGoalCommits;
+    if (captured === null) {
+      try {
+        captured = (await this.#source.durablePosition()).commitCount;
+      } catch (error) {
+        this.#logger.warn('backup.position_failed', { error: messageOf(error) });
+      }
     }
     this.#noteUnrestorable(captured);
     const restorable = this.#health.latestRestorePoint?.commitSeq ?? null;
@@ -906,6 +918,7 @@ export class BackupWorker {
     await this.#source.catchUp();
     await this.#source.observe();
     const goal = await this.#source.durablePosition();
+    this.#stopGoalCommits = goal.commitCount;
     for (let attempt = 0; attempt < 3; ) {
       try {
         const before = this.#current?.inRestorePoint;
