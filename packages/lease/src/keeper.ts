@@ -1,13 +1,26 @@
 /**
- * A keeper for standalone users: acquire, renew every TTL/3, expose the fence,
- * release on dispose.
+ * A keeper: acquire, renew every TTL/3, expose the fence, release on dispose.
+ * The one renew loop of this repository: standalone jobs use it through
+ * `holdLease`, and so does `@x/backup-worker`.
  *
  * Renewal schedule: the next renewal is due one interval (TTL/3) after the
- * send time of the last successful one. A renewal that fails for a transient
- * reason (transport failure, timeout) is retried after 1 s, doubling on each
- * further failure, never waiting longer than the interval. A renewal that
- * finds the lease taken over, or fenced by term, ends the loop for good: the
- * fence signal aborts and a `lost` event fires.
+ * send time of the last successful one. Each renewal gets `renewTimeoutMs`
+ * (default TTL/6), so one that hangs is given up and retried before writes
+ * stop. A renewal that fails for a transient reason (transport failure,
+ * timeout) is retried after `RENEW_RETRY_MS` — doubling on each further
+ * failure (`renewRetry: 'doubling'`, the default) or not (`'steady'`) —
+ * never waiting longer than the interval. A renewal that finds the lease
+ * taken over, or fenced by term, ends the loop for good: the fence signal
+ * aborts and a `lost` event fires.
+ *
+ * `drop(reason)` ends the loop from the holder's side (it learned by other
+ * means that another writer is active, e.g. a refused conditional write): the
+ * fence aborts with `reason` and the record is left alone — not renewed, not
+ * released, it expires by itself.
+ *
+ * Not guaranteed: events are delivered on the renew loop's turn, so a
+ * listener learns of a failure after the fact; `mayWrite()` and `signal` are
+ * the truth at the moment of a write.
  */
 import type { ObjectStore } from '@x/store';
 import { BucketLease } from './bucket-lease.ts';
@@ -24,9 +37,21 @@ import type { LeaseRecord } from './record.ts';
 /** What happens to a held lease, in order. */
 export type LeaseEvent =
   | { readonly type: 'acquired'; readonly record: LeaseRecord; readonly exclusion: Exclusion }
-  | { readonly type: 'renewed'; readonly record: LeaseRecord }
-  | { readonly type: 'renewal-failed'; readonly error: unknown; readonly retryInMs: number }
+  | {
+      readonly type: 'renewed';
+      readonly record: LeaseRecord;
+      /** How long the renewal took, on the injected monotonic clock. */
+      readonly tookMs: number;
+    }
+  | {
+      readonly type: 'renewal-failed';
+      readonly error: unknown;
+      readonly retryInMs: number;
+      /** The write deadline has passed: writes stay stopped until a renewal succeeds. */
+      readonly writesStopped: boolean;
+    }
   | { readonly type: 'lost'; readonly error: LeaseError }
+  | { readonly type: 'dropped'; readonly reason: Error }
   | { readonly type: 'released' }
   | { readonly type: 'release-failed'; readonly error: unknown };
 
@@ -39,15 +64,23 @@ export interface HoldLeaseOptions extends AcquireOptions {
    * before the write deadline.
    */
   renewTimeoutMs?: number;
+  /**
+   * Retry delay after consecutive failed renewals: `'doubling'` (default)
+   * waits `RENEW_RETRY_MS`, then twice as long after each further failure;
+   * `'steady'` waits `RENEW_RETRY_MS` every time. Both are capped at the
+   * renewal interval.
+   */
+  renewRetry?: 'doubling' | 'steady';
   /** The cluster's current term, read before every renewal (term fencing). */
   currentTerm?: () => number | undefined;
 }
 
-/** The first retry after a failed renewal; it doubles, capped at the renewal interval. */
+/** The first retry after a failed renewal; it doubles (unless steady), capped at the renewal interval. */
 export const RENEW_RETRY_MS = 1000;
 
 /**
- * Takes the lease and keeps it renewed until released or lost.
+ * Takes the lease and keeps it renewed until released, dropped or lost.
+ * @throws LeaseOptionsError — a bad `renewTimeoutMs` or `renewRetry`; nothing was sent.
  * @throws whatever `BucketLease.acquireAs` throws (the lease is not held then).
  */
 export async function holdLease(
@@ -59,6 +92,12 @@ export async function holdLease(
     !(Number.isFinite(options.renewTimeoutMs) && options.renewTimeoutMs > 0)
   )
     throw new LeaseOptionsError('renewTimeoutMs', 'must be a positive number of milliseconds');
+  if (
+    options.renewRetry !== undefined &&
+    options.renewRetry !== 'doubling' &&
+    options.renewRetry !== 'steady'
+  )
+    throw new LeaseOptionsError('renewRetry', "must be 'doubling' or 'steady'");
   const lease = await BucketLease.acquireAs(store, options);
   return new LeaseKeeper(lease, options);
 }
@@ -66,12 +105,16 @@ export async function holdLease(
 /** A held lease with its renew loop. `await using keeper = await holdLease(...)` releases it at scope exit. */
 export class LeaseKeeper implements AsyncDisposable {
   readonly lease: BucketLease;
-  /** Resolves when the renew loop has stopped (lost or released). */
+  /** Resolves when the renew loop has stopped (lost, dropped or released). */
   readonly stopped: Promise<void>;
 
   readonly #options: HoldLeaseOptions;
   readonly #logger: LeaseLogger;
+  readonly #drop = new AbortController();
+  /** The lease's fence combined with the drop signal, rebuilt when the lease opens a new fence. */
+  #combined: { fence: AbortSignal; signal: AbortSignal } | undefined;
   #cancelTimer: (() => void) | undefined;
+  #renewing: Promise<void> | undefined;
   #failures = 0;
   #stopping = false;
   #resolveStopped!: () => void;
@@ -88,27 +131,60 @@ export class LeaseKeeper implements AsyncDisposable {
     this.#scheduleNext();
   }
 
-  /** The current fence signal (see `BucketLease.signal`): read it for each write. */
+  /**
+   * The current fence signal (see `BucketLease.signal`), which also aborts
+   * when the keeper is dropped (with the drop's reason): read it for each write.
+   */
   get signal(): AbortSignal {
-    return this.lease.signal;
+    if (this.#drop.signal.aborted) return this.#drop.signal;
+    const fence = this.lease.signal;
+    if (this.#combined?.fence !== fence)
+      this.#combined = { fence, signal: AbortSignal.any([fence, this.#drop.signal]) };
+    return this.#combined.signal;
   }
 
+  /** True while held, not dropped, and before the write deadline. */
   mayWrite(): boolean {
-    return this.lease.mayWrite();
+    return !this.#drop.signal.aborted && this.lease.mayWrite();
   }
 
   isLost(): boolean {
     return this.lease.isLost();
   }
 
+  /** True once {@link drop} was called. Final. */
+  isDropped(): boolean {
+    return this.#drop.signal.aborted;
+  }
+
   get generation(): number {
     return this.lease.generation;
   }
 
-  /** Stops renewing, waits for a renewal in flight, and releases. Rejects on a store failure. */
+  /**
+   * Gives the lease up without touching the record: renewing stops, the fence
+   * aborts with `reason`, and a later `release()` does nothing (the record
+   * expires by itself). For a holder that learned another writer is active
+   * (a refused conditional write): its view of the record is no longer to be
+   * trusted. A renewal in flight still finishes, unreported. Idempotent.
+   */
+  drop(reason: Error): void {
+    if (this.#drop.signal.aborted) return;
+    this.#drop.abort(reason);
+    this.#stop();
+    this.#emit({ type: 'dropped', reason });
+  }
+
+  /**
+   * Stops renewing, waits for a renewal in flight, and releases (nothing
+   * when the lease was lost or dropped). Rejects on a store failure.
+   */
   async release(options: { signal?: AbortSignal } = {}): Promise<void> {
     this.#stop();
-    if (this.lease.isLost()) return;
+    const renewing = this.#renewing;
+    // Its outcome was (or will not be) reported; the release only waits for it.
+    if (renewing) await renewing.catch(() => {});
+    if (this.lease.isLost() || this.isDropped()) return;
     await this.lease.release(options);
     if (!this.lease.isLost()) this.#emit({ type: 'released' });
   }
@@ -142,8 +218,17 @@ export class LeaseKeeper implements AsyncDisposable {
     if (this.#stopping) return;
     this.#cancelTimer = this.#clock().setTimer(delayMs, () => {
       this.#cancelTimer = undefined;
-      void this.#renewOnce();
+      const renewing = this.#renewOnce();
+      this.#renewing = renewing;
+      void renewing.finally(() => {
+        if (this.#renewing === renewing) this.#renewing = undefined;
+      });
     });
+  }
+
+  #retryDelayMs(): number {
+    const exponent = this.#options.renewRetry === 'steady' ? 0 : Math.min(this.#failures, 20);
+    return Math.min(RENEW_RETRY_MS * 2 ** exponent, this.lease.renewIntervalMs());
   }
 
   async #renewOnce(): Promise<void> {
@@ -156,14 +241,21 @@ export class LeaseKeeper implements AsyncDisposable {
         new DOMException(`lease renewal timed out after ${timeoutMs} ms`, 'TimeoutError'),
       ),
     );
+    const sentAt = clock.monotonicNow();
     try {
       const currentTerm = this.#options.currentTerm?.();
       await this.lease.renew({
         signal: controller.signal,
         ...(currentTerm === undefined ? {} : { currentTerm }),
       });
+      // Dropped or released meanwhile: the owner no longer listens for renewals.
+      if (this.#stopping) return;
       this.#failures = 0;
-      this.#emit({ type: 'renewed', record: this.lease.record });
+      this.#emit({
+        type: 'renewed',
+        record: this.lease.record,
+        tookMs: Math.round(clock.monotonicNow() - sentAt),
+      });
       this.#scheduleNext();
     } catch (error) {
       if (
@@ -171,17 +263,20 @@ export class LeaseKeeper implements AsyncDisposable {
         FencedError.isInstance(error) ||
         this.lease.isLost()
       ) {
-        if (this.lease.isLost()) this.#emit({ type: 'lost', error: error as LeaseError });
+        if (this.lease.isLost() && !this.#stopping)
+          this.#emit({ type: 'lost', error: error as LeaseError });
         this.#stop();
         return;
       }
       if (this.#stopping) return;
-      const retryInMs = Math.min(
-        RENEW_RETRY_MS * 2 ** Math.min(this.#failures, 20),
-        this.lease.renewIntervalMs(),
-      );
+      const retryInMs = this.#retryDelayMs();
       this.#failures += 1;
-      this.#emit({ type: 'renewal-failed', error, retryInMs });
+      this.#emit({
+        type: 'renewal-failed',
+        error,
+        retryInMs,
+        writesStopped: !this.lease.mayWrite(),
+      });
       this.#schedule(retryInMs);
     } finally {
       cancelTimeout();
