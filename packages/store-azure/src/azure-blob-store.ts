@@ -47,7 +47,6 @@ import {
   joinKey,
   type ListOptions,
   type ListResult,
-  newWriteId,
   normalizePrefix,
   type ObjectInfo,
   type ObjectStore,
@@ -55,15 +54,14 @@ import {
   PreconditionFailedError,
   type PutMode,
   type PutOptions,
-  refusedWriteError,
   type StoreCapabilities,
   StoreError,
-  sortedListResult,
   throwIfAborted,
   type UploadOptions,
   type UploadSource,
   validateKey,
 } from '@x/store';
+import { newWriteId, refusedWriteError, sortedListResult } from '@x/store/adapter';
 import { azureFailureOf, throwAbortReason, unexpectedFailure } from './errors.ts';
 
 /** Default bytes per staged block. */

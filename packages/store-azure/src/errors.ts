@@ -7,7 +7,8 @@
  * as `cause`: the cause is a plain `Error` holding only the status, the
  * service's error code, the request id and a redacted message.
  */
-import { credentialFreeCause, isAbortError, StoreError } from '@x/store';
+import { isAbortError, StoreError } from '@x/store';
+import { credentialFreeCause } from '@x/store/adapter';
 
 /** The facts of a failed Azure call that are safe to show. */
 export interface AzureFailure {

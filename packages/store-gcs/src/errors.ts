@@ -7,7 +7,8 @@
  * the cause is a plain `Error` with only the status, the reason and the
  * first line of the message, redacted.
  */
-import { credentialFreeCause, StoreError } from '@x/store';
+import { StoreError } from '@x/store';
+import { credentialFreeCause } from '@x/store/adapter';
 
 export interface GcsFailure {
   /** The HTTP status, when the service answered. */

@@ -47,7 +47,6 @@ import {
   type StorageOptions,
 } from '@google-cloud/storage';
 import {
-  abortReasonOr,
   type CallOptions,
   type DeleteOptions,
   type GetResult,
@@ -55,7 +54,6 @@ import {
   joinKey,
   type ListOptions,
   type ListResult,
-  newWriteId,
   normalizePrefix,
   type ObjectInfo,
   type ObjectStore,
@@ -63,16 +61,20 @@ import {
   PreconditionFailedError,
   type PutMode,
   type PutOptions,
-  refusedWriteError,
-  requireCapability,
   type StoreCapabilities,
   StoreError,
-  sortedListResult,
   throwIfAborted,
   type UploadOptions,
   type UploadSource,
   validateKey,
 } from '@x/store';
+import {
+  abortReasonOr,
+  newWriteId,
+  refusedWriteError,
+  requireCapability,
+  sortedListResult,
+} from '@x/store/adapter';
 import { gcsFailureOf, unexpectedFailure } from './errors.ts';
 import {
   DEFAULT_CHUNK_SIZE,

@@ -6,7 +6,7 @@
  * exponential back-off, and makes a call give up promptly when its signal
  * fires even where the SDK cannot take a signal.
  */
-import { jitteredBackoffMs, sleepUnlessAborted } from '@x/store';
+import { jitteredBackoffMs, sleepUnlessAborted } from '@x/store/adapter';
 import { isTransient } from './errors.ts';
 
 export interface RetryPolicy {

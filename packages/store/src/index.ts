@@ -1,14 +1,4 @@
 export { chunksOf, isAbortError, throwIfAborted } from './abort.ts';
-export {
-  abortReasonOr,
-  credentialFreeCause,
-  jitteredBackoffMs,
-  newWriteId,
-  refusedWriteError,
-  requireCapability,
-  sleepUnlessAborted,
-  sortedListResult,
-} from './adapter-support.ts';
 export { errorMarker, hasErrorMarker, markError } from './error-marker.ts';
 export {
   AlreadyExistsError,
@@ -31,7 +21,6 @@ export {
   normalizePrefix,
   validateKey,
 } from './keys.ts';
-export { listFromKeys } from './list-helpers.ts';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
 export {
   type CallOptions,
