@@ -1,0 +1,35 @@
+import { MemoryStore } from '@x/store';
+import { describe, expect, it } from 'vitest';
+import { InstrumentedStore } from './instrumented-store.ts';
+import { renderMetrics } from './metrics.ts';
+import type { ReplicaStatus } from './status.ts';
+
+function status(overrides: Partial<ReplicaStatus>): ReplicaStatus {
+  return {
+    database: '/data/app.db',
+    replica: 'file:///backups/app',
+    healthy: true,
+    lagSeconds: 0,
+    unshippedBytes: 0,
+    unrestorableCommits: 0,
+    lastSuccessSeconds: 1_700_000_000,
+    errors: 0,
+    leaseHeld: true,
+    requests: new InstrumentedStore(new MemoryStore()).counters,
+    ...overrides,
+  };
+}
+
+describe('renderMetrics: how far behind a replica is', () => {
+  it('exposes unshipped bytes and commits not yet in a restore point, per replica', () => {
+    const text = renderMetrics([
+      status({ unshippedBytes: 123_456_789, unrestorableCommits: 4242, lagSeconds: 41 }),
+    ]);
+    const labels = '{database="/data/app.db",replica="file:///backups/app"}';
+    expect(text).toContain('# TYPE backupd_unshipped_bytes gauge');
+    expect(text).toContain(`backupd_unshipped_bytes${labels} 123456789`);
+    expect(text).toContain('# TYPE backupd_unrestorable_commits gauge');
+    expect(text).toContain(`backupd_unrestorable_commits${labels} 4242`);
+    expect(text).toContain(`backupd_lag_seconds${labels} 41`);
+  });
+});
