@@ -2,7 +2,8 @@
  * The shared conformance suite and the conditional-write probe, run against
  * AzureBlobStore on Azurite, holding the store to every capability.
  */
-import { describeStoreConformance, probeConditionalWrites } from '@x/store-conformance';
+import { probeConditionalWrites } from '@x/store-conformance';
+import { describeStoreConformance } from '@x/store-conformance/vitest';
 import { type AzureTestServer, randomPrefix, testServers } from '@x/test-servers';
 import { describe, expect, it } from 'vitest';
 import { AzureBlobStore } from '../src/index.ts';

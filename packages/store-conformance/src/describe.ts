@@ -10,11 +10,13 @@
  * reason. Groups with no applicable case are not declared (vitest fails a
  * run on an empty suite).
  *
- * vitest is loaded only when this module runs inside vitest (`VITEST` is set
- * in its workers), so importing the package at run time (for the probe)
- * needs no vitest installed.
+ * It is the package's `@x/store-conformance/vitest` entry point, the only
+ * one that imports vitest: the main entry (the probe, the cases and
+ * `runConformanceCases`) loads without vitest installed and without
+ * touching it at import time.
  */
 import type { ObjectStore, StoreCapabilities } from '@x/store';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { randomSuffix } from './assertions.ts';
 import {
   CASE_GROUPS,
@@ -25,8 +27,6 @@ import {
   notApplicableReason,
   resolveCapabilities,
 } from './cases.ts';
-
-const vitest = process.env.VITEST ? await import('vitest') : undefined;
 
 export interface StoreConformanceOptions {
   /** Returns the store to test: a fresh one or a shared one (each run writes under its own random prefix). */
@@ -51,12 +51,10 @@ export interface StoreConformanceOptions {
 
 /**
  * Declares a vitest suite `store conformance: <name>` with one test per case,
- * grouped by `CaseGroup`. Call it at the top level of a test file.
- * @throws Error when called outside vitest.
+ * grouped by `CaseGroup`. Call it at the top level of a test file (vitest
+ * itself refuses a `describe` outside a run).
  */
 export function describeStoreConformance(name: string, options: StoreConformanceOptions): void {
-  if (!vitest) throw new Error('describeStoreConformance must be called inside a vitest run');
-  const { describe, it, beforeAll, afterAll } = vitest;
   const capabilities = resolveCapabilities(undefined, options.capabilities);
   const runPrefix = `${options.prefix ? `${options.prefix.replace(/\/+$/, '')}/` : ''}conformance-${randomSuffix()}`;
   const timeout = options.timeoutMs ?? 60_000;

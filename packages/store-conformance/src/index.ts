@@ -20,7 +20,6 @@ export {
   describeCleanupFailure,
   KeyRecordingStore,
 } from './cleanup.ts';
-export { describeStoreConformance, type StoreConformanceOptions } from './describe.ts';
 export {
   PROBE_UPLOAD_PART_SIZE,
   type ProbeOptions,

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FsStore, MemoryStore, PrefixedStore } from '@x/store';
-import { describeStoreConformance } from '../src/index.ts';
+import { describeStoreConformance } from '../src/vitest.ts';
 
 describeStoreConformance('MemoryStore', { createStore: () => new MemoryStore() });
 

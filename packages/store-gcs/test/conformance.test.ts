@@ -11,7 +11,8 @@
  * verdict on delete is asserted, so a release that honours the condition is
  * noticed (see also gcs-store.test.ts and server-behaviour.test.ts).
  */
-import { describeStoreConformance, probeConditionalWrites } from '@x/store-conformance';
+import { probeConditionalWrites } from '@x/store-conformance';
+import { describeStoreConformance } from '@x/store-conformance/vitest';
 import { type GcsTestServer, randomPrefix, testServers } from '@x/test-servers';
 import { describe, expect, it } from 'vitest';
 import { GcsStore, type GcsStoreOptions } from '../src/index.ts';

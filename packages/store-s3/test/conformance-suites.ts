@@ -13,12 +13,12 @@
 import {
   type CaseResult,
   conformanceCases,
-  describeStoreConformance,
   notApplicableReason,
   type ProbeReport,
   probeConditionalWrites,
   runConformanceCases,
 } from '@x/store-conformance';
+import { describeStoreConformance } from '@x/store-conformance/vitest';
 import { randomPrefix, type S3TestServer, testServers } from '@x/test-servers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CLAIMING_ALL, declaredCapabilities, storeFor } from './helpers.ts';
