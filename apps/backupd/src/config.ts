@@ -12,9 +12,16 @@ import {
   DEFAULT_PASSIVE_CHECKPOINT_PAGES,
   DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
 } from '@x/backup-worker';
+import { DEFAULT_TTL_S, MAX_SANE_TTL_S, MIN_TTL_S } from '@x/lease';
 import { parse as parseYaml } from 'yaml';
 import { CPU_PRIORITIES, type CpuPriority, isCpuPriority } from './cpu-priority.ts';
-import { bareNumberProblem, describe, isBareNumber, parseDuration } from './duration.ts';
+import {
+  bareNumberProblem,
+  describe,
+  formatDuration,
+  isBareNumber,
+  parseDuration,
+} from './duration.ts';
 import { parseStoreUrl, type StoreLocation, StoreUrlError } from './store-url.ts';
 
 export type SourceKind = 'sqlite' | 'framed';
@@ -51,11 +58,19 @@ export interface BackupdConfig {
   readonly databases: readonly DatabaseConfig[];
 }
 
+/**
+ * What a setting left out becomes. Each field is its YAML key with its unit
+ * (`leaseTtl` → `leaseTtlSeconds`). The lease TTL is @x/lease's and the
+ * checkpoint thresholds are the SQLite tap's (@x/backup-worker), imported.
+ * The others equal BackupWorker's own defaults (`walIntervalMs`,
+ * `manifestIntervalMs`, `retain`, `shutdownGraceMs`), which that package
+ * does not export; backupd always passes them, so these are the ones in force.
+ */
 export const DEFAULTS = {
   intervalMs: 1000,
   restorePointIntervalMs: 10_000,
   retention: 24,
-  leaseTtlSeconds: 30,
+  leaseTtlSeconds: DEFAULT_TTL_S,
   shutdownGraceMs: 10_000,
   // The SQLite tap's own defaults: below SQLite's auto-checkpoint (1000
   // pages), so the application's commits do not copy in their own path.
@@ -65,6 +80,68 @@ export const DEFAULTS = {
   },
   conditional: true,
 } as const;
+
+/**
+ * The least (and most) each setting accepts, by the same field names. The
+ * lease TTL's are @x/lease's: its shortest TTL, and the longest it trusts
+ * a record with (a longer one makes the record suspect to every reader).
+ */
+export const BOUNDS = {
+  intervalMs: { min: 100 },
+  restorePointIntervalMs: { min: 100 },
+  retention: { min: 1 },
+  leaseTtlSeconds: { min: MIN_TTL_S, max: MAX_SANE_TTL_S },
+  shutdownGraceMs: { min: 0 },
+  checkpointPages: { min: 1 },
+} as const;
+
+/**
+ * How a database setting is read from its environment variable in the
+ * one-database mode: a duration (a bare number refused, naming the
+ * variable), digits (a number when all digits, else the text, which
+ * validation names), a number, or a switch (`off` and `false` turn it off).
+ */
+type EnvironmentReading = 'duration' | 'digits' | 'number' | 'switch';
+
+export interface DatabaseSetting {
+  /** The YAML key under `databases[i]`, dotted when nested. */
+  readonly key: string;
+  readonly reading: EnvironmentReading;
+  /** The option of @x/backup-worker it becomes (daemon.ts and sqlite-source.ts pass it). */
+  readonly workerOption: string;
+}
+
+/** Every per-database setting with a default, in the order the help lists their variables. */
+export const DATABASE_SETTINGS: readonly DatabaseSetting[] = [
+  { key: 'interval', reading: 'duration', workerOption: 'BackupWorker walIntervalMs' },
+  {
+    key: 'restorePointInterval',
+    reading: 'duration',
+    workerOption: 'BackupWorker manifestIntervalMs',
+  },
+  { key: 'retention', reading: 'digits', workerOption: 'BackupWorker retain' },
+  { key: 'leaseTtl', reading: 'duration', workerOption: 'BackupWorker leaseTtlSeconds' },
+  { key: 'shutdownGrace', reading: 'duration', workerOption: 'BackupWorker shutdownGraceMs' },
+  {
+    key: 'checkpoint.passivePages',
+    reading: 'number',
+    workerOption: 'SqliteSource passiveCheckpointPages',
+  },
+  {
+    key: 'checkpoint.truncatePages',
+    reading: 'number',
+    workerOption: 'SqliteSource truncateCheckpointPages',
+  },
+  { key: 'conditional', reading: 'switch', workerOption: 'BackupWorker conditional' },
+];
+
+/** A setting's environment variable: `BACKUPD_` and its key in capitals (`leaseTtl` → `BACKUPD_LEASE_TTL`). */
+export function environmentVariable(key: string): string {
+  return `BACKUPD_${key
+    .replace(/\./g, '_')
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toUpperCase()}`;
+}
 
 export class ConfigError extends Error {
   readonly code = 'CONFIG_INVALID';
@@ -81,21 +158,17 @@ type Env = Readonly<Record<string, string | undefined>>;
 const TOP_KEYS = ['listen', 'cpuPriority', 'databases'];
 
 /** Sets `cpuPriority` in either mode, over the config file's. */
-const CPU_PRIORITY_ENV = 'BACKUPD_CPU_PRIORITY';
+const CPU_PRIORITY_ENV = environmentVariable('cpuPriority');
 const DATABASE_KEYS = [
   'path',
   'type',
   'url',
   'urls',
-  'interval',
-  'restorePointInterval',
-  'retention',
-  'leaseTtl',
-  'shutdownGrace',
-  'checkpoint',
-  'conditional',
+  ...new Set(DATABASE_SETTINGS.map((setting) => setting.key.split('.')[0]!)),
 ];
-const CHECKPOINT_KEYS = ['passivePages', 'truncatePages'];
+const CHECKPOINT_KEYS = DATABASE_SETTINGS.flatMap((setting) =>
+  setting.key.startsWith('checkpoint.') ? [setting.key.slice('checkpoint.'.length)] : [],
+);
 
 /** Parses and validates a config file's text. `baseDir` resolves relative database paths. */
 export function parseConfig(
@@ -130,10 +203,10 @@ function cpuPriorityProblem(value: unknown): string {
 }
 
 /**
- * The single-database case from flags and the environment:
- * BACKUPD_INTERVAL, BACKUPD_RETENTION, BACKUPD_LEASE_TTL, BACKUPD_SHUTDOWN_GRACE,
- * BACKUPD_CHECKPOINT_PASSIVE_PAGES, BACKUPD_CHECKPOINT_TRUNCATE_PAGES, BACKUPD_CONDITIONAL,
- * BACKUPD_CPU_PRIORITY (which a config file's setting also yields to).
+ * The single-database case from flags and the environment: one variable per
+ * {@link DATABASE_SETTINGS} entry, named by {@link environmentVariable}
+ * (BACKUPD_INTERVAL, BACKUPD_LEASE_TTL, …), and BACKUPD_CPU_PRIORITY (which
+ * a config file's setting also yields to).
  */
 export function singleDatabaseConfig(
   database: { path: string; url: string; type?: SourceKind },
@@ -143,38 +216,54 @@ export function singleDatabaseConfig(
   const raw: Record<string, unknown> = { path: database.path, url: database.url };
   if (database.type) raw.type = database.type;
   const problems: string[] = [];
-  const fromEnv = (name: string, key: string, numeric = false) => {
-    const value = env[name];
-    if (value !== undefined && value !== '')
-      raw[key] = numeric && /^\d+$/.test(value) ? Number(value) : value;
-  };
-  // A bare number is named by its variable: the operator set
-  // BACKUPD_LEASE_TTL, not databases[0].leaseTtl.
-  const durationFromEnv = (name: string, key: string) => {
-    const value = env[name];
-    if (value !== undefined && isBareNumber(value))
-      problems.push(`${name}: ${bareNumberProblem(value.trim())}`);
-    else fromEnv(name, key);
-  };
-  durationFromEnv('BACKUPD_INTERVAL', 'interval');
-  durationFromEnv('BACKUPD_RESTORE_POINT_INTERVAL', 'restorePointInterval');
-  fromEnv('BACKUPD_RETENTION', 'retention', true);
-  durationFromEnv('BACKUPD_LEASE_TTL', 'leaseTtl');
-  durationFromEnv('BACKUPD_SHUTDOWN_GRACE', 'shutdownGrace');
-  if (env.BACKUPD_CONDITIONAL !== undefined)
-    raw.conditional = env.BACKUPD_CONDITIONAL !== 'off' && env.BACKUPD_CONDITIONAL !== 'false';
-  const checkpoint: Record<string, unknown> = {};
-  if (env.BACKUPD_CHECKPOINT_PASSIVE_PAGES)
-    checkpoint.passivePages = Number(env.BACKUPD_CHECKPOINT_PASSIVE_PAGES);
-  if (env.BACKUPD_CHECKPOINT_TRUNCATE_PAGES)
-    checkpoint.truncatePages = Number(env.BACKUPD_CHECKPOINT_TRUNCATE_PAGES);
-  if (Object.keys(checkpoint).length > 0) raw.checkpoint = checkpoint;
+  for (const setting of DATABASE_SETTINGS) {
+    const name = environmentVariable(setting.key);
+    const value = readEnvironment(setting.reading, name, env[name], problems);
+    if (value !== undefined) setKey(raw, setting.key, value);
+  }
   const document = { databases: [raw], ...(options.listen ? { listen: options.listen } : {}) };
   const config = validateConfig(document, options.baseDir, problems);
   const cpuPriority = cpuPriorityFromEnv(env, problems);
   if (problems.length > 0 || !config)
     throw new ConfigError(problems, 'command line and environment');
   return cpuPriority ? { ...config, cpuPriority } : config;
+}
+
+/** One variable's value as a config value, or undefined when it is unset (or refused: see `problems`). */
+function readEnvironment(
+  reading: EnvironmentReading,
+  name: string,
+  value: string | undefined,
+  problems: string[],
+): unknown {
+  if (value === undefined) return undefined;
+  switch (reading) {
+    case 'switch':
+      return value !== 'off' && value !== 'false';
+    case 'number':
+      return value === '' ? undefined : Number(value);
+    case 'digits':
+      return value === '' ? undefined : /^\d+$/.test(value) ? Number(value) : value;
+    case 'duration':
+      // A bare number is named by its variable: the operator set
+      // BACKUPD_LEASE_TTL, not databases[0].leaseTtl.
+      if (isBareNumber(value)) problems.push(`${name}: ${bareNumberProblem(value.trim())}`);
+      return value === '' || isBareNumber(value) ? undefined : value;
+  }
+}
+
+/** Sets a dotted key (`checkpoint.passivePages`) in a document. */
+function setKey(document: Record<string, unknown>, key: string, value: unknown): void {
+  const [head, ...rest] = key.split('.');
+  if (head === undefined) return;
+  if (rest.length === 0) {
+    document[head] = value;
+    return;
+  }
+  const inner = document[head];
+  const mapping: Record<string, unknown> = isMapping(inner) ? inner : {};
+  document[head] = mapping;
+  setKey(mapping, rest.join('.'), value);
 }
 
 function expandEnvironment(value: unknown, path: string, env: Env, problems: string[]): unknown {
@@ -351,15 +440,24 @@ function validateDatabase(
     }
     return parsed;
   };
-  const intervalMs = duration('interval', DEFAULTS.intervalMs, 100);
+  const intervalMs = duration('interval', DEFAULTS.intervalMs, BOUNDS.intervalMs.min);
   const restorePointIntervalMs = duration(
     'restorePointInterval',
     DEFAULTS.restorePointIntervalMs,
-    100,
+    BOUNDS.restorePointIntervalMs.min,
   );
-  const shutdownGraceMs = duration('shutdownGrace', DEFAULTS.shutdownGraceMs, 0);
-  const leaseTtlMs = duration('leaseTtl', DEFAULTS.leaseTtlSeconds * 1000, 3000);
-  if (leaseTtlMs > 3_600_000) problems.push(`${path}.leaseTtl: must be at most 1h`);
+  const shutdownGraceMs = duration(
+    'shutdownGrace',
+    DEFAULTS.shutdownGraceMs,
+    BOUNDS.shutdownGraceMs.min,
+  );
+  // The lease counts whole seconds; the duration is read in milliseconds.
+  const leaseTtlSeconds =
+    duration('leaseTtl', DEFAULTS.leaseTtlSeconds * 1000, BOUNDS.leaseTtlSeconds.min * 1000) / 1000;
+  if (leaseTtlSeconds > BOUNDS.leaseTtlSeconds.max)
+    problems.push(
+      `${path}.leaseTtl: must be at most ${formatDuration(BOUNDS.leaseTtlSeconds.max * 1000)}`,
+    );
 
   const integer = (value: unknown, at: string, fallback: number, min: number): number => {
     if (value === undefined) return fallback;
@@ -369,7 +467,12 @@ function validateDatabase(
     }
     return value;
   };
-  const retention = integer(entry.retention, `${path}.retention`, DEFAULTS.retention, 1);
+  const retention = integer(
+    entry.retention,
+    `${path}.retention`,
+    DEFAULTS.retention,
+    BOUNDS.retention.min,
+  );
 
   let checkpoint: CheckpointSettings = DEFAULTS.checkpoint;
   if (entry.checkpoint !== undefined) {
@@ -381,13 +484,13 @@ function validateDatabase(
         entry.checkpoint.passivePages,
         `${path}.checkpoint.passivePages`,
         DEFAULTS.checkpoint.passivePages,
-        1,
+        BOUNDS.checkpointPages.min,
       );
       const truncatePages = integer(
         entry.checkpoint.truncatePages,
         `${path}.checkpoint.truncatePages`,
         DEFAULTS.checkpoint.truncatePages,
-        1,
+        BOUNDS.checkpointPages.min,
       );
       if (truncatePages <= passivePages) {
         problems.push(
@@ -415,7 +518,7 @@ function validateDatabase(
     intervalMs,
     restorePointIntervalMs,
     retention,
-    leaseTtlSeconds: Math.round(leaseTtlMs / 1000),
+    leaseTtlSeconds: Math.round(leaseTtlSeconds),
     shutdownGraceMs,
     checkpoint,
     conditional,

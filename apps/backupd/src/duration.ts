@@ -48,3 +48,14 @@ export function describe(value: unknown): string {
   if (typeof value === 'object') return 'a mapping';
   return `${typeof value} ${JSON.stringify(value)}`;
 }
+
+/** Milliseconds as the largest unit that holds them whole: `1h`, `90s`, `250ms`. */
+export function formatDuration(milliseconds: number): string {
+  for (const [unit, size] of [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const)
+    if (milliseconds >= size && milliseconds % size === 0) return `${milliseconds / size}${unit}`;
+  return `${milliseconds}ms`;
+}

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger, errorFields } from './logger.ts';
-import { LOG_LEVELS, parseLogLevel, UsageError } from './main.ts';
+import { UsageError } from './cli/usage-error.ts';
+import { createLogger, errorFields, LOG_LEVELS, parseLogLevel } from './logger.ts';
 import { Redactor } from './redact.ts';
 
 function capture(): { stream: Writable; lines: string[] } {

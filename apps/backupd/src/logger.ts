@@ -6,13 +6,33 @@
  */
 import { Writable } from 'node:stream';
 import { type Logger, pino } from 'pino';
-import { parseLogLevel } from './main.ts';
+import { UsageError } from './cli/usage-error.ts';
 import type { Redactor } from './redact.ts';
 
 export type { Logger };
 
+/** The log levels pino accepts, quietest last; `silent` writes nothing. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+function isLogLevel(text: string): text is LogLevel {
+  return (LOG_LEVELS as readonly string[]).includes(text);
+}
+
+/**
+ * A log level as given on the command line (any case). Checked before any
+ * logger exists, so a typo is a usage error naming the valid levels rather
+ * than an error from inside pino.
+ * @throws UsageError when `value` is not one of {@link LOG_LEVELS}.
+ */
+export function parseLogLevel(value: string, option = '--log-level'): LogLevel {
+  const level = value.trim().toLowerCase();
+  if (isLogLevel(level)) return level;
+  throw new UsageError(`${option} must be one of ${LOG_LEVELS.join(', ')}; got "${value}"`);
+}
+
 export interface LoggerOptions {
-  /** One of `LOG_LEVELS` (main.ts; any case); default `info`. Anything else throws UsageError. */
+  /** One of {@link LOG_LEVELS} (any case); default `info`. Anything else throws UsageError. */
   readonly level?: string;
   /** `json` (default when not a terminal) or `pretty`. */
   readonly format?: 'json' | 'pretty';

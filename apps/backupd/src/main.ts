@@ -1,101 +1,43 @@
 /**
- * The command-line entry: parses the command and its options, runs it, and
- * returns the exit code (see exit-codes.ts). Errors are printed as one line
- * naming what was wrong, passed through the redactor; a stack trace only with
- * BACKUPD_DEBUG=1.
+ * The command-line entry: the table of commands, and the dispatch to one of
+ * them. Parses the command line, runs the command, and returns the exit code
+ * (see exit-codes.ts). Errors are printed as one line naming what was wrong,
+ * passed through the redactor; a stack trace only with BACKUPD_DEBUG=1.
+ *
+ * Each command is a module (commands/*.ts) that declares its options, help
+ * and run function (cli/command.ts); nothing imports this module but the
+ * binary and tests.
  */
-import { type ParseArgsConfig, parseArgs } from 'node:util';
+import type { Command, CommandIo } from './cli/command.ts';
+import { UsageError } from './cli/usage-error.ts';
+import { checkCommand } from './commands/check.ts';
+import { leaseCommand } from './commands/lease.ts';
+import { lsCommand } from './commands/ls.ts';
+import { replicateCommand } from './commands/replicate.ts';
+import { restoreCommand } from './commands/restore.ts';
+import { verifyCommand } from './commands/verify.ts';
 import { ConfigError } from './config.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes.ts';
+import { renderMainHelp } from './main-help.ts';
 import { Redactor } from './redact.ts';
 import { StoreUrlError } from './store-url.ts';
-import { COMMAND_HELP, COMMANDS, type CommandName, MAIN_HELP, VERSION } from './usage.ts';
+import { VERSION } from './version.ts';
 
-export interface CommandContext {
-  readonly positionals: readonly string[];
-  readonly values: Readonly<Record<string, string | boolean | undefined>>;
-  readonly env: Readonly<Record<string, string | undefined>>;
-  readonly redactor: Redactor;
-  readonly stdout: NodeJS.WritableStream & { isTTY?: boolean };
-  readonly stderr: NodeJS.WritableStream & { isTTY?: boolean };
-  readonly cwd: string;
-}
+/** Every command, in the order the main help lists them. */
+export const COMMANDS: readonly Command[] = [
+  replicateCommand,
+  restoreCommand,
+  lsCommand,
+  verifyCommand,
+  leaseCommand,
+  checkCommand,
+];
 
-/** A usage error: wrong arguments. Printed with the command's usage line. */
-export class UsageError extends Error {
-  readonly code = 'USAGE';
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
-
-/** The log levels pino accepts, quietest last; `silent` writes nothing. */
-export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-/**
- * A log level as given on the command line (any case). Checked before any
- * logger exists, so a typo is a usage error naming the valid levels rather
- * than an error from inside pino.
- * @throws UsageError when `value` is not one of {@link LOG_LEVELS}.
- */
-export function parseLogLevel(value: string, option = '--log-level'): LogLevel {
-  const level = value.trim().toLowerCase();
-  if ((LOG_LEVELS as readonly string[]).includes(level)) return level as LogLevel;
-  throw new UsageError(`${option} must be one of ${LOG_LEVELS.join(', ')}; got "${value}"`);
-}
-
-const COMMON = { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } } as const;
-
-const OPTIONS: Record<CommandName, NonNullable<ParseArgsConfig['options']>> = {
-  replicate: {
-    ...COMMON,
-    config: { type: 'string', short: 'c' },
-    type: { type: 'string' },
-    exec: { type: 'string' },
-    'restore-if-missing': { type: 'boolean' },
-    listen: { type: 'string' },
-    'log-format': { type: 'string' },
-    'log-level': { type: 'string' },
-  },
-  restore: {
-    ...COMMON,
-    commit: { type: 'string' },
-    time: { type: 'string' },
-    manifest: { type: 'string' },
-    'if-missing': { type: 'boolean' },
-    force: { type: 'boolean' },
-    type: { type: 'string' },
-  },
-  ls: { ...COMMON },
-  verify: { ...COMMON, deep: { type: 'boolean' } },
-  lease: { ...COMMON },
-  check: { ...COMMON },
-};
-
-type Handler = (context: CommandContext) => Promise<number>;
-
-async function loadHandler(command: CommandName): Promise<Handler> {
-  switch (command) {
-    case 'replicate':
-      return (await import('./commands/replicate.ts')).replicateCommand;
-    case 'restore':
-      return (await import('./commands/restore.ts')).restoreCommand;
-    case 'ls':
-      return (await import('./commands/ls.ts')).lsCommand;
-    case 'verify':
-      return (await import('./commands/verify.ts')).verifyCommand;
-    case 'lease':
-      return (await import('./commands/lease.ts')).leaseCommand;
-    case 'check':
-      return (await import('./commands/check.ts')).checkCommand;
-  }
-}
+export const MAIN_HELP = renderMainHelp(VERSION, COMMANDS);
 
 export async function main(
   argv: readonly string[],
-  io: Partial<Pick<CommandContext, 'env' | 'stdout' | 'stderr' | 'cwd'>> = {},
+  io: Partial<Pick<CommandIo, 'env' | 'stdout' | 'stderr' | 'cwd'>> = {},
 ): Promise<number> {
   const env = io.env ?? process.env;
   const stdout = io.stdout ?? process.stdout;
@@ -110,52 +52,32 @@ export async function main(
     stdout.write(`backupd ${VERSION}\n`);
     return EXIT_OK;
   }
-  if (!(COMMANDS as readonly string[]).includes(first)) {
-    stderr.write(
-      `backupd: unknown command "${first}" (commands: ${COMMANDS.join(', ')}; see backupd --help)\n`,
-    );
+  const command = COMMANDS.find((candidate) => candidate.name === first);
+  if (command === undefined) {
+    const names = COMMANDS.map((candidate) => candidate.name).join(', ');
+    stderr.write(`backupd: unknown command "${first}" (commands: ${names}; see backupd --help)\n`);
     return EXIT_USAGE;
   }
-  const command = first as CommandName;
-  let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
+  let parsed: ReturnType<Command['parse']>;
   try {
-    parsed = parseArgs({
-      args: [...rest],
-      options: OPTIONS[command],
-      allowPositionals: true,
-      strict: true,
-    }) as typeof parsed;
+    parsed = command.parse(rest);
   } catch (error) {
-    stderr.write(
-      `backupd ${command}: ${(error as Error).message}\n${COMMAND_HELP[command].split('\n')[0]}\n`,
-    );
+    const message = error instanceof Error ? error.message : String(error);
+    stderr.write(`backupd ${command.name}: ${message}\n${command.usageLine}\n`);
     return EXIT_USAGE;
   }
-  if (parsed.values.help) {
-    stdout.write(`${COMMAND_HELP[command]}\n`);
+  if (parsed.help) {
+    stdout.write(`${command.help}\n`);
     return EXIT_OK;
   }
-  const context: CommandContext = {
-    positionals: parsed.positionals,
-    values: parsed.values,
-    env,
-    redactor,
-    stdout,
-    stderr,
-    cwd: io.cwd ?? process.cwd(),
-  };
   try {
-    // Checked here, before any command builds its logger from it.
-    const logLevel = parsed.values['log-level'];
-    if (typeof logLevel === 'string') parsed.values['log-level'] = parseLogLevel(logLevel);
-    const handler = await loadHandler(command);
-    return await handler(context);
+    return await parsed.run({ env, redactor, stdout, stderr, cwd: io.cwd ?? process.cwd() });
   } catch (error) {
     const usage =
       error instanceof UsageError || error instanceof ConfigError || error instanceof StoreUrlError;
     const message = error instanceof Error ? error.message : String(error);
-    stderr.write(redactor.text(`backupd ${command}: ${message}\n`));
-    if (usage) stderr.write(`${COMMAND_HELP[command].split('\n')[0]}\n`);
+    stderr.write(redactor.text(`backupd ${command.name}: ${message}\n`));
+    if (usage) stderr.write(`${command.usageLine}\n`);
     if (env.BACKUPD_DEBUG === '1' && error instanceof Error && error.stack)
       stderr.write(redactor.text(`${error.stack}\n`));
     return usage ? EXIT_USAGE : EXIT_FAILED;

@@ -10,9 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main } from '../src/main.ts';
+import { COMMANDS, main } from '../src/main.ts';
 import { SUPPORTED_SCHEMES } from '../src/store-url.ts';
-import { COMMAND_HELP, COMMANDS } from '../src/usage.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'backupd-messages-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -176,11 +175,11 @@ describe('help', () => {
   // passes exactly the words it shows: nothing is cut at an unquoted `&`,
   // `;` or `|`, nothing expanded.
   const examples = COMMANDS.flatMap((command) =>
-    COMMAND_HELP[command]
+    command.help
       .split('\nExamples:\n')[1]!
       .split('\n\n')[0]!
       .split('\n')
-      .map((line) => [command, line.trim()] as const),
+      .map((line) => [command.name, line.trim()] as const),
   );
 
   it.each(examples)('%s: %s is what a shell passes', (_command, line) => {

@@ -23,8 +23,8 @@ import {
   runConformanceCases,
   type VerdictOutcome,
 } from '@x/store-conformance';
+import { type CommandContextFor, defineCommand, type NoOptions } from '../cli/command.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
-import type { CommandContext } from '../main.ts';
 import { expectPositionals, openUrlArgument, print, printJson, table } from './shared.ts';
 
 export interface CheckCleanup {
@@ -79,7 +79,23 @@ function unsafeReasons(probe: ProbeReport): string {
     .join(', ');
 }
 
-export async function checkCommand(context: CommandContext): Promise<number> {
+export const checkCommand = defineCommand({
+  name: 'check',
+  synopsis: 'check <url>',
+  summary: 'test whether a bucket gives real single-writer exclusion',
+  usage: 'Usage: backupd check <url> [--json]',
+  description: `Runs the conditional-write probe and the conformance cases against the live
+bucket, under a scratch prefix it deletes afterwards, and says whether this
+service gives real single-writer exclusion. Exit code 0 when it does.`,
+  options: {},
+  examples: [
+    "backupd check 's3://my-bucket/scratch?endpoint=https://ACCOUNT.r2.cloudflarestorage.com&region=auto'",
+    'backupd check az://backups/scratch',
+  ],
+  run: checkExclusion,
+});
+
+async function checkExclusion(context: CommandContextFor<NoOptions>): Promise<number> {
   expectPositionals(context, 1);
   const opened = await openUrlArgument(context, 0);
   const { prefix, url } = opened;

@@ -17,8 +17,8 @@ import { randomBytes } from 'node:crypto';
 import { LeaseRecordError, MAX_SANE_TTL_S, readLease } from '@x/lease';
 import type { ObjectStore } from '@x/store';
 import { probeConditionalWrites } from '@x/store-conformance';
+import { type CommandContextFor, defineCommand, type NoOptions } from '../cli/command.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
-import type { CommandContext } from '../main.ts';
 import { parseStoreUrl } from '../store-url.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';
 
@@ -97,7 +97,19 @@ async function measureExclusion(
   };
 }
 
-export async function leaseCommand(context: CommandContext): Promise<number> {
+export const leaseCommand = defineCommand({
+  name: 'lease',
+  synopsis: 'lease <url>',
+  summary: 'show who holds the backup lease',
+  usage: 'Usage: backupd lease <url> [--json]',
+  description: `Shows who holds the backup lease on <url>, since when, how long until another
+instance may take it over, and whether the service gives real exclusion.`,
+  options: {},
+  examples: ['backupd lease s3://my-bucket/app'],
+  run: showLease,
+});
+
+async function showLease(context: CommandContextFor<NoOptions>): Promise<number> {
   expectPositionals(context, 1);
   const { store, prefix, url } = await openUrlArgument(context, 0);
   const now = Date.now();

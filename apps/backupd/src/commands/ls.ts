@@ -11,8 +11,8 @@ import {
   readLatest,
   type UnnamedNewerData,
 } from '@x/backup-worker';
+import { type CommandContextFor, defineCommand, type NoOptions } from '../cli/command.ts';
 import { EXIT_OK } from '../exit-codes.ts';
-import type { CommandContext } from '../main.ts';
 import { parseStoreUrl } from '../store-url.ts';
 import { newerDataCounts, newerDataJson } from './restore.ts';
 import {
@@ -40,7 +40,19 @@ export class BackupDirectoryMissingError extends Error {
   }
 }
 
-export async function lsCommand(context: CommandContext): Promise<number> {
+export const lsCommand = defineCommand({
+  name: 'ls',
+  synopsis: 'ls <url>',
+  summary: 'list restore points',
+  usage: 'Usage: backupd ls <url> [--json]',
+  description:
+    'Lists restore points: commit, time, size, generation, lineage, and which one LATEST names.',
+  options: {},
+  examples: ['backupd ls s3://my-bucket/app', 'backupd ls file:///srv/app.db-backups --json'],
+  run: listRestorePointsCommand,
+});
+
+async function listRestorePointsCommand(context: CommandContextFor<NoOptions>): Promise<number> {
   expectPositionals(context, 1);
   const { store, prefix, url } = await openUrlArgument(context, 0);
   // openUrlArgument parsed the same text, so this cannot throw here.

@@ -8,20 +8,72 @@ import {
   type UnnamedNewerData,
 } from '@x/backup-worker';
 import type { ObjectStore } from '@x/store';
+import {
+  booleanOption,
+  type CommandContextFor,
+  choiceOption,
+  defineCommand,
+  stringOption,
+  UsageError,
+} from '../cli/command.ts';
 import { EXIT_OK, EXIT_REFUSED } from '../exit-codes.ts';
-import type { CommandContext } from '../main.ts';
-import { UsageError } from '../main.ts';
 import { progressReporter } from '../progress-bar.ts';
 import { restoreDatabase } from '../restore-database.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';
 
-export async function restoreCommand(context: CommandContext): Promise<number> {
+const options = {
+  commit: stringOption({
+    argument: '<N>',
+    description: 'restore exactly to commit N',
+    parse: parseCommitSeq,
+  }),
+  time: stringOption({
+    argument: '<T>',
+    description:
+      'restore the newest commit at or before T (RFC 3339 with Z or an offset, e.g. 2026-11-29T08:00:00Z)',
+    parse: parseRestoreTime,
+  }),
+  manifest: stringOption({
+    argument: '<KEY>',
+    description: 'restore the restore point stored at KEY',
+  }),
+  'if-missing': booleanOption({ description: 'do nothing (exit 0) when <target> already exists' }),
+  force: booleanOption({ description: 'overwrite an existing <target>' }),
+  type: choiceOption(['sqlite', 'framed'], { description: 'what to restore (default sqlite)' }),
+} as const;
+
+export const restoreCommand = defineCommand({
+  name: 'restore',
+  synopsis: 'restore <url> <target>',
+  summary: 'restore a database from a backup',
+  usage:
+    'Usage: backupd restore <url> <target> [--commit N | --time T | --manifest KEY] [--if-missing] [--force]',
+  description: `Restores the newest restore point (or the one chosen) to <target>. Every object
+is checked (size and CRC-32) before it is used; files are written atomically.`,
+  options,
+  examples: [
+    'backupd restore s3://my-bucket/app ./restored.db',
+    'backupd restore s3://my-bucket/app ./restored.db --commit 1234',
+    'backupd restore file:///backups/app ./app.db --if-missing',
+  ],
+  run: restoreBackup,
+});
+
+/** `--commit`: a whole number. @throws UsageError naming the value. */
+export function parseCommitSeq(text: string, flag = '--commit'): number {
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)))
+    throw new UsageError(`${flag} must be a whole number, got "${text}"`);
+  return Number(text);
+}
+
+async function restoreBackup(context: CommandContextFor<typeof options>): Promise<number> {
   expectPositionals(context, 2);
   if (context.positionals[0] === undefined) throw new UsageError('missing <url>');
   const targetArgument = context.positionals[1];
   if (targetArgument === undefined) throw new UsageError('missing <target>');
   const target = resolve(context.cwd, targetArgument);
-  const chosen = ['commit', 'time', 'manifest'].filter(
+  const { commit: commitSeq, time, manifest: manifestKey } = context.values;
+  const chosen = (['commit', 'time', 'manifest'] as const).filter(
     (name) => context.values[name] !== undefined,
   );
   if (chosen.length > 1)
@@ -30,29 +82,14 @@ export async function restoreCommand(context: CommandContext): Promise<number> {
     );
   if (context.values['if-missing'] && context.values.force)
     throw new UsageError('--if-missing and --force contradict each other');
-  let commitSeq: number | undefined;
-  if (typeof context.values.commit === 'string') {
-    if (
-      !/^\d+$/.test(context.values.commit) ||
-      !Number.isSafeInteger(Number(context.values.commit))
-    ) {
-      throw new UsageError(`--commit must be a whole number, got "${context.values.commit}"`);
-    }
-    commitSeq = Number(context.values.commit);
-  }
-  let time: number | undefined;
-  if (typeof context.values.time === 'string') time = parseRestoreTime(context.values.time);
-  const type = (context.values.type as string | undefined) ?? 'sqlite';
-  if (type !== 'sqlite' && type !== 'framed')
-    throw new UsageError(`--type must be sqlite or framed, got "${type}"`);
+  const type = context.values.type ?? 'sqlite';
+  const force = context.values.force ?? false;
   if (existsSync(target) && context.values['if-missing']) {
     print(context, `${target} exists; nothing restored (--if-missing)`);
     return EXIT_OK;
   }
   const { store, prefix } = await openUrlArgument(context, 0);
   const progress = progressReporter(context.stderr);
-  const manifestKey =
-    typeof context.values.manifest === 'string' ? context.values.manifest : undefined;
   try {
     const result =
       type === 'framed'
@@ -61,7 +98,7 @@ export async function restoreCommand(context: CommandContext): Promise<number> {
             ...(manifestKey ? { manifestKey } : {}),
             ...(commitSeq !== undefined ? { commitSeq } : {}),
             ...(time !== undefined ? { time } : {}),
-            force: context.values.force === true,
+            force,
             onProgress: (state) => progress.update(state),
           });
     progress.finish();
@@ -116,7 +153,7 @@ export async function restoreCommand(context: CommandContext): Promise<number> {
     return restore(store, prefix, target, {
       ...(manifestKey ? { manifestKey } : {}),
       ...(commitSeq !== undefined ? { commitSeq } : {}),
-      force: context.values.force === true,
+      force,
       onProgress: (state) => progress.update(state),
     });
   }

@@ -1,6 +1,5 @@
 /** What several commands share: opening the URL argument, printing JSON or text. */
-import type { CommandContext } from '../main.ts';
-import { UsageError } from '../main.ts';
+import { type CommandContext, UsageError } from '../cli/command.ts';
 import { type OpenedStore, openStore } from '../open-store.ts';
 import { parseStoreUrl } from '../store-url.ts';
 

@@ -1,13 +1,28 @@
 /** `backupd verify <url> [--deep]`: every restore point and the objects it names; the exit code says the result. */
 import { verify } from '@x/backup-worker';
+import { booleanOption, type CommandContextFor, defineCommand } from '../cli/command.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
-import type { CommandContext } from '../main.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';
 
-export async function verifyCommand(context: CommandContext): Promise<number> {
+const options = { deep: booleanOption() } as const;
+
+export const verifyCommand = defineCommand({
+  name: 'verify',
+  synopsis: 'verify <url> [--deep]',
+  summary: 'check every restore point and the objects it names',
+  usage: 'Usage: backupd verify <url> [--deep] [--json]',
+  description: `Checks every restore point: the manifest parses, its lineage is consistent,
+and every object it names exists with the right size (and CRC-32 with --deep).
+Exit code 0 when everything verified, 1 otherwise.`,
+  options,
+  examples: ['backupd verify s3://my-bucket/app', 'backupd verify s3://my-bucket/app --deep'],
+  run: verifyRestorePoints,
+});
+
+async function verifyRestorePoints(context: CommandContextFor<typeof options>): Promise<number> {
   expectPositionals(context, 1);
   const { store, prefix } = await openUrlArgument(context, 0);
-  const deep = context.values.deep === true;
+  const deep = context.values.deep ?? false;
   const report = await verify(store, prefix, { deep });
   if (context.values.json) {
     printJson(context, report);

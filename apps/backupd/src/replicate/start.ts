@@ -1,0 +1,70 @@
+/**
+ * Starting replication: the banner, the daemon (one worker per database and
+ * replica) and, with `listen`, the status server; then lowering backupd's CPU
+ * priority, which the command does only after starting the application.
+ */
+import type { BackupdConfig } from '../config.ts';
+import { applyCpuPriority, DEFAULT_CPU_PRIORITY } from '../cpu-priority.ts';
+import { type Daemon, defaultSourceFactory, startDaemon } from '../daemon.ts';
+import { type StatusServer, startStatusServer } from '../http-server.ts';
+import { errorFields, type Logger } from '../logger.ts';
+import type { Redactor } from '../redact.ts';
+import { sqliteSourceFactory } from '../sqlite-source.ts';
+import { VERSION } from '../version.ts';
+
+export interface Replication {
+  readonly daemon: Daemon;
+  readonly server?: StatusServer;
+}
+
+/** One line per database and replica on standard output: what is backed up where. */
+export function announceBackups(
+  config: BackupdConfig,
+  output: { readonly stdout: NodeJS.WritableStream; readonly redactor: Redactor },
+): void {
+  for (const database of config.databases)
+    for (const url of database.urls)
+      output.stdout.write(
+        output.redactor.text(
+          `backupd ${VERSION}: backing up ${database.path} (${database.type}) to ${url.text}\n`,
+        ),
+      );
+}
+
+/** @throws what the daemon or the listener throws; a daemon that fails to start is logged first. */
+export async function startReplication(
+  config: BackupdConfig,
+  options: {
+    readonly logger: Logger;
+    readonly env: Readonly<Record<string, string | undefined>>;
+    readonly redactor: Redactor;
+  },
+): Promise<Replication> {
+  let daemon: Daemon;
+  try {
+    daemon = await startDaemon(config, {
+      logger: options.logger,
+      env: options.env,
+      sources: defaultSourceFactory(sqliteSourceFactory(config)),
+    });
+  } catch (error) {
+    options.logger.error({ event: 'start-failed', ...errorFields(error) });
+    throw error;
+  }
+  if (!config.listen) return { daemon };
+  const server = await startStatusServer(
+    config.listen,
+    { statuses: () => daemon.statuses(), version: VERSION, startedAt: Date.now() },
+    options.redactor,
+  );
+  options.logger.info({ event: 'listening', url: server.url });
+  return { daemon, server };
+}
+
+/** Applies `cpuPriority` and logs what it got (a warning when less than asked). */
+export function lowerCpuPriority(config: BackupdConfig, logger: Logger): void {
+  const priority = applyCpuPriority(config.cpuPriority ?? DEFAULT_CPU_PRIORITY);
+  if (priority.note)
+    logger.warn({ event: 'cpu-priority', applied: priority.applied, note: priority.note });
+  else logger.info({ event: 'cpu-priority', applied: priority.applied });
+}
