@@ -19,7 +19,7 @@ import {
   type DurablePosition,
   FramedDirSource,
   identifyFramedFiles,
-} from '../packages/backup-worker/src/index.ts';
+} from '@x/backup-worker';
 import {
   type CallOptions,
   type DeleteOptions,
@@ -29,8 +29,8 @@ import {
   type PutOptions,
   type UploadOptions,
   type UploadSource,
-} from '../packages/store/src/index.ts';
-import { encodeFrame } from '../packages/wal-segment/src/index.ts';
+} from '@x/store';
+import { encodeFrame } from '@x/wal-segment';
 import { defineBenchmark, type Measurement } from './harness.ts';
 
 const WINDOW_MS = 30_000;

@@ -15,16 +15,12 @@
 import { randomFillSync } from 'node:crypto';
 import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  BackupWorker,
-  FramedDirSource,
-  identifyFramedFiles,
-} from '../packages/backup-worker/src/index.ts';
-import { FsStore, type ObjectStore } from '../packages/store/src/index.ts';
-import { S3Store } from '../packages/store-s3/src/index.ts';
-import { type StartedTestServers, startTestServers } from '../packages/test-servers/src/servers.ts';
-import { encodeFrame } from '../packages/wal-segment/src/index.ts';
+import { BackupWorker, FramedDirSource, identifyFramedFiles } from '@x/backup-worker';
+import { FsStore, type ObjectStore } from '@x/store';
+import { S3Store } from '@x/store-s3';
+import { encodeFrame } from '@x/wal-segment';
 import { defineBenchmark, type Measurement, megabytesPerSecond } from './harness.ts';
+import { type StartedTestServers, startTestServers } from './temporary-imports/test-servers.ts';
 
 const MiB = 1024 * 1024;
 const WAL_BYTES = 1024 * MiB;

@@ -16,14 +16,10 @@ import { randomFillSync } from 'node:crypto';
 import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-// The worker and the source only (not the whole package index), so the
-// baseline is what a backup process needs.
-import { BackupWorker } from '../packages/backup-worker/src/backup-worker.ts';
-import {
-  FramedDirSource,
-  identifyFramedFiles,
-} from '../packages/backup-worker/src/framed-dir-source.ts';
-import { FsStore } from '../packages/store/src/index.ts';
+// The package index: the child loads it anyway through backup-ship.bench.ts
+// (writeFramedWal), so the baseline is the whole package, as in backupd.
+import { BackupWorker, FramedDirSource, identifyFramedFiles } from '@x/backup-worker';
+import { FsStore } from '@x/store';
 import { writeFramedWal } from './backup-ship.bench.ts';
 import { defineBenchmark, type Measurement } from './harness.ts';
 

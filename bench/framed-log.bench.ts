@@ -8,8 +8,8 @@
  */
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Crc32 } from '../packages/manifest/src/index.ts';
-import { FrameCounter, FrameWriter } from '../packages/wal-segment/src/index.ts';
+import { Crc32 } from '@x/manifest';
+import { FrameCounter, FrameWriter } from '@x/wal-segment';
 import { defineBenchmark, type Measurement, megabytesPerSecond } from './harness.ts';
 
 const PAYLOAD_BYTES = 64 * 1024;

@@ -17,7 +17,7 @@
 import { randomFillSync } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { restore } from '../packages/backup-worker/src/restore/index.ts';
+import { restore } from '@x/backup-worker';
 import {
   crc32Hex,
   type FileEntry,
@@ -30,9 +30,9 @@ import {
   serializeManifest,
   sideKey,
   snapshotKey,
-} from '../packages/manifest/src/index.ts';
-import { FsStore } from '../packages/store/src/index.ts';
-import { encodeFrame } from '../packages/wal-segment/src/index.ts';
+} from '@x/manifest';
+import { FsStore } from '@x/store';
+import { encodeFrame } from '@x/wal-segment';
 import { defineBenchmark, type Measurement, megabytesPerSecond } from './harness.ts';
 
 const MiB = 1024 * 1024;

@@ -34,16 +34,13 @@ import {
   startDurableApplication,
 } from './sqlite-tap-common.bench.ts';
 
-// biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
 const PHASE_MS = Number(process.env.SQLITE_BENCH_PHASE_MS ?? 1000);
 const CYCLES = 5;
 /** Tap options to compare settings, e.g. `SQLITE_BENCH_TAP='{"captureIntervalMs":1000}'`. */
-// biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
 const TAP_OPTIONS = JSON.parse(process.env.SQLITE_BENCH_TAP ?? '{}') as Parameters<
   typeof attachBackupd
 >[2];
 const ROWS_PER_TRANSACTION = 4;
-// biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
 const SYNCHRONOUS = process.env.SQLITE_BENCH_SYNCHRONOUS === 'NORMAL' ? 'NORMAL' : 'FULL';
 
 interface State {

@@ -27,18 +27,13 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { BackupWorker } from '../packages/backup-worker/src/backup-worker.ts';
-import { restore } from '../packages/backup-worker/src/restore/index.ts';
-import { sqliteMaterializer } from '../packages/backup-worker/src/sqlite/sqlite-materializer.ts';
-import { SqliteSource } from '../packages/backup-worker/src/sqlite/sqlite-source.ts';
-import { FakeClock } from '../packages/lease/src/index.ts';
-import { FsStore } from '../packages/store/src/index.ts';
+import { BackupWorker, restore, SqliteSource, sqliteMaterializer } from '@x/backup-worker';
+import { FakeClock } from '@x/lease';
+import { FsStore } from '@x/store';
 import { defineBenchmark } from './harness.ts';
 
 const GiB = 1024 * 1024 * 1024;
-// biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
 const DATABASE_BYTES = Number(process.env.SQLITE_RESTORE_BENCH_BYTES ?? GiB);
-// biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
 const COMMITS = Number(process.env.SQLITE_RESTORE_BENCH_COMMITS ?? 100_000);
 const ROW_BYTES = 1000;
 const BATCH = 1000;

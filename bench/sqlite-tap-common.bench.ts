@@ -7,17 +7,15 @@
  */
 import { spawn } from 'node:child_process';
 import { DatabaseSync } from 'node:sqlite';
+import { BackupWorker, SqliteSource, type SqliteTapOptions } from '@x/backup-worker';
+import { FakeClock } from '@x/lease';
+import { MemoryStore } from '@x/store';
 import {
   applyCpuPriority,
   type CpuPriority,
   DEFAULT_CPU_PRIORITY,
   isCpuPriority,
-} from '../apps/backupd/src/cpu-priority.ts';
-import { BackupWorker } from '../packages/backup-worker/src/backup-worker.ts';
-import { SqliteSource } from '../packages/backup-worker/src/sqlite/sqlite-source.ts';
-import type { SqliteTapOptions } from '../packages/backup-worker/src/sqlite/tap.ts';
-import { FakeClock } from '../packages/lease/src/index.ts';
-import { MemoryStore } from '../packages/store/src/index.ts';
+} from './temporary-imports/cpu-priority.ts';
 
 /**
  * The paced application of the lag benchmark, in its own process, started
@@ -178,7 +176,6 @@ export function startDurableApplication(
  * `SQLITE_BENCH_CPU_PRIORITY` (idle, low or normal) to compare.
  */
 export const BENCH_CPU_PRIORITY: CpuPriority = (() => {
-  // biome-ignore lint/suspicious/noUndeclaredEnvVars: a benchmark knob, not a build input
   const setting = process.env.SQLITE_BENCH_CPU_PRIORITY ?? DEFAULT_CPU_PRIORITY;
   if (!isCpuPriority(setting))
     throw new Error(`SQLITE_BENCH_CPU_PRIORITY must be idle, low or normal, not ${setting}`);

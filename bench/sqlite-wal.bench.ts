@@ -10,8 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { Crc32 } from '../packages/manifest/src/index.ts';
-import { SqliteWalScanner } from '../packages/wal-segment/src/index.ts';
+import { Crc32 } from '@x/manifest';
+import { SqliteWalScanner } from '@x/wal-segment';
 import { defineBenchmark, type Measurement, megabytesPerSecond } from './harness.ts';
 
 const TARGET_BYTES = 1024 * 1024 * 1024;

@@ -18,7 +18,7 @@
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ObjectStore, StoreCapabilities } from '../packages/store/src/index.ts';
+import type { ObjectStore, StoreCapabilities } from '@x/store';
 import {
   CASE_GROUPS,
   type CaseGroup,
@@ -28,9 +28,9 @@ import {
   probeConditionalWrites,
   runConformanceCases,
   type Verdict,
-} from '../packages/store-conformance/src/index.ts';
-import { S3Store } from '../packages/store-s3/src/index.ts';
-import { startTestServers } from '../packages/test-servers/src/servers.ts';
+} from '@x/store-conformance';
+import { S3Store } from '@x/store-s3';
+import { startTestServers } from './temporary-imports/test-servers.ts';
 
 const repositoryRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outputFile = join(repositoryRoot, 'docs', 'compatibility.md');
@@ -71,20 +71,20 @@ function runId(): string {
   return `compat-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
-/** Loads an adapter module from the tree, or says why not. */
+/** Loads an adapter package (a workspace dependency of this one), or says why not. */
 async function loadAdapter(
-  relativePath: string,
+  specifier: string,
   exportName: string,
 ): Promise<{ value: unknown } | { missing: string }> {
   try {
-    const module = (await import(relativePath)) as Record<string, unknown>;
+    const module = (await import(specifier)) as Record<string, unknown>;
     if (typeof module[exportName] !== 'function') {
-      return { missing: `${relativePath} has no export ${exportName} yet` };
+      return { missing: `${specifier} has no export ${exportName} yet` };
     }
     return { value: module[exportName] };
   } catch (error) {
     return {
-      missing: `${relativePath} could not be loaded (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`,
+      missing: `${specifier} could not be loaded (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`,
     };
   }
 }
@@ -404,7 +404,7 @@ async function main(): Promise<void> {
       });
     }
 
-    const azure = await loadAdapter('../packages/store-azure/src/index.ts', 'AzureBlobStore');
+    const azure = await loadAdapter('@x/store-azure', 'AzureBlobStore');
     for (const server of started.servers.azure) {
       if ('missing' in azure) {
         notMeasured.push(
@@ -433,7 +433,7 @@ async function main(): Promise<void> {
       });
     }
 
-    const gcs = await loadAdapter('../packages/store-gcs/src/index.ts', 'GcsStore');
+    const gcs = await loadAdapter('@x/store-gcs', 'GcsStore');
     for (const server of started.servers.gcs) {
       if ('missing' in gcs) {
         notMeasured.push(

@@ -36,7 +36,7 @@
  * a full TTL after it) exists to keep it from happening. These are reported
  * as OVERLAPS, each with its timings, not as violations.
  */
-import type { WriteLogEntry } from '../packages/test-faults/src/index.ts';
+import type { WriteLogEntry } from '@x/test-faults';
 
 export interface ExclusionFinding {
   readonly write: WriteLogEntry;

@@ -48,16 +48,10 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { restore, sqliteMaterializer } from '../packages/backup-worker/src/index.ts';
-import { readLease } from '../packages/lease/src/index.ts';
-import { S3Store } from '../packages/store-s3/src/index.ts';
-import {
-  type FaultProxy,
-  type FaultSchedule,
-  startFaultProxy,
-} from '../packages/test-faults/src/index.ts';
-import { type StartedTestServers, startTestServers } from '../packages/test-servers/src/servers.ts';
-import { contentHash } from './content-hash.ts';
+import { restore, sqliteMaterializer } from '@x/backup-worker';
+import { readLease } from '@x/lease';
+import { S3Store } from '@x/store-s3';
+import { type FaultProxy, type FaultSchedule, startFaultProxy } from '@x/test-faults';
 import {
   covered,
   difference,
@@ -78,6 +72,8 @@ import {
   type UnexpectedExit,
 } from './processes.ts';
 import { Random } from './random.ts';
+import { contentHash } from './temporary-imports/content-hash.ts';
+import { type StartedTestServers, startTestServers } from './temporary-imports/test-servers.ts';
 
 // ---------------------------------------------------------------- settings
 
