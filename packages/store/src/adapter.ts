@@ -14,4 +14,18 @@ export {
   sleepUnlessAborted,
   sortedListResult,
 } from './adapter-support.ts';
+export {
+  ForwardingStore,
+  type ForwardingStoreOptions,
+  STORE_OPERATIONS,
+  type StoreOperation,
+} from './forwarding-store.ts';
 export { listFromKeys } from './list-helpers.ts';
+export {
+  collectListPages,
+  DEFAULT_LIST_PAGE_SIZE,
+  orderedListPages,
+  pageSizeOf,
+  pagesOf,
+  type RawListPage,
+} from './list-pages.ts';

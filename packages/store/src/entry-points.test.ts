@@ -40,6 +40,7 @@ describe('entry points', () => {
       'ConflictError',
       'InvalidKeyError',
       'sameVersion',
+      'listPages',
       'validateKey',
       'compareKeys',
       'getCapped',

@@ -102,12 +102,15 @@ import {
   StoreError,
 } from './errors.ts';
 import { compareKeys, validateKey } from './keys.ts';
+import { collectListPages, DEFAULT_LIST_PAGE_SIZE, pageSizeOf } from './list-pages.ts';
 import type {
   CallOptions,
   DeleteOptions,
   GetResult,
   GetStreamResult,
   ListOptions,
+  ListPage,
+  ListPagesOptions,
   ListResult,
   ObjectInfo,
   ObjectStore,
@@ -521,46 +524,75 @@ export class FsStore implements ObjectStore {
   // ---------------------------------------------------------------- list
 
   async list(prefix: string, options: ListOptions = {}): Promise<ListResult> {
+    return collectListPages(this.listPages(prefix, options));
+  }
+
+  /**
+   * Walks the directories in key order, so memory is bounded by a page plus
+   * the names of one directory per level (the widest directory's names, not
+   * the whole tree). Each page's objects are read (`head`) 32 at a time.
+   */
+  async *listPages(prefix: string, options: ListPagesOptions = {}): AsyncIterable<ListPage> {
     const { signal, delimiter } = options;
     try {
       throwIfAborted(signal);
-      const found = await this.#walk(prefix, signal);
-      const kept: { key: string; path: string }[] = [];
-      const commonPrefixes = new Set<string>();
-      for (const entry of found) {
+      const pageSize = pageSizeOf(options, DEFAULT_LIST_PAGE_SIZE);
+      let kept: { key: string; path: string }[] = [];
+      let commonPrefixes: string[] = [];
+      let lastPrefix: string | undefined;
+      const page = async (): Promise<ListPage> => {
+        const infos: (ObjectInfo | null)[] = new Array(kept.length).fill(null);
+        let next = 0;
+        const entries = kept;
+        const worker = async () => {
+          while (next < entries.length) {
+            const index = next++;
+            const entry = entries[index]!;
+            throwIfAborted(signal);
+            // A file deleted since the walk is simply not listed.
+            infos[index] = await this.#info(entry.path, entry.key);
+          }
+        };
+        await Promise.all(
+          Array.from({ length: Math.min(LIST_READ_CONCURRENCY, entries.length) }, worker),
+        );
+        const result = {
+          objects: infos.filter((info): info is ObjectInfo => info !== null),
+          commonPrefixes,
+        };
+        kept = [];
+        commonPrefixes = [];
+        return result;
+      };
+      for await (const entry of this.#walk(prefix, signal)) {
         const at = delimiter ? entry.key.indexOf(delimiter, prefix.length) : -1;
         if (at === -1) kept.push(entry);
-        else commonPrefixes.add(entry.key.slice(0, at + delimiter!.length));
-      }
-      kept.sort((a, b) => compareKeys(a.key, b.key));
-      const infos: (ObjectInfo | null)[] = new Array(kept.length).fill(null);
-      let next = 0;
-      const worker = async () => {
-        while (next < kept.length) {
-          const index = next++;
-          const entry = kept[index]!;
-          throwIfAborted(signal);
-          // A file deleted since the walk is simply not listed.
-          infos[index] = await this.#info(entry.path, entry.key);
+        else {
+          // Keys come in order, so the keys sharing a rolled-up prefix are consecutive.
+          const rolled = entry.key.slice(0, at + delimiter!.length);
+          if (rolled === lastPrefix) continue;
+          lastPrefix = rolled;
+          commonPrefixes.push(rolled);
         }
-      };
-      await Promise.all(
-        Array.from({ length: Math.min(LIST_READ_CONCURRENCY, kept.length) }, worker),
-      );
-      return {
-        objects: infos.filter((info): info is ObjectInfo => info !== null),
-        commonPrefixes: [...commonPrefixes].sort(compareKeys),
-      };
+        if (kept.length + commonPrefixes.length >= pageSize) {
+          const full = await page();
+          if (full.objects.length > 0 || full.commonPrefixes.length > 0) yield full;
+        }
+      }
+      if (kept.length + commonPrefixes.length > 0) {
+        const last = await page();
+        if (last.objects.length > 0 || last.commonPrefixes.length > 0) yield last;
+      }
     } catch (error) {
       throw this.#wrap(error, '', signal);
     }
   }
 
-  /** Every object key starting with `prefix`, with its file path (unsorted). */
-  async #walk(
+  /** Every object key starting with `prefix`, with its file path, in UTF-8 byte order of keys. */
+  async *#walk(
     prefix: string,
     signal: AbortSignal | undefined,
-  ): Promise<{ key: string; path: string }[]> {
+  ): AsyncIterable<{ key: string; path: string }> {
     const slash = prefix.lastIndexOf('/');
     const directoryPart = slash === -1 ? '' : prefix.slice(0, slash);
     const rest = prefix.slice(slash + 1);
@@ -571,36 +603,45 @@ export class FsStore implements ObjectStore {
       try {
         keyPath = this.#keyPath(`${directoryPart}/x`);
       } catch (error) {
-        if (InvalidKeyError.isInstance(error)) return [];
+        if (InvalidKeyError.isInstance(error)) return;
         throw error;
       }
       try {
         const directory = await this.#directory(keyPath, false, signal);
-        if (!directory) return [];
+        if (!directory) return;
         start = directory;
       } catch (error) {
         // A symbolic link on the way: nothing under it is listed.
-        if (StoreError.isInstance(error)) return [];
+        if (StoreError.isInstance(error)) return;
         throw error;
       }
     }
-    const found: { key: string; path: string }[] = [];
-    const visit = async (directory: string, keyPrefix: string, filter: string) => {
+    // Within a directory, object `s` has the key `<dir>/s` and every key under
+    // the sub-directory `s` starts with `<dir>/s/`; since a segment holds no
+    // `/`, ordering the entries by `s` and `s/` respectively and descending in
+    // that order yields the keys in order.
+    type Entry = { order: string; segment: string; path: string; directory: boolean };
+    const visit = async function* (
+      directory: string,
+      keyPrefix: string,
+      filter: string,
+    ): AsyncIterable<{ key: string; path: string }> {
       throwIfAborted(signal);
-      let entries: Dirent[];
+      let dirents: Dirent[];
       try {
-        entries = await readdir(directory, { withFileTypes: true });
+        dirents = await readdir(directory, { withFileTypes: true });
       } catch (error) {
         const code = errorCode(error);
         // Gone (tidied after a delete) or not a directory: nothing to list there.
         if (code === 'ENOENT' || code === 'ENOTDIR') return;
         throw error;
       }
-      for (const entry of entries) {
-        const name = entry.name;
-        let isDirectory = entry.isDirectory();
-        let isFile = entry.isFile();
-        if (!isDirectory && !isFile && !entry.isSymbolicLink()) {
+      const entries: Entry[] = [];
+      for (const dirent of dirents) {
+        const name = dirent.name;
+        let isDirectory = dirent.isDirectory();
+        let isFile = dirent.isFile();
+        if (!isDirectory && !isFile && !dirent.isSymbolicLink()) {
           // Some filesystems do not report types in readdir.
           const info = await lstat(join(directory, name)).catch(() => null);
           isDirectory = info?.isDirectory() ?? false;
@@ -609,21 +650,30 @@ export class FsStore implements ObjectStore {
         if (isDirectory && DIRECTORY_NAME.test(name)) {
           const segment = decodeSegment(name);
           if (!segment.startsWith(filter)) continue;
-          await visit(join(directory, name), `${keyPrefix}${segment}/`, '');
+          entries.push({
+            order: `${segment}/`,
+            segment,
+            path: join(directory, name),
+            directory: true,
+          });
         } else if (isFile) {
           const match = OBJECT_NAME.exec(name);
           if (!match) continue;
           const segment = decodeSegment(match[1]!);
           if (!segment.startsWith(filter)) continue;
-          found.push({ key: `${keyPrefix}${segment}`, path: join(directory, name) });
+          entries.push({ order: segment, segment, path: join(directory, name), directory: false });
         }
         // Symbolic links and foreign names are never listed or followed.
       }
+      dirents.length = 0;
+      entries.sort((a, b) => compareKeys(a.order, b.order));
+      for (const entry of entries) {
+        if (entry.directory) yield* visit(entry.path, `${keyPrefix}${entry.segment}/`, '');
+        else yield { key: `${keyPrefix}${entry.segment}`, path: entry.path };
+      }
     };
-    if (directoryPart === '' && !(await stat(this.root).catch(() => null))?.isDirectory())
-      return [];
-    await visit(start, directoryPart === '' ? '' : `${directoryPart}/`, rest);
-    return found;
+    if (directoryPart === '' && !(await stat(this.root).catch(() => null))?.isDirectory()) return;
+    yield* visit(start, directoryPart === '' ? '' : `${directoryPart}/`, rest);
   }
 
   // ---------------------------------------------------------------- writes

@@ -21,6 +21,7 @@ export {
   normalizePrefix,
   validateKey,
 } from './keys.ts';
+export { listPages } from './list-pages.ts';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
 export {
   type CallOptions,
@@ -28,6 +29,8 @@ export {
   type GetResult,
   type GetStreamResult,
   type ListOptions,
+  type ListPage,
+  type ListPagesOptions,
   type ListResult,
   type ObjectInfo,
   type ObjectStore,

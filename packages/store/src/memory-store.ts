@@ -17,12 +17,15 @@ import { chunksOf, throwIfAborted } from './abort.ts';
 import { AlreadyExistsError, PreconditionFailedError } from './errors.ts';
 import { compareKeys, validateKey } from './keys.ts';
 import { listFromKeys } from './list-helpers.ts';
+import { DEFAULT_LIST_PAGE_SIZE, pageSizeOf, pagesOf } from './list-pages.ts';
 import {
   type CallOptions,
   type DeleteOptions,
   type GetResult,
   type GetStreamResult,
   type ListOptions,
+  type ListPage,
+  type ListPagesOptions,
   type ListResult,
   type ObjectInfo,
   type ObjectStore,
@@ -152,6 +155,15 @@ export class MemoryStore implements ObjectStore {
     }
     infos.sort((a, b) => compareKeys(a.key, b.key));
     return listFromKeys(prefix, infos, options.delimiter);
+  }
+
+  /**
+   * Pages of a snapshot taken at the first page (the objects are in memory
+   * already; paging here is for callers written against the interface).
+   */
+  async *listPages(prefix: string, options: ListPagesOptions = {}): AsyncIterable<ListPage> {
+    const pageSize = pageSizeOf(options, DEFAULT_LIST_PAGE_SIZE);
+    yield* pagesOf(await this.list(prefix, options), pageSize, options.signal);
   }
 
   async upload(

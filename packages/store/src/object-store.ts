@@ -105,6 +105,26 @@ export interface ListResult {
   readonly commonPrefixes: readonly string[];
 }
 
+export interface ListPagesOptions extends ListOptions {
+  /**
+   * At most this many entries (objects plus common prefixes) per page: a
+   * hint, which a service may lower (S3 returns at most 1 000, Azure 5 000).
+   * Default: the store's own page size (1 000 for `MemoryStore` and
+   * `FsStore`). A positive integer.
+   */
+  readonly pageSize?: number;
+}
+
+/**
+ * One page of a listing. Pages come in key order: concatenated, their
+ * `objects` are in UTF-8 byte order of keys and their `commonPrefixes`
+ * sorted, each prefix once — together what `list` returns. No page is empty.
+ */
+export interface ListPage {
+  readonly objects: readonly ObjectInfo[];
+  readonly commonPrefixes: readonly string[];
+}
+
 export interface UploadOptions extends CallOptions {
   /** `create` (create-if-absent, checked when the upload completes) or `overwrite` (default). */
   readonly mode?: 'create' | 'overwrite';
@@ -190,6 +210,19 @@ export interface ObjectStore {
    * @throws StoreError.
    */
   list(prefix: string, options?: ListOptions): Promise<ListResult>;
+
+  /**
+   * Lists like `list`, one page at a time, so a prefix of millions of keys
+   * is listed in bounded memory: the next page is requested only when the
+   * iteration asks for it, and stopping the iteration (`break`) requests no
+   * more. Optional, so that existing implementations stay valid; callers use
+   * the `listPages(store, prefix, options)` function, which falls back to one
+   * page from `list` for a store without it. Every store in `@x/store` and
+   * the cloud adapters have it.
+   * @throws StoreError (from the iteration); an aborted signal rejects the
+   * pending page with its reason.
+   */
+  listPages?(prefix: string, options?: ListPagesOptions): AsyncIterable<ListPage>;
 
   /**
    * Streams a large object in bounded memory (multipart where the service has

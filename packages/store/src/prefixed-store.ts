@@ -7,6 +7,7 @@
  * segments are refused, so a key cannot climb out. A `list("")` lists the
  * prefix only.
  */
+import { ForwardingStore } from './forwarding-store.ts';
 import { joinKey, normalizePrefix, validateKey } from './keys.ts';
 import type {
   CallOptions,
@@ -14,33 +15,35 @@ import type {
   GetResult,
   GetStreamResult,
   ListOptions,
+  ListPage,
+  ListPagesOptions,
   ListResult,
   ObjectInfo,
   ObjectStore,
   ObjectVersion,
   PutOptions,
-  StoreCapabilities,
   UploadOptions,
   UploadSource,
 } from './object-store.ts';
 
-export class PrefixedStore implements ObjectStore {
-  readonly description: string;
-  readonly capabilities: StoreCapabilities;
+/** Validates `prefix` before anything else is built from it. */
+function confinedPrefix(prefix: string): string {
+  const normalized = normalizePrefix(prefix);
+  if (normalized === '') {
+    // An empty prefix would confine nothing; say so instead of passing through silently.
+    validateKey(prefix);
+  }
+  return normalized;
+}
+
+export class PrefixedStore extends ForwardingStore {
   readonly prefix: string;
-  readonly inner: ObjectStore;
 
   /** @throws InvalidKeyError when `prefix` is empty or not a valid key. */
   constructor(inner: ObjectStore, prefix: string) {
-    const normalized = normalizePrefix(prefix);
-    if (normalized === '') {
-      // An empty prefix would confine nothing; say so instead of passing through silently.
-      validateKey(prefix);
-    }
-    this.inner = inner;
+    const normalized = confinedPrefix(prefix);
+    super(inner, { description: `${inner.description}/${normalized}` });
     this.prefix = normalized;
-    this.capabilities = inner.capabilities;
-    this.description = `${inner.description}/${normalized}`;
   }
 
   #outer(key: string): string {
@@ -52,43 +55,56 @@ export class PrefixedStore implements ObjectStore {
     return { ...info, key: info.key.slice(this.prefix.length + 1) };
   }
 
-  async get(key: string, options?: CallOptions): Promise<GetResult | null> {
-    const result = await this.inner.get(this.#outer(key), options);
-    return result ? { ...result, key } : null;
-  }
-
-  async getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
-    const result = await this.inner.getStream(this.#outer(key), options);
-    return result ? { ...result, key } : null;
-  }
-
-  async head(key: string, options?: CallOptions): Promise<ObjectInfo | null> {
-    const result = await this.inner.head(this.#outer(key), options);
-    return result ? { ...result, key } : null;
-  }
-
-  put(key: string, body: Uint8Array, options?: PutOptions): Promise<{ version: ObjectVersion }> {
-    return this.inner.put(this.#outer(key), body, options);
-  }
-
-  delete(key: string, options?: DeleteOptions): Promise<void> {
-    return this.inner.delete(this.#outer(key), options);
-  }
-
-  async list(prefix: string, options?: ListOptions): Promise<ListResult> {
-    const result = await this.inner.list(`${this.prefix}/${prefix}`, options);
+  #page(page: ListPage): ListPage {
     const strip = this.prefix.length + 1;
     return {
-      objects: result.objects.map((info) => this.#inner(info)),
-      commonPrefixes: result.commonPrefixes.map((p) => p.slice(strip)),
+      objects: page.objects.map((info) => this.#inner(info)),
+      commonPrefixes: page.commonPrefixes.map((rolled) => rolled.slice(strip)),
     };
   }
 
-  upload(
+  override async get(key: string, options?: CallOptions): Promise<GetResult | null> {
+    const result = await super.get(this.#outer(key), options);
+    return result ? { ...result, key } : null;
+  }
+
+  override async getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
+    const result = await super.getStream(this.#outer(key), options);
+    return result ? { ...result, key } : null;
+  }
+
+  override async head(key: string, options?: CallOptions): Promise<ObjectInfo | null> {
+    const result = await super.head(this.#outer(key), options);
+    return result ? { ...result, key } : null;
+  }
+
+  override put(
+    key: string,
+    body: Uint8Array,
+    options?: PutOptions,
+  ): Promise<{ version: ObjectVersion }> {
+    return super.put(this.#outer(key), body, options);
+  }
+
+  override delete(key: string, options?: DeleteOptions): Promise<void> {
+    return super.delete(this.#outer(key), options);
+  }
+
+  override async list(prefix: string, options?: ListOptions): Promise<ListResult> {
+    return this.#page(await super.list(`${this.prefix}/${prefix}`, options));
+  }
+
+  override async *listPages(prefix: string, options?: ListPagesOptions): AsyncIterable<ListPage> {
+    for await (const page of super.listPages(`${this.prefix}/${prefix}`, options)) {
+      yield this.#page(page);
+    }
+  }
+
+  override upload(
     key: string,
     source: UploadSource,
     options?: UploadOptions,
   ): Promise<{ version: ObjectVersion; size: number }> {
-    return this.inner.upload(this.#outer(key), source, options);
+    return super.upload(this.#outer(key), source, options);
   }
 }
