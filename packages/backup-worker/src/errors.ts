@@ -134,7 +134,7 @@ export class BucketStateError extends BackupError {
 
 const CRASH_MARKER = errorMarker(MARKER_NAMESPACE, 'SimulatedCrashError');
 
-/** Test hook ({@link BackupWorker.failAfterWrites}): the write budget is spent, as if the process had been killed. */
+/** Test hook (`TestHooks.failAfterWrites`): the write budget is spent, as if the process had been killed. */
 export class SimulatedCrashError extends BackupError {
   constructor() {
     super('test hook: the process is gone (write budget spent)', {}, 'SIMULATED_CRASH');
@@ -165,7 +165,7 @@ export class ShutdownAbandonedError extends BackupError {
 const PANIC_MARKER = errorMarker(MARKER_NAMESPACE, 'WorkerPanicError');
 
 /**
- * Test hook ({@link BackupWorker.panicOnNextStep}): models a programming
+ * Test hook (`TestHooks.panicOnNextStep`): models a programming
  * error. Not counted as a failed step: it ends the worker, and health reports
  * it for good.
  */

@@ -6,6 +6,7 @@ export {
   DEFAULT_MAX_SEGMENT_BYTES,
   RENEW_RETRY_MS,
   type ShutdownReport,
+  type WorkerHooks,
 } from './backup-worker.ts';
 export {
   BackupError,
@@ -60,5 +61,6 @@ export type {
   WalRange,
 } from './source.ts';
 export { unchangedBetween } from './source.ts';
+export { TestHooks } from './test-hooks.ts';
 export * from './sqlite/index.ts';
 // The SQLite source.

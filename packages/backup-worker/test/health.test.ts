@@ -11,6 +11,7 @@ import { MemoryStore, StoreError } from '@x/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type BackupHandle, BackupWorker, type BackupWorkerOptions } from '../src/backup-worker.ts';
 import { FramedDirSource } from '../src/framed-dir-source.ts';
+import { TestHooks } from '../src/test-hooks.ts';
 import { checkBucket } from './helpers/check-bucket.ts';
 import { waitFor } from './helpers/drive.ts';
 import { FramedTestEngine } from './helpers/framed-engine.ts';
@@ -205,12 +206,13 @@ describe('health', () => {
   });
 
   it('reports a panic as unhealthy for good, with the message', async () => {
-    const w = worker();
+    const hooks = new TestHooks();
+    const w = worker({ hooks });
     const handle = w.start();
     await waitFor(clock, async () => (await inner.get(latestKey(prefix))) !== null, {
       what: 'a backup',
     });
-    w.panicOnNextStep();
+    hooks.panicOnNextStep();
     let stopped = false;
     void handle.done.then(() => {
       stopped = true;
@@ -237,7 +239,8 @@ describe('health', () => {
   });
 
   it('drops the lease when the bucket refuses a write, and starts again from the bucket afresh', async () => {
-    const w = worker();
+    const hooks = new TestHooks();
+    const w = worker({ hooks });
     const handle = w.start();
     try {
       await waitFor(clock, async () => (await inner.get(latestKey(prefix))) !== null, {
@@ -246,7 +249,7 @@ describe('health', () => {
       // Another writer moves LATEST behind this worker's back.
       const latest = (await inner.get(latestKey(prefix)))!;
       await inner.put(latestKey(prefix), latest.body);
-      const lists = w.listRequests();
+      const lists = hooks.listRequests();
       await engine.commit(1);
       await waitFor(
         clock,
@@ -263,7 +266,7 @@ describe('health', () => {
       await waitFor(
         clock,
         async () => {
-          if (!handle.health().healthy || w.listRequests() <= lists + 2) return false;
+          if (!handle.health().healthy || hooks.listRequests() <= lists + 2) return false;
           const check = await checkBucket(inner, prefix, { content: true });
           return check.manifests.get(check.latest!)!.commitSeq === engine.durableCommits;
         },

@@ -12,6 +12,7 @@ import { latestKey, type Manifest } from '@x/manifest';
 import { expect } from 'vitest';
 import { BackupWorker } from '../../src/backup-worker.ts';
 import { FramedDirSource } from '../../src/framed-dir-source.ts';
+import { TestHooks } from '../../src/test-hooks.ts';
 import { checkBucket } from './check-bucket.ts';
 import { FramedTestEngine } from './framed-engine.ts';
 import { CountingStore, type StoreCase } from './stores.ts';
@@ -27,6 +28,7 @@ export async function retentionScenario(storeCase: StoreCase, rounds = 14): Prom
     const engine = await FramedTestEngine.create(directory);
     await engine.commit(2);
     await engine.snapshot();
+    const hooks = new TestHooks();
     const worker = new BackupWorker({
       store,
       prefix,
@@ -34,18 +36,19 @@ export async function retentionScenario(storeCase: StoreCase, rounds = 14): Prom
       clock: new FakeClock(),
       manifestIntervalMs: 0,
       retain: RETAIN,
+      hooks,
     });
     let written = 0;
     for (let round = 0; round < rounds; round += 1) {
       if (round % 4 === 3) await engine.snapshot({ compact: round % 8 === 7 });
       if (round % 3 === 1) await engine.setRoles(`{"round":${round}}`);
       await engine.commit(1);
-      const listsBefore = worker.listRequests();
+      const listsBefore = hooks.listRequests();
       const prefixesBefore = store.listPrefixes.length;
       const getsBefore = store.counts.GET;
       await worker.runOnce();
       written += 1;
-      const lists = worker.listRequests() - listsBefore;
+      const lists = hooks.listRequests() - listsBefore;
       const listed = store.listPrefixes.slice(prefixesBefore);
       expect(lists).toBe(listed.length);
       if (round > 0) {

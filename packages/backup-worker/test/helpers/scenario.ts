@@ -9,6 +9,7 @@ import { BackupWorker } from '../../src/backup-worker.ts';
 import { SimulatedCrashError } from '../../src/errors.ts';
 import { FramedDirSource } from '../../src/framed-dir-source.ts';
 import { restore } from '../../src/restore/index.ts';
+import { TestHooks } from '../../src/test-hooks.ts';
 import { checkBucket, checkRestorePointContent } from './check-bucket.ts';
 import { FramedTestEngine } from './framed-engine.ts';
 import type { StoreCase } from './stores.ts';
@@ -20,6 +21,7 @@ export function newWorker(
   prefix: string,
   engine: FramedTestEngine,
   clock = new FakeClock(),
+  hooks?: TestHooks,
 ): BackupWorker {
   return new BackupWorker({
     store,
@@ -28,6 +30,7 @@ export function newWorker(
     clock,
     manifestIntervalMs: 0,
     retain: RETAIN,
+    ...(hooks ? { hooks } : {}),
   });
 }
 
@@ -77,8 +80,9 @@ export async function crashAt(storeCase: StoreCase, n: number): Promise<'complet
   const directory = await mkdtemp(join(tmpdir(), 'backup-worker-crash-'));
   try {
     const engine = await FramedTestEngine.create(directory);
-    const first = newWorker(store, prefix, engine);
-    first.failAfterWrites(n);
+    const hooks = new TestHooks();
+    const first = newWorker(store, prefix, engine, new FakeClock(), hooks);
+    hooks.failAfterWrites(n);
     const outcome = await runScenario(first, engine);
     // Every manifest left behind verifies, and LATEST names one of them.
     await checkBucket(store, prefix, { content: true });

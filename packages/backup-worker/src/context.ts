@@ -1,0 +1,25 @@
+/**
+ * What the worker's parts share during a step: the source, the request
+ * layer, health, and the current tenure. Built once by the worker; `tenure`
+ * is read live (a new tenure replaces it).
+ */
+import type { Clock } from '@x/lease';
+import type { WriterConflictError } from './errors.ts';
+import type { HealthTracker } from './health.ts';
+import type { Requests } from './requests.ts';
+import type { BackupSource } from './source.ts';
+import type { Tenure } from './tenure.ts';
+import type { BackupLogger } from './worker-options.ts';
+
+export interface WorkerContext {
+  readonly prefix: string;
+  readonly source: BackupSource;
+  readonly clock: Clock;
+  readonly logger: BackupLogger;
+  readonly health: HealthTracker;
+  readonly requests: Requests;
+  /** The current tenure's state. */
+  readonly tenure: Tenure;
+  /** A refused write: another writer is active. Drops the lease; returns the error to throw. */
+  conflict(what: string, key?: string, cause?: unknown): WriterConflictError;
+}

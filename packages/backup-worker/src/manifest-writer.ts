@@ -1,0 +1,344 @@
+/**
+ * The worker's writes of restore points: the manifest, then `LATEST`, then
+ * retention (planned by `retention-plan.ts`, carried out here); and the read
+ * of `LATEST` at resume.
+ *
+ * Guarantees:
+ * - A manifest is written replace-if-version against the version this tenure
+ *   wrote at its key; otherwise create-if-absent, and over an existing one
+ *   only when it is this lineage's. A key holding the manifest of the lineage
+ *   this store was restored from is left alone (the same state).
+ * - `LATEST` is written only after its manifest, replace-if-version against
+ *   the version last written or read (create-if-absent when none).
+ * - Retention deletes only what no kept manifest names (see the planner);
+ *   each manifest is read once per listed version.
+ * - A refused write is a conflict: the lease is dropped (`ctx.conflict`).
+ */
+import {
+  latestKey,
+  MAX_LATEST_BYTES,
+  MAX_MANIFEST_BYTES,
+  type Manifest,
+  parseLatest,
+  parseManifest,
+  parseManifestKey,
+  segmentGenerationPrefix,
+  serializeLatest,
+  serializeManifest,
+} from '@x/manifest';
+import {
+  AlreadyExistsError,
+  ConflictError,
+  NotFoundError,
+  type ObjectVersion,
+  PreconditionFailedError,
+  sameVersion,
+} from '@x/store';
+import type { WorkerContext } from './context.ts';
+import { BucketStateError } from './errors.ts';
+import { buildRestorePoint } from './restore-point-builder.ts';
+import {
+  type ListedManifest,
+  planDeletions,
+  retiringGenerations,
+  selectManifests,
+} from './retention-plan.ts';
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function isRefusal(error: unknown): boolean {
+  return (
+    PreconditionFailedError.isInstance(error) ||
+    AlreadyExistsError.isInstance(error) ||
+    ConflictError.isInstance(error)
+  );
+}
+
+export class ManifestWriter {
+  readonly #ctx: WorkerContext;
+  readonly #retain: number;
+
+  constructor(ctx: WorkerContext, retain: number) {
+    this.#ctx = ctx;
+    this.#retain = retain;
+  }
+
+  /**
+   * Write the manifest of the current restore point, point LATEST at it,
+   * apply retention. Side files must have been synced by the caller.
+   */
+  async write(): Promise<void> {
+    const { prefix, clock, tenure } = this.#ctx;
+    const generation = tenure.current;
+    const built = buildRestorePoint(prefix, tenure, clock.wallNow());
+    if (!generation || !built) return;
+    const { key, manifest } = built;
+    if (tenure.parentKeys.has(key)) return;
+    const written = await this.#putManifest(
+      key,
+      new TextEncoder().encode(serializeManifest(manifest)),
+    );
+    // The parent's restore point at this commit count is the same state;
+    // the next commit's restore point is this lineage's first.
+    if (!written) return;
+    tenure.manifestCache.set(key, { version: tenure.manifestVersions.get(key)!, manifest });
+    await this.#putLatest(key);
+    generation.inRestorePoint = generation.cursor;
+    tenure.manifestDirty = false;
+    tenure.lastManifestAt = clock.monotonicNow();
+    if (this.#retain > 0) await this.#applyRetention(key);
+  }
+
+  /** The manifest LATEST names, remembering LATEST's version and target. */
+  async readLatest(): Promise<Manifest | null> {
+    const { prefix, requests, tenure } = this.#ctx;
+    const latest = await requests.getCapped(latestKey(prefix), MAX_LATEST_BYTES);
+    if (latest === 'too-large')
+      throw new BucketStateError(
+        `LATEST does not name a manifest: it is larger than ${MAX_LATEST_BYTES} bytes`,
+      );
+    if (latest === null) {
+      tenure.latestVersion = null;
+      tenure.latestTarget = null;
+      return null;
+    }
+    tenure.latestVersion = latest.version;
+    let target: string;
+    try {
+      target = parseLatest(latest.body, { prefix });
+    } catch (error) {
+      throw new BucketStateError(`LATEST does not name a manifest: ${messageOf(error)}`, {
+        cause: error,
+      });
+    }
+    tenure.latestTarget = target;
+    this.#noteLatest(target);
+    const manifest = await requests.getCapped(target, MAX_MANIFEST_BYTES);
+    if (manifest === 'too-large')
+      throw new BucketStateError(
+        `LATEST names ${target}, which does not parse: larger than ${MAX_MANIFEST_BYTES} bytes`,
+      );
+    if (manifest === null)
+      throw new BucketStateError(`LATEST names ${target}, which does not exist`);
+    try {
+      return parseManifest(manifest.body, { prefix });
+    } catch (error) {
+      throw new BucketStateError(
+        `LATEST names ${target}, which does not parse: ${messageOf(error)}`,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+
+  /**
+   * `false` (nothing written) when `key` holds the manifest of the lineage
+   * this store was restored from.
+   */
+  async #putManifest(key: string, bytes: Uint8Array): Promise<boolean> {
+    const { logger, requests, tenure } = this.#ctx;
+    if (tenure.parentLineage !== null && !tenure.manifestVersions.has(key)) {
+      // A store without conditional writes would overwrite: look first.
+      if ((await this.#manifestLineageAt(key))?.lineage === tenure.parentLineage) {
+        logger.info('backup.parent_manifest_kept', { key });
+        tenure.parentKeys.add(key);
+        return false;
+      }
+    }
+    const known = tenure.manifestVersions.get(key);
+    let version: ObjectVersion;
+    try {
+      version = await requests.putConditional(key, bytes, known ? { ifMatch: known } : 'create');
+    } catch (error) {
+      if (AlreadyExistsError.isInstance(error)) {
+        const existing = await this.#manifestLineageAt(key);
+        if (existing && existing.lineage === tenure.parentLineage) {
+          logger.info('backup.parent_manifest_kept', { key });
+          tenure.parentKeys.add(key);
+          return false;
+        }
+        if (!existing || existing.lineage !== tenure.ownLineage())
+          throw this.#ctx.conflict(`${key} is another lineage's manifest`, key, error);
+        try {
+          version = await requests.putConditional(key, bytes, { ifMatch: existing.version });
+        } catch (retryError) {
+          if (isRefusal(retryError))
+            throw this.#ctx.conflict(`${key} changed since this worker read it`, key, retryError);
+          throw retryError;
+        }
+      } else if (isRefusal(error)) {
+        throw this.#ctx.conflict(`${key} changed since this worker wrote it`, key, error);
+      } else throw error;
+    }
+    tenure.manifestVersions.set(key, version);
+    return true;
+  }
+
+  async #manifestLineageAt(
+    key: string,
+  ): Promise<{ lineage: string | null; version: ObjectVersion } | null> {
+    const existing = await this.#ctx.requests.getCapped(key, MAX_MANIFEST_BYTES);
+    if (existing === null) return null;
+    // An oversized object is nobody's restore point: treated as another writer's (never overwritten).
+    if (existing === 'too-large') return { lineage: null, version: { etag: 'unknown: oversized' } };
+    try {
+      return {
+        lineage: parseManifest(existing.body, { prefix: this.#ctx.prefix }).lineage,
+        version: existing.version,
+      };
+    } catch {
+      // An unparseable object is nobody's restore point; it is treated as
+      // another writer's (never overwritten).
+      return { lineage: null, version: existing.version };
+    }
+  }
+
+  /** Health's view of the restore point LATEST names. */
+  #noteLatest(target: string): void {
+    const commitSeq = parseManifestKey(this.#ctx.prefix, target);
+    this.#ctx.health.latestRestorePoint =
+      commitSeq === undefined ? null : { manifestKey: target, commitSeq };
+  }
+
+  /** Point LATEST at `target`, replace-if-version against the version last written or read. */
+  async #putLatest(target: string): Promise<void> {
+    const { prefix, requests, tenure } = this.#ctx;
+    const key = latestKey(prefix);
+    // LATEST already names this manifest: rewriting the same bytes costs a
+    // request and, on services whose versions are content hashes (S3 ETags),
+    // would leave two writes with one version, which replace-if-version
+    // cannot tell apart. A change by another writer is still caught at the
+    // next LATEST write, which names a different manifest.
+    if (tenure.latestTarget === target && tenure.latestVersion) return;
+    try {
+      tenure.latestVersion = await requests.putConditional(
+        key,
+        new TextEncoder().encode(serializeLatest(target)),
+        tenure.latestVersion ? { ifMatch: tenure.latestVersion } : 'create',
+      );
+    } catch (error) {
+      if (isRefusal(error) || NotFoundError.isInstance(error))
+        throw this.#ctx.conflict(
+          'LATEST changed since this worker last wrote or read it',
+          key,
+          error,
+        );
+      throw error;
+    }
+    tenure.latestTarget = target;
+    this.#noteLatest(target);
+  }
+
+  /**
+   * Keep the newest `retain` manifests of this lineage, then delete what only
+   * the dropped ones named (the rules: `retention-plan.ts`). Cost: one LIST
+   * of `manifest/`; when something is dropped, one LIST each of `snapshots/`
+   * and `archives/` and one per retiring generation.
+   */
+  async #applyRetention(justWritten: string): Promise<void> {
+    const { prefix, requests, tenure, health, logger, source } = this.#ctx;
+    const listed = await requests.list(`${prefix}/manifest/`);
+    const keys = listed.objects.map((o) => o.key).filter((k) => k.endsWith('.json'));
+    keys.sort();
+    const versions = new Map(listed.objects.map((o) => [o.key, o.version]));
+    const manifests: ListedManifest[] = [];
+    for (const key of keys) {
+      const manifest = await this.#readManifestCached(key, versions.get(key));
+      if (manifest !== undefined) manifests.push({ key, manifest });
+    }
+    const selection = selectManifests({
+      manifests,
+      lineage: tenure.ownLineage(),
+      retain: this.#retain,
+      justWritten,
+      latestTarget: tenure.latestTarget,
+    });
+    health.restorePoints = selection.restorePoints;
+    if (selection.dropped.length === 0) return;
+    const generations = retiringGenerations({
+      selection,
+      allocated: tenure.allocated,
+      current: tenure.current?.number,
+      retired: tenure.retiredSegments,
+    });
+    for (const { key } of selection.dropped) {
+      await requests.delete(key);
+      tenure.manifestCache.delete(key);
+    }
+    if (selection.doubt) {
+      logger.warn('backup.retention_conservative', {
+        reason:
+          'a manifest under the prefix could not be read; only surplus manifests were deleted',
+      });
+      return;
+    }
+    const baseObjects: string[] = [];
+    for (const top of ['snapshots', 'archives']) {
+      const all = await requests.list(`${prefix}/${top}/`);
+      for (const object of all.objects) baseObjects.push(object.key);
+    }
+    const segmentObjects = new Map<number, string[]>();
+    for (const g of generations.retiring) {
+      const listedSegments = await requests.list(segmentGenerationPrefix(prefix, g));
+      segmentObjects.set(
+        g,
+        listedSegments.objects.map((o) => o.key),
+      );
+    }
+    const doomed = planDeletions({
+      prefix,
+      selection,
+      generations,
+      baseObjects,
+      // Only names this source writes: a manifest claiming this lineage is
+      // still bucket content, and names it lists beyond these are not ours.
+      ownSideNames: new Set([...source.sideFileNames, ...(source.chainFileNames ?? [])]),
+      segmentObjects,
+    });
+    for (const key of doomed) {
+      await requests.delete(key);
+      tenure.sideKeysWritten.delete(key);
+    }
+    // Retired for good: its prefix is listed once, not at every retention.
+    for (const g of generations.retiring) {
+      tenure.generations.delete(g);
+      tenure.retiredSegments.add(g);
+    }
+    for (const [n, archive] of tenure.archives)
+      if (!generations.referenced.has(archive.entry.key)) tenure.archives.delete(n);
+  }
+
+  /**
+   * A manifest under the prefix, parsed: from the cache when the listed
+   * version is the one cached (a manifest is read once per version, not at
+   * every retention), else read. `null`: it does not parse; `undefined`: gone.
+   */
+  async #readManifestCached(
+    key: string,
+    listedVersion: ObjectVersion | undefined,
+  ): Promise<Manifest | null | undefined> {
+    const { tenure } = this.#ctx;
+    const cached = tenure.manifestCache.get(key);
+    if (cached && listedVersion && sameVersion(cached.version, listedVersion))
+      return cached.manifest;
+    const object = await this.#ctx.requests.getCapped(key, MAX_MANIFEST_BYTES);
+    // An oversized object under manifest/ reads as unparseable: it is never
+    // counted, and retention turns conservative.
+    if (object === 'too-large') return null;
+    if (object === null) {
+      tenure.manifestCache.delete(key);
+      return undefined;
+    }
+    let manifest: Manifest | null;
+    try {
+      manifest = parseManifest(object.body, { prefix: this.#ctx.prefix });
+    } catch {
+      manifest = null;
+    }
+    tenure.manifestCache.set(key, { version: object.version, manifest });
+    return manifest;
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * The worker's request layer: every request it makes to the bucket goes
+ * through here, under an operation deadline on the injected clock, the
+ * shutdown signal, and — for a request that changes the bucket — the lease's
+ * fence.
+ *
+ * Guarantees:
+ * - A write starts only while the fence allows writes (else
+ *   `WriteFencedError`), and is aborted the moment it stops allowing them.
+ * - An aborted request rejects with the abort's reason when that is a
+ *   `BackupError` (`OperationTimeoutError`, `WriteFencedError`,
+ *   `ShutdownAbandonedError`), otherwise with a `WriteFencedError` naming it.
+ * - Immutable objects are create-if-absent; one already there is accepted
+ *   only with the same CRC. A refusal is turned into the caller's conflict
+ *   error (which drops the lease).
+ * - A store without a conditional mode (`NotImplementedError`) gets the write
+ *   unconditionally; so does every write with `conditional: false`.
+ *
+ * Not guaranteed: a request the store already received when the fence falls
+ * still completes there; that is why the writes are conditional.
+ */
+import type { Clock } from '@x/lease';
+import { Crc32, crc32Hex, type FileEntry } from '@x/manifest';
+import {
+  AlreadyExistsError,
+  ConflictError,
+  getCapped,
+  isTooLarge,
+  NotImplementedError,
+  type ObjectStore,
+  type ObjectVersion,
+} from '@x/store';
+import { BackupError, OperationTimeoutError, WriteFencedError } from './errors.ts';
+import type { FrameCounting, OpenedFile } from './source.ts';
+import type { WorkerHooks } from './worker-options.ts';
+
+/** A deadline on the injected clock; cancel it when the request ends. */
+export interface Deadline {
+  readonly signal: AbortSignal;
+  cancel(): void;
+  /** The abort reason once it fired, else `undefined`. */
+  reason(): unknown;
+  /** Starts the deadline again (progress was made). */
+  rearm(): void;
+}
+
+export interface RequestsOptions {
+  readonly store: ObjectStore;
+  readonly clock: Clock;
+  readonly operationTimeoutMs: number;
+  /** `false`: every write is unconditional (best-effort exclusion). */
+  readonly conditional: boolean;
+  readonly partSize?: number | undefined;
+  readonly hooks?: WorkerHooks | undefined;
+  /** The signal a shutdown aborts, read for every request (it is replaced after an abandoned step). */
+  runSignal(): AbortSignal;
+  /**
+   * The fence a write runs under: `null` without a lease (`runOnce`, tests);
+   * throws `WriteFencedError` when writes are stopped.
+   */
+  writeFence(): AbortSignal | null;
+  /** The error for a refused write: another writer is active (the caller drops its lease). */
+  conflict(what: string, key?: string, cause?: unknown): Error;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export class Requests {
+  readonly #options: RequestsOptions;
+
+  constructor(options: RequestsOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * A deadline on the injected clock: its signal aborts with an
+   * {@link OperationTimeoutError} after `ms` (default: the operation deadline).
+   */
+  deadline(operation: string, ms: number = this.#options.operationTimeoutMs): Deadline {
+    const clock = this.#options.clock;
+    const controller = new AbortController();
+    let cancelTimer = clock.setTimer(ms, () =>
+      controller.abort(new OperationTimeoutError(operation, ms)),
+    );
+    return {
+      signal: controller.signal,
+      cancel: () => cancelTimer(),
+      reason: () => (controller.signal.aborted ? controller.signal.reason : undefined),
+      rearm: () => {
+        if (controller.signal.aborted) return;
+        cancelTimer();
+        cancelTimer = clock.setTimer(ms, () =>
+          controller.abort(new OperationTimeoutError(operation, ms)),
+        );
+      },
+    };
+  }
+
+  /** The signals a request that changes the bucket runs under. */
+  writeSignals(deadline: AbortSignal): AbortSignal {
+    const signals = [deadline, this.#options.runSignal()];
+    const fence = this.#options.writeFence();
+    if (fence !== null) signals.push(fence);
+    return AbortSignal.any(signals);
+  }
+
+  /** Runs `request` under the operation deadline (and, for writes, the fence); rethrows an abort as its reason. */
+  async request<T>(
+    operation: string,
+    write: boolean,
+    request: (signal: AbortSignal, rearm: () => void) => Promise<T>,
+  ): Promise<T> {
+    const deadline = this.deadline(operation);
+    try {
+      const signal = write
+        ? this.writeSignals(deadline.signal)
+        : AbortSignal.any([deadline.signal, this.#options.runSignal()]);
+      try {
+        return await request(signal, deadline.rearm);
+      } catch (error) {
+        if (signal.aborted) {
+          const reason: unknown = signal.reason;
+          if (BackupError.isInstance(reason)) throw reason;
+          throw new WriteFencedError(`${operation} was aborted: ${messageOf(reason)}`, {
+            cause: error,
+          });
+        }
+        throw error;
+      }
+    } finally {
+      deadline.cancel();
+    }
+  }
+
+  /** A PUT with `mode`; the conditional modes fall back to overwrite where the store cannot do them or conditional writes are off. */
+  async putConditional(
+    key: string,
+    body: Uint8Array,
+    mode: 'create' | { ifMatch: ObjectVersion },
+  ): Promise<ObjectVersion> {
+    const { store, conditional, hooks } = this.#options;
+    const effective = conditional ? mode : 'overwrite';
+    hooks?.beforeWrite?.();
+    try {
+      return (
+        await this.request(`PUT ${key}`, true, (signal) =>
+          store.put(key, body, { mode: effective, signal }),
+        )
+      ).version;
+    } catch (error) {
+      if (!NotImplementedError.isInstance(error)) throw error;
+      hooks?.beforeWrite?.();
+      return (
+        await this.request(`PUT ${key}`, true, (signal) =>
+          store.put(key, body, { mode: 'overwrite', signal }),
+        )
+      ).version;
+    }
+  }
+
+  /** An immutable object, create-if-absent; one already there is accepted only with the same CRC. */
+  async putImmutable(key: string, body: Uint8Array, crc32: string): Promise<void> {
+    try {
+      await this.putConditional(key, body, 'create');
+    } catch (error) {
+      if (!AlreadyExistsError.isInstance(error) && !ConflictError.isInstance(error)) throw error;
+      const existing = await this.get(key);
+      if (existing !== null && crc32Hex(existing.body) === crc32) return;
+      throw this.#options.conflict(`${key} already exists with other content`, key, error);
+    }
+  }
+
+  /**
+   * Stream a snapshot or archive to `key` in bounded memory; return its
+   * entry. The key carries a generation this worker allocated, so one already
+   * there is another writer's: checked absent first, and created
+   * conditionally at completion where the store can. The deadline applies to
+   * progress: it is re-armed at every chunk. `counter` counts the frames
+   * (archives); otherwise the entry has `frames`.
+   */
+  async putFile(
+    file: OpenedFile,
+    key: string,
+    counter: FrameCounting | null,
+    frames: number,
+    lineage: string,
+  ): Promise<FileEntry> {
+    const { store, conditional, hooks, partSize, conflict } = this.#options;
+    if (
+      (await this.request(`HEAD ${key}`, false, (signal) => store.head(key, { signal }))) !== null
+    )
+      throw conflict(`${key} already exists`, key);
+    hooks?.beforeWrite?.();
+    const crc = new Crc32();
+    let size = 0;
+    const mode = conditional && store.capabilities.multipartCreate ? 'create' : 'overwrite';
+    try {
+      await this.request(`upload ${key}`, true, (signal, rearm) => {
+        async function* body(): AsyncIterable<Uint8Array> {
+          for await (const chunk of file.read({ signal })) {
+            crc.update(chunk);
+            counter?.push(chunk);
+            size += chunk.byteLength;
+            rearm();
+            yield chunk;
+          }
+        }
+        return store.upload(key, body(), {
+          mode,
+          signal,
+          ...(partSize === undefined ? {} : { partSize }),
+        });
+      });
+    } catch (error) {
+      if (AlreadyExistsError.isInstance(error) || ConflictError.isInstance(error))
+        throw conflict(`${key} appeared during the upload`, key, error);
+      throw error;
+    }
+    return {
+      name: file.name,
+      key,
+      size,
+      crc32: crc.hex(),
+      frames: counter ? counter.frames : frames,
+      lineage,
+    };
+  }
+
+  async get(key: string): Promise<{ body: Uint8Array; version: ObjectVersion } | null> {
+    return this.request(`GET ${key}`, false, (signal) => this.#options.store.get(key, { signal }));
+  }
+
+  /**
+   * Reads an object of the bucket that this worker does not trust to be
+   * small (LATEST, manifests): at most `limit` bytes are read; `'too-large'`
+   * past that.
+   */
+  async getCapped(
+    key: string,
+    limit: number,
+  ): Promise<{ body: Uint8Array; version: ObjectVersion } | null | 'too-large'> {
+    const found = await this.request(`GET ${key}`, false, (signal) =>
+      getCapped(this.#options.store, key, limit, { signal }),
+    );
+    return found !== null && isTooLarge(found) ? 'too-large' : found;
+  }
+
+  async delete(key: string): Promise<void> {
+    this.#options.hooks?.beforeWrite?.();
+    await this.request(`DELETE ${key}`, true, (signal) =>
+      this.#options.store.delete(key, { signal }),
+    );
+  }
+
+  async list(prefix: string, delimiter?: string) {
+    this.#options.hooks?.beforeList?.(prefix);
+    return this.request(`LIST ${prefix}`, false, (signal) =>
+      this.#options.store.list(
+        prefix,
+        delimiter === undefined ? { signal } : { delimiter, signal },
+      ),
+    );
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * Retention as a pure plan: restore points and listings in, deletions out.
+ * The worker does the I/O (LIST, GET, DELETE) between the phases, in the
+ * order they need: the manifests are listed and read first
+ * ({@link selectManifests}); only when some are dropped are the base objects
+ * and the retiring generations' segments listed
+ * ({@link retiringGenerations}, {@link planDeletions}).
+ *
+ * The rules:
+ * - Only manifests that parse and name this lineage are counted or deleted.
+ *   The manifest just written and LATEST's target are always kept.
+ * - Snapshots and archives are deleted when no kept manifest names them and
+ *   their generation is this lineage's (named by one of its manifests or
+ *   allocated by this tenure). Side files when a dropped manifest named them,
+ *   they are a name this source writes, and no kept one does.
+ * - Segments: a generation of this lineage older than every kept manifest's
+ *   (and not the current one, nor one already retired) has its own prefix
+ *   listed once, and its unnamed segments deleted. `wal/` is never listed
+ *   whole.
+ * - Never an object another lineage's manifest names; never LATEST or LEASE
+ *   (they are not in any listing given here).
+ * - Conservative on doubt: a manifest that cannot be read protects
+ *   everything but the surplus manifests.
+ */
+import { type Manifest, parseSegmentKey, parseVersionedGeneration } from '@x/manifest';
+
+export interface ListedManifest {
+  readonly key: string;
+  /** `null`: the object does not parse (or is too large). */
+  readonly manifest: Manifest | null;
+}
+
+export interface KeyedManifest {
+  readonly key: string;
+  readonly manifest: Manifest;
+}
+
+export interface ManifestSelection {
+  /** This lineage's manifests to keep, oldest first. */
+  readonly kept: KeyedManifest[];
+  /** This lineage's manifests to delete, oldest first. */
+  readonly dropped: KeyedManifest[];
+  /** Keys another lineage's manifest names: never deleted. */
+  readonly foreign: Set<string>;
+  /** A manifest under the prefix did not parse: delete only the dropped manifests. */
+  readonly doubt: boolean;
+  /** This lineage's restore points once the dropped ones are gone. */
+  readonly restorePoints: number;
+}
+
+/**
+ * Which manifests to keep: the newest `retain` of `lineage`, plus
+ * `justWritten` and `latestTarget`. `manifests` in key order (oldest first).
+ */
+export function selectManifests(input: {
+  readonly manifests: readonly ListedManifest[];
+  readonly lineage: string;
+  readonly retain: number;
+  readonly justWritten: string;
+  readonly latestTarget: string | null;
+}): ManifestSelection {
+  const mine: KeyedManifest[] = [];
+  const foreign = new Set<string>();
+  let doubt = false;
+  for (const { key, manifest } of input.manifests) {
+    if (manifest === null) {
+      doubt = true;
+      continue;
+    }
+    if (manifest.lineage === input.lineage) mine.push({ key, manifest });
+    else {
+      for (const f of manifest.files) foreign.add(f.key);
+      for (const s of manifest.segments) foreign.add(s.key);
+    }
+  }
+  if (mine.length <= input.retain)
+    return { kept: mine, dropped: [], foreign, doubt, restorePoints: mine.length };
+  const newestStart = mine.length - input.retain;
+  const kept: KeyedManifest[] = [];
+  const dropped: KeyedManifest[] = [];
+  mine.forEach((entry, index) => {
+    if (index >= newestStart || entry.key === input.justWritten || entry.key === input.latestTarget)
+      kept.push(entry);
+    else dropped.push(entry);
+  });
+  return { kept, dropped, foreign, doubt, restorePoints: kept.length };
+}
+
+export interface RetiringGenerations {
+  /** Generations of this lineage: allocated by this tenure or named by one of its manifests. */
+  readonly owned: Set<number>;
+  /** Every key a kept manifest names. */
+  readonly referenced: Set<string>;
+  /** Generations whose segment prefixes are to be listed and cleared, ascending. */
+  readonly retiring: number[];
+}
+
+/** The generations retention may clear, given what is kept. */
+export function retiringGenerations(input: {
+  readonly selection: ManifestSelection;
+  readonly allocated: ReadonlySet<number>;
+  /** The generation being shipped (never retired). */
+  readonly current: number | undefined;
+  /** Generations already cleared by an earlier retention (listed once only). */
+  readonly retired: ReadonlySet<number>;
+}): RetiringGenerations {
+  const { kept, dropped } = input.selection;
+  const owned = new Set<number>(input.allocated);
+  for (const { manifest } of [...kept, ...dropped]) owned.add(manifest.walGeneration);
+  const referenced = new Set<string>();
+  let oldestKept = Number.POSITIVE_INFINITY;
+  for (const { manifest } of kept) {
+    oldestKept = Math.min(oldestKept, manifest.walGeneration);
+    for (const f of manifest.files) referenced.add(f.key);
+    for (const s of manifest.segments) referenced.add(s.key);
+  }
+  const retiring = [...owned]
+    .filter((g) => g < oldestKept && g !== input.current && !input.retired.has(g))
+    .sort((a, b) => a - b);
+  return { owned, referenced, retiring };
+}
+
+/**
+ * The objects to delete, in order: unnamed snapshots and archives of owned
+ * generations (as listed), side files only dropped manifests named, then the
+ * retiring generations' unnamed segments. Nothing a foreign manifest names.
+ */
+export function planDeletions(input: {
+  readonly prefix: string;
+  readonly selection: ManifestSelection;
+  readonly generations: RetiringGenerations;
+  /** Keys listed under `snapshots/`, then under `archives/`. */
+  readonly baseObjects: readonly string[];
+  /** Side and chain file names the source writes (only these are ever deleted under `side/`). */
+  readonly ownSideNames: ReadonlySet<string>;
+  /** Keys listed under each retiring generation's segment prefix. */
+  readonly segmentObjects: ReadonlyMap<number, readonly string[]>;
+}): string[] {
+  const { prefix, selection, generations, ownSideNames } = input;
+  const { owned, referenced, retiring } = generations;
+  const doomed: string[] = [];
+  for (const key of input.baseObjects) {
+    const g = parseVersionedGeneration(prefix, key);
+    if (g !== undefined && owned.has(g) && !referenced.has(key)) doomed.push(key);
+  }
+  const sidePrefix = `${prefix}/side/`;
+  const side = new Set<string>();
+  for (const { manifest } of selection.dropped)
+    for (const f of manifest.files)
+      if (f.key.startsWith(sidePrefix) && ownSideNames.has(f.name) && !referenced.has(f.key))
+        side.add(f.key);
+  doomed.push(...side);
+  for (const g of retiring) {
+    for (const key of input.segmentObjects.get(g) ?? []) {
+      const parsed = parseSegmentKey(prefix, key);
+      if (parsed && parsed.generation === g && !referenced.has(key)) doomed.push(key);
+    }
+  }
+  return doomed.filter((key) => !selection.foreign.has(key));
+}

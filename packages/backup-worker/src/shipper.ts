@@ -1,0 +1,351 @@
+/**
+ * Shipping: a new restore point when the engine's generation, snapshot or
+ * WAL file changed (snapshot, archives, chain and side files under keys of
+ * their own), the durable WAL as immutable segments, and the manifest that
+ * names them (through {@link ManifestWriter}).
+ *
+ * Guarantees:
+ * - Every read is bracketed by two observations and kept only if neither the
+ *   snapshot, the WAL file nor the intent changed and the WAL did not shrink;
+ *   otherwise the step defers (nothing half-read is uploaded).
+ * - A generation number is burned when allocated: objects a failed attempt
+ *   leaves belong to a generation no manifest will ever name.
+ * - Archives are reused only when number, length and CRC match the local file.
+ * - A step ships up to the durable length seen when it began, never chasing
+ *   what lands meanwhile, and stops early once a restore point is due.
+ */
+import {
+  archiveKey,
+  Crc32,
+  crc32Hex,
+  type FileEntry,
+  formatCrc32,
+  segmentKey,
+  sideKey,
+  snapshotKey,
+} from '@x/manifest';
+import type { WorkerContext } from './context.ts';
+import { BackupError } from './errors.ts';
+import { sameWalKey, type WalKey } from './health.ts';
+import type { ManifestWriter } from './manifest-writer.ts';
+import {
+  type DurablePosition,
+  type FileObservation,
+  type ShippedProgress,
+  unchangedBetween,
+  type WalRange,
+} from './source.ts';
+import type { Generation } from './tenure.ts';
+
+/** The identity of the WAL a position is on. */
+export function keyOf(position: DurablePosition): WalKey {
+  return {
+    engineGeneration: position.engineGeneration,
+    snapshot: position.snapshot,
+    wal: position.wal,
+  };
+}
+
+export interface ShipperOptions {
+  readonly maxSegmentBytes: number;
+  readonly manifestIntervalMs: number;
+  /** The signal a shutdown aborts, read at every use. */
+  runSignal(): AbortSignal;
+  /** Records why this step defers (not a failure). */
+  defer(why: string): void;
+}
+
+export class Shipper {
+  readonly #ctx: WorkerContext;
+  readonly #writer: ManifestWriter;
+  readonly #options: ShipperOptions;
+
+  constructor(ctx: WorkerContext, writer: ManifestWriter, options: ShipperOptions) {
+    this.#ctx = ctx;
+    this.#writer = writer;
+    this.#options = options;
+  }
+
+  #runSignal(): AbortSignal {
+    return this.#options.runSignal();
+  }
+
+  #defer(why: string): void {
+    this.#options.defer(why);
+  }
+
+  /** A restore point is due: something changed, and the manifest interval has passed. */
+  manifestDue(): boolean {
+    const tenure = this.#ctx.tenure;
+    return (
+      tenure.manifestDirty &&
+      (tenure.lastManifestAt === null ||
+        this.#ctx.clock.monotonicNow() - tenure.lastManifestAt >= this.#options.manifestIntervalMs)
+    );
+  }
+
+  /** Sync the side files, then write the manifest of the current restore point (and LATEST, retention). */
+  async writeManifest(): Promise<void> {
+    await this.#syncSideFiles();
+    await this.#writer.write();
+  }
+
+  /** What the bucket holds of the WAL being shipped, for the source's `afterStep`. */
+  progress(): ShippedProgress | null {
+    const g = this.#ctx.tenure.current;
+    if (!g) return null;
+    return {
+      engineGeneration: g.key.engineGeneration,
+      snapshot: g.key.snapshot,
+      wal: g.key.wal,
+      shippedLength: g.cursor,
+      inRestorePoint: g.inRestorePoint,
+      walGeneration: g.number,
+    };
+  }
+
+  /**
+   * Start a generation beside the snapshot on disk: open the snapshot and
+   * archives and read the chain files while the files hold still, upload them
+   * under keys of their own, ship the generation's durable WAL from offset 0,
+   * write the manifest.
+   */
+  async uploadBase(position: DurablePosition, disk: FileObservation): Promise<void> {
+    const opened = await this.#ctx.source.openRestorePoint();
+    try {
+      const after = await this.#ctx.source.observe();
+      const positionAfter = await this.#ctx.source.durablePosition();
+      if (
+        !unchangedBetween(disk, after) ||
+        (opened.snapshot?.identity ?? null) !== disk.snapshot ||
+        !sameWalKey(keyOf(positionAfter), keyOf(position)) ||
+        positionAfter.snapshotInProgress
+      ) {
+        this.#defer("the store's files changed while a restore point was read");
+        return;
+      }
+      // Burn the number now: objects a failed attempt leaves belong to a
+      // generation no manifest will ever name.
+      const number = this.#ctx.tenure.nextGeneration;
+      this.#ctx.tenure.nextGeneration += 1;
+      this.#ctx.tenure.generations.add(number);
+      this.#ctx.tenure.allocated.add(number);
+
+      const present: number[] = [];
+      for (const archive of opened.archives) {
+        const known = this.#ctx.tenure.archives.get(archive.number);
+        let reusable = false;
+        if (known && known.length === archive.size) {
+          if (known.verified) reusable = true;
+          else {
+            // Seeded from the bucket: the same number and length are not the
+            // same bytes until the CRC says so.
+            const crc = new Crc32();
+            for await (const chunk of archive.read({ signal: this.#runSignal() }))
+              crc.update(chunk);
+            reusable = crc.hex() === known.entry.crc32;
+          }
+        }
+        if (reusable) known!.verified = true;
+        else {
+          const entry = await this.#ctx.requests.putFile(
+            archive,
+            archiveKey(this.#ctx.prefix, number, archive.number),
+            this.#ctx.source.frameCounter(),
+            0,
+            this.#ctx.tenure.ownLineage(),
+          );
+          this.#ctx.tenure.archives.set(archive.number, {
+            length: entry.size,
+            entry,
+            verified: true,
+          });
+        }
+        present.push(archive.number);
+      }
+      const chain: FileEntry[] = [];
+      for (const file of opened.chainFiles) chain.push(await this.#putSide(file.name, file.bytes));
+      const floor = opened.floor;
+      let archiveFrames = 0;
+      for (const n of present) archiveFrames += this.#ctx.tenure.archives.get(n)?.entry.frames ?? 0;
+      let snapshot: FileEntry | null = null;
+      if (opened.snapshot) {
+        const key = snapshotKey(
+          this.#ctx.prefix,
+          number,
+          floor + archiveFrames + opened.snapshotCommits,
+        );
+        snapshot = await this.#ctx.requests.putFile(
+          opened.snapshot,
+          key,
+          null,
+          opened.snapshotCommits,
+          this.#ctx.tenure.ownLineage(),
+        );
+      }
+      await this.#syncSideFiles();
+      this.#ctx.tenure.snapshot = snapshot;
+      this.#ctx.tenure.baseArchives = present;
+      this.#ctx.tenure.current = {
+        number,
+        key: keyOf(position),
+        cursor: 0,
+        inRestorePoint: 0,
+        floor,
+        chain,
+        segments: [],
+      };
+      this.recordShipped();
+      this.#ctx.tenure.manifestDirty = true;
+    } finally {
+      await opened.close();
+    }
+    await this.shipSegments();
+    await this.writeManifest();
+  }
+
+  async #putSide(name: string, bytes: Uint8Array): Promise<FileEntry> {
+    const crc32 = crc32Hex(bytes);
+    const key = sideKey(this.#ctx.prefix, name, crc32, bytes.byteLength);
+    // Content-addressed: a key this tenure wrote (and retention has not
+    // deleted since) already holds exactly these bytes.
+    if (!this.#ctx.tenure.sideKeysWritten.has(key)) {
+      await this.#ctx.requests.putImmutable(key, bytes, crc32);
+      this.#ctx.tenure.sideKeysWritten.add(key);
+    }
+    return {
+      name,
+      key,
+      size: bytes.byteLength,
+      crc32,
+      frames: 0,
+      lineage: this.#ctx.tenure.ownLineage(),
+    };
+  }
+
+  /**
+   * Upload each per-manifest side file whose content changed since it was
+   * last uploaded; forget one that no longer exists locally.
+   */
+  async #syncSideFiles(): Promise<void> {
+    for (const name of this.#ctx.source.sideFileNames) {
+      const known = this.#ctx.tenure.side.get(name);
+      const read = await this.#ctx.source.readSideFile(name, known?.identity ?? null);
+      if (read === null) {
+        if (this.#ctx.tenure.side.delete(name)) this.#ctx.tenure.manifestDirty = true;
+        continue;
+      }
+      if (read.bytes === null) continue;
+      const crc32 = crc32Hex(read.bytes);
+      const key = sideKey(this.#ctx.prefix, name, crc32, read.bytes.byteLength);
+      let entry: FileEntry;
+      if (known && known.entry.key === key) entry = known.entry;
+      else {
+        this.#ctx.tenure.manifestDirty = true;
+        entry = await this.#putSide(name, read.bytes);
+      }
+      this.#ctx.tenure.side.set(name, { identity: read.identity, entry });
+    }
+  }
+
+  // ── WAL segments ──────────────────────────────────────────────────────────
+
+  /**
+   * Ship the durable WAL bytes of the current generation not shipped yet, in
+   * segments of at most `maxSegmentBytes`. Each read is bracketed by two
+   * observations and dropped if anything that pairs it with the snapshot
+   * moved. The next segment is read while the current one uploads (reads
+   * and uploads overlap; uploads stay one at a time and in order).
+   *
+   * Bounded: it ships up to the durable length seen when it starts, never
+   * chasing what lands meanwhile, and stops early once a restore point is
+   * due. Against an application that commits faster than the bucket takes
+   * it, a step that chased the moving end never ended, so no restore point
+   * was written and the source could never let go of what had shipped.
+   * What is left is the next step's, which starts at once when this one
+   * overran its interval (see `BackupWorker.step`), with larger segments.
+   */
+  async shipSegments(): Promise<void> {
+    const generation = this.#ctx.tenure.current;
+    if (!generation) return;
+    const target = (await this.#ctx.source.durablePosition()).durableLength;
+    let next = await this.#readSegment(generation, generation.cursor, target);
+    while (next !== null) {
+      const { range, crc32 } = next;
+      const key = segmentKey(this.#ctx.prefix, generation.number, range.start, range.end);
+      const upload = this.#ctx.requests.putImmutable(key, range.bytes, crc32);
+      const stopAfterThis = this.manifestDue();
+      const prefetch = stopAfterThis
+        ? Promise.resolve(null)
+        : this.#readSegment(generation, range.end, target);
+      try {
+        await upload;
+      } catch (error) {
+        // The read ahead is worthless without this segment; its own failure
+        // is not the one to report.
+        await prefetch.catch(() => {});
+        throw error;
+      }
+      if (this.#ctx.tenure.current !== generation) return;
+      generation.cursor = range.end;
+      generation.segments.push({
+        key,
+        size: range.bytes.byteLength,
+        crc32,
+        frames: range.frames,
+        lineage: this.#ctx.tenure.ownLineage(),
+      });
+      this.recordShipped();
+      this.#ctx.tenure.manifestDirty = true;
+      next = await prefetch;
+    }
+  }
+
+  /**
+   * Read the complete frames from `cursor` up to `target` (the source may
+   * return one frame past it when a single frame is larger), bracketed by
+   * two observations; `null` when there is nothing to ship or the files
+   * moved (the next step starts the new generation).
+   */
+  async #readSegment(
+    generation: Generation,
+    cursor: number,
+    target: number,
+  ): Promise<{ range: WalRange; crc32: string } | null> {
+    const before = await this.#ctx.source.observe();
+    const position = await this.#ctx.source.durablePosition();
+    if (
+      before.intentPending ||
+      before.snapshot !== generation.key.snapshot ||
+      before.wal !== generation.key.wal ||
+      !sameWalKey(keyOf(position), generation.key)
+    )
+      return null;
+    const until = Math.min(target, position.durableLength);
+    if (until <= cursor) return null;
+    const range = await this.#ctx.source.readWalRange(cursor, until, {
+      maxBytes: this.#options.maxSegmentBytes,
+      signal: this.#runSignal(),
+    });
+    const after = await this.#ctx.source.observe();
+    if (
+      !unchangedBetween(before, after) ||
+      !sameWalKey(keyOf(await this.#ctx.source.durablePosition()), generation.key)
+    )
+      return null;
+    if (range === null) return null;
+    if (range.start !== cursor || range.end <= range.start)
+      throw new BackupError(
+        `the source returned WAL range ${range.start}-${range.end} for cursor ${cursor}`,
+      );
+    return {
+      range,
+      crc32: range.crc32 === undefined ? crc32Hex(range.bytes) : formatCrc32(range.crc32),
+    };
+  }
+
+  recordShipped(): void {
+    const g = this.#ctx.tenure.current;
+    if (g) this.#ctx.health.shipped = { key: g.key, cursor: g.cursor };
+  }
+}

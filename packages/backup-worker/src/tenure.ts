@@ -1,0 +1,71 @@
+/**
+ * What a worker knows about the bucket during one lease tenure. A new tenure
+ * (the lease taken again after it was lost or dropped) starts from a fresh
+ * `Tenure`: another writer may have changed the bucket meanwhile, so nothing
+ * learned before is trusted. Resetting is one assignment, so no field can be
+ * forgotten.
+ *
+ * Plain state: no I/O, no behaviour beyond its initial values.
+ */
+import type { FileEntry, Manifest, SegmentEntry } from '@x/manifest';
+import type { ObjectVersion } from '@x/store';
+import type { WalKey } from './health.ts';
+
+/** The WAL generation being shipped: its objects and how far it got. */
+export interface Generation {
+  /** Its number in the bucket (`walGeneration`). */
+  readonly number: number;
+  readonly key: WalKey;
+  /** Bytes of the WAL file shipped so far. */
+  cursor: number;
+  /** `cursor` as of the last manifest `LATEST` names. */
+  inRestorePoint: number;
+  readonly floor: number;
+  /** The chain files, as they were when the generation started. */
+  readonly chain: FileEntry[];
+  readonly segments: SegmentEntry[];
+}
+
+export interface KnownArchive {
+  readonly length: number;
+  readonly entry: FileEntry;
+  /** The local file is known to hold these bytes (uploaded by this tenure, or CRC-checked). */
+  verified: boolean;
+}
+
+export class Tenure {
+  /** The bucket's previous state was read and the lineage checked. */
+  resumed = false;
+  lineage: string | null = null;
+  /** The lineage this store was restored from (adoption), if any. */
+  parentLineage: string | null = null;
+  /** Manifest keys that hold the parent lineage's restore point at the same commit count. */
+  readonly parentKeys = new Set<string>();
+  latestVersion: ObjectVersion | null = null;
+  latestTarget: string | null = null;
+  /** Versions of the manifests this tenure wrote, by key. */
+  readonly manifestVersions = new Map<string, ObjectVersion>();
+  /** Generation numbers this tenure allocated. */
+  readonly allocated = new Set<number>();
+  /** Generations whose segment prefix retention has already listed and cleared. */
+  readonly retiredSegments = new Set<number>();
+  /** Manifests read or written, by key, with the version they were read at (see retention). */
+  readonly manifestCache = new Map<string, { version: ObjectVersion; manifest: Manifest | null }>();
+  /** Side-file keys this tenure wrote (or found with the same content), not deleted since. */
+  readonly sideKeysWritten = new Set<string>();
+  nextGeneration = 0;
+  /** Generation numbers with objects in the bucket that retention has not retired. */
+  generations = new Set<number>();
+  current: Generation | null = null;
+  snapshot: FileEntry | null = null;
+  readonly archives = new Map<number, KnownArchive>();
+  baseArchives: number[] = [];
+  readonly side = new Map<string, { identity: string; entry: FileEntry }>();
+  manifestDirty = false;
+  lastManifestAt: number | null = null;
+
+  /** The lineage stamped on this tenure's objects (empty before resume). */
+  ownLineage(): string {
+    return this.lineage ?? '';
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The worker's public types: its options, what its owner holds, and what a
+ * shutdown reports. No behaviour lives here.
+ */
+import type { Clock } from '@x/lease';
+import type { ObjectStore } from '@x/store';
+import type { BackupHealth } from './health.ts';
+import type { BackupSource } from './source.ts';
+
+/**
+ * Points a test can fail at. Production code passes none; `TestHooks`
+ * implements the usual ones (a write budget, a panic, a LIST count).
+ */
+export interface WorkerHooks {
+  /** Before every request that changes the bucket (PUT, DELETE, upload), and before its fallback. */
+  beforeWrite?(): void;
+  /** At the start of every step (`runOnce`), before anything else. */
+  beforeStep?(): void;
+  /** Before every LIST, with its prefix. */
+  beforeList?(prefix: string): void;
+}
+
+/** Default cap on one WAL segment object. */
+export const DEFAULT_MAX_SEGMENT_BYTES = 32 * 1024 * 1024;
+
+/** Structured logger: one event name, key-value fields; never given credentials. */
+export interface BackupLogger {
+  /** Routine events (every lease renewal); optional. */
+  debug?(event: string, fields?: object): void;
+  info(event: string, fields?: object): void;
+  warn(event: string, fields?: object): void;
+  error(event: string, fields?: object): void;
+}
+
+export const silentLogger: BackupLogger = { info() {}, warn() {}, error() {} };
+
+export interface BackupWorkerOptions {
+  readonly store: ObjectStore;
+  /** The backup prefix: non-empty, no trailing slash. */
+  readonly prefix: string;
+  readonly source: BackupSource;
+  /** Step cadence and health-evaluation cadence. Default 1000 ms. */
+  readonly walIntervalMs?: number;
+  /** Minimum time between manifests while WAL keeps shipping. Default 10 000 ms. */
+  readonly manifestIntervalMs?: number;
+  /** Manifests of this lineage to keep; 0 keeps all. Default 24. */
+  readonly retain?: number;
+  /** Lease TTL in seconds. Default `DEFAULT_TTL_S` (30). */
+  readonly leaseTtlSeconds?: number;
+  /**
+   * Conditional writes for the lease, manifests and `LATEST`. Default true.
+   * `false` is best-effort exclusion: two writers may overwrite each other.
+   */
+  readonly conditional?: boolean;
+  /** Deadline of every request (and of progress within an upload). Default 30 000 ms. */
+  readonly operationTimeoutMs?: number;
+  /** Time a shutdown has to flush and write its final manifest. Default 10 000 ms. */
+  readonly shutdownGraceMs?: number;
+  /** Part size passed to `store.upload`. */
+  readonly partSize?: number;
+  /** Largest WAL segment object. Default {@link DEFAULT_MAX_SEGMENT_BYTES}. */
+  readonly maxSegmentBytes?: number;
+  /** Clock for timers, deadlines, lag and the lease. Default `systemClock`. */
+  readonly clock?: Clock;
+  readonly logger?: BackupLogger;
+  /** The lease instance id, the same for every attempt. Default: a new random id. */
+  readonly instanceId?: string;
+  /**
+   * Called at points a test wants to fail at (see `TestHooks`); an exception
+   * one throws fails that request or step as if it happened there. Default: none.
+   */
+  readonly hooks?: WorkerHooks;
+}
+
+/**
+ * What a stopped worker could not make restorable. A graceful stop ships
+ * what is durable and writes a final restore point; when the grace period,
+ * the bucket or the lease did not allow all of it, this says how much is
+ * missing, so the owner can exit non-zero and say so.
+ */
+export interface ShutdownReport {
+  /**
+   * True when every commit this worker captured is in the restore point
+   * LATEST names, or when it never held the lease (it was nothing's
+   * writer). False also when the count could not be read.
+   */
+  readonly complete: boolean;
+  /** Commits captured but in no restore point (0 when complete). */
+  readonly unrestorableCommits: number;
+  /** The commit LATEST's restore point holds (`null`: none known). */
+  readonly restorableCommitSeq: number | null;
+  /**
+   * The newest commit captured when the stop began, which it set out to make
+   * restorable (`null`: not known). Commits an application makes during the
+   * stop are not counted: the next run's restore point holds them.
+   */
+  readonly capturedCommitSeq: number | null;
+  /** Wall-clock ms when the first commit not restorable was first seen (`null`: none, or not known). */
+  readonly unrestorableSince: number | null;
+  /** Wall-clock ms when the newest commit was first seen (`null`: none, or not known). */
+  readonly unrestorableUntil: number | null;
+  /** Whether this worker held the lease at any time. */
+  readonly heldLease: boolean;
+}
+
+/** What the owner of a running worker holds. */
+export interface BackupHandle {
+  /** Current health and counters. */
+  health(): BackupHealth;
+  /** `snapshot`: a snapshot finished, step now. `shutdown`: flush, final manifest, release, stop. */
+  trigger(kind: 'snapshot' | 'shutdown'): void;
+  /**
+   * Triggers a shutdown and waits until the worker has stopped (within the
+   * grace period plus one operation deadline for the release); resolves with
+   * what it could not make restorable.
+   */
+  shutdown(): Promise<ShutdownReport>;
+  /** Settles when the worker has stopped; never rejects. */
+  readonly done: Promise<void>;
+}
