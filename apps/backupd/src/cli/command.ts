@@ -140,7 +140,8 @@ export function defineCommand<const Options extends OptionDeclarations>(
       if (raw.help === true) return { help: true };
       return {
         help: false,
-        run: (io) => spec.run({ ...io, positionals, values: parseOptionValues(declarations, raw) }),
+        run: async (io) =>
+          spec.run({ ...io, positionals, values: parseOptionValues(declarations, raw) }),
       };
     },
   };

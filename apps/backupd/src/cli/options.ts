@@ -50,11 +50,11 @@ export function booleanOption(help: OptionHelp = {}): BooleanOption {
 
 type StringOptionSpec = OptionHelp & { readonly argument: string };
 
-/** A string option, as given, or through `parse`. */
-export function stringOption(spec: StringOptionSpec): StringOption<string>;
+/** A string option, through `parse`, or as given. (The `parse` overload first, so `parse`'s parameters are typed from it.) */
 export function stringOption<Value>(
   spec: StringOptionSpec & { readonly parse: (text: string, flag: string) => Value },
 ): StringOption<Value>;
+export function stringOption(spec: StringOptionSpec): StringOption<string>;
 export function stringOption<Value>(
   spec: StringOptionSpec & { readonly parse?: (text: string, flag: string) => Value },
 ): StringOption<Value | string> {

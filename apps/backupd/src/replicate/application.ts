@@ -7,6 +7,7 @@ import { EXIT_FAILED } from '../exit-codes.ts';
 
 /** What replicate needs of the application's process (a ChildProcess; tests pass a fake). */
 export interface Application {
+  readonly pid?: number;
   /** null while it runs. */
   readonly exitCode: number | null;
   kill(signal: NodeJS.Signals): boolean;

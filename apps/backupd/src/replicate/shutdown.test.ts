@@ -1,0 +1,82 @@
+import type { ShutdownReport } from '@x/backup-worker';
+import { describe, expect, it } from 'vitest';
+import type { Daemon, ReplicaShutdown } from '../daemon.ts';
+import { EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK } from '../exit-codes.ts';
+import { shutdownExitCode, stopReplication } from './shutdown.ts';
+import { recordingLogger } from './test-logger.ts';
+
+function replica(complete: boolean): ReplicaShutdown {
+  const report: ShutdownReport = {
+    complete,
+    unrestorableCommits: complete ? 0 : 3,
+    restorableCommitSeq: 40,
+    capturedCommitSeq: complete ? 40 : 43,
+    unrestorableSince: complete ? null : Date.UTC(2026, 10, 29, 8, 0, 0),
+    unrestorableUntil: complete ? null : Date.UTC(2026, 10, 29, 8, 0, 2),
+    heldLease: true,
+  };
+  return { database: '/srv/app.db', replica: 'file:///b', report };
+}
+
+function daemon(shutdown: () => Promise<ReplicaShutdown[]>): Daemon {
+  return { statuses: () => [], shutdown };
+}
+
+describe('shutdownExitCode', () => {
+  it('is the code asked for, except a clean one that left commits unrestorable (4)', () => {
+    expect(shutdownExitCode([replica(true)], EXIT_OK)).toBe(EXIT_OK);
+    expect(shutdownExitCode([replica(true), replica(false)], EXIT_OK)).toBe(EXIT_INCOMPLETE);
+    // The application's own failure is reported as it is.
+    expect(shutdownExitCode([replica(false)], 7)).toBe(7);
+    expect(shutdownExitCode([], EXIT_OK)).toBe(EXIT_OK);
+  });
+});
+
+describe('stopReplication', () => {
+  it('shuts the daemon down, closes the listener, and logs each incomplete replica', async () => {
+    const { logger, events } = recordingLogger();
+    let closed = false;
+    const code = await stopReplication(
+      {
+        daemon: daemon(async () => [replica(true), replica(false)]),
+        server: { url: 'http://127.0.0.1:1', close: async () => void (closed = true) },
+      },
+      logger,
+      EXIT_OK,
+    );
+    expect(code).toBe(EXIT_INCOMPLETE);
+    expect(closed).toBe(true);
+    const logged = events();
+    expect(logged.map((event) => event.event)).toEqual([
+      'shutting-down',
+      'stopped-incomplete',
+      'stopped',
+    ]);
+    expect(logged[1]).toMatchObject({
+      level: 50,
+      database: '/srv/app.db',
+      replica: 'file:///b',
+      unrestorableCommits: 3,
+      restorableCommitSeq: 40,
+      capturedCommitSeq: 43,
+      unrestorableSince: '2026-11-29T08:00:00.000Z',
+      unrestorableUntil: '2026-11-29T08:00:02.000Z',
+    });
+  });
+
+  it('resolves with 1 (never rejects) when the shutdown fails, and logs why', async () => {
+    const { logger, events } = recordingLogger();
+    const code = await stopReplication(
+      {
+        daemon: daemon(async () => {
+          throw new Error('bucket gone');
+        }),
+      },
+      logger,
+      EXIT_OK,
+    );
+    expect(code).toBe(EXIT_FAILED);
+    expect(events().at(-1)).toMatchObject({ event: 'shutdown-failed', level: 50 });
+    expect(JSON.stringify(events().at(-1))).toContain('bucket gone');
+  });
+});

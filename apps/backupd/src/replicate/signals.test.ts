@@ -1,0 +1,102 @@
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK } from '../exit-codes.ts';
+import type { Application } from './application.ts';
+import { type SignalSource, superviseUntilStopped } from './signals.ts';
+import { recordingLogger } from './test-logger.ts';
+
+class FakeSignals extends EventEmitter implements SignalSource {
+  send(signal: 'SIGTERM' | 'SIGINT' | 'SIGHUP'): void {
+    this.emit(signal, signal);
+  }
+}
+
+class FakeApplication extends EventEmitter implements Application {
+  exitCode: number | null = null;
+  readonly received: NodeJS.Signals[] = [];
+  kill(signal: NodeJS.Signals): boolean {
+    this.received.push(signal);
+    return true;
+  }
+  end(code: number | null, signal: NodeJS.Signals | null = null): void {
+    this.exitCode = code;
+    this.emit('exit', code, signal);
+  }
+}
+
+function supervise(application?: FakeApplication) {
+  const signals = new FakeSignals();
+  const stops: number[] = [];
+  const exits: number[] = [];
+  const { logger, events } = recordingLogger();
+  const done = superviseUntilStopped({
+    logger,
+    signals,
+    ...(application ? { application } : {}),
+    stop: async (code) => {
+      stops.push(code);
+      return code + 100;
+    },
+    exit: (code) => void exits.push(code),
+  });
+  return { signals, stops, exits, events, done };
+}
+
+describe('superviseUntilStopped', () => {
+  it('stops gracefully on the first SIGTERM (or SIGINT) and resolves with the stop’s code', async () => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      const run = supervise();
+      run.signals.send(signal);
+      expect(await run.done).toBe(EXIT_OK + 100);
+      expect(run.stops).toEqual([EXIT_OK]);
+      expect(run.exits).toEqual([]);
+    }
+  });
+
+  it('exits at once with 130 on a second signal, and stops only once', async () => {
+    const run = supervise();
+    run.signals.send('SIGTERM');
+    run.signals.send('SIGINT');
+    expect(run.exits).toEqual([EXIT_INTERRUPTED]);
+    expect(run.stops).toEqual([EXIT_OK]);
+    expect(run.events().find((event) => event.event === 'second-signal')).toMatchObject({
+      signal: 'SIGINT',
+    });
+    await run.done;
+  });
+
+  it('forwards signals to a running application and stops with its code once it exits', async () => {
+    const application = new FakeApplication();
+    const run = supervise(application);
+    run.signals.send('SIGHUP');
+    run.signals.send('SIGTERM');
+    expect(application.received).toEqual(['SIGHUP', 'SIGTERM']);
+    expect(run.stops).toEqual([]);
+    application.end(null, 'SIGTERM');
+    expect(await run.done).toBe(143 + 100);
+    expect(run.stops).toEqual([143]);
+    expect(run.events().find((event) => event.event === 'application-exited')).toMatchObject({
+      code: null,
+      signal: 'SIGTERM',
+    });
+  });
+
+  it('stops with the application’s exit code when it ends by itself', async () => {
+    const application = new FakeApplication();
+    const run = supervise(application);
+    application.end(3);
+    expect(await run.done).toBe(103);
+    // Once it has exited, a signal stops backupd instead of being forwarded.
+    run.signals.send('SIGTERM');
+    expect(application.received).toEqual([]);
+    expect(run.stops).toEqual([3]);
+  });
+
+  it('stops with 1 when the application cannot be started', async () => {
+    const application = new FakeApplication();
+    const run = supervise(application);
+    application.emit('error', new Error('spawn /bin/sh ENOENT'));
+    expect(await run.done).toBe(EXIT_FAILED + 100);
+    expect(run.events().at(-1)).toMatchObject({ event: 'application-failed-to-start' });
+  });
+});
