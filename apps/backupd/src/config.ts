@@ -106,6 +106,10 @@ type EnvironmentReading = 'duration' | 'digits' | 'number' | 'switch';
 export interface DatabaseSetting {
   /** The YAML key under `databases[i]`, dotted when nested. */
   readonly key: string;
+  /** Its field in {@link DatabaseConfig} (and in {@link DEFAULTS}): the key with its unit. */
+  readonly field:
+    | Exclude<keyof DatabaseConfig, 'path' | 'type' | 'urls' | 'checkpoint'>
+    | `checkpoint.${keyof CheckpointSettings}`;
   readonly reading: EnvironmentReading;
   /** The option of @x/backup-worker it becomes (daemon.ts and sqlite-source.ts pass it). */
   readonly workerOption: string;
@@ -113,26 +117,49 @@ export interface DatabaseSetting {
 
 /** Every per-database setting with a default, in the order the help lists their variables. */
 export const DATABASE_SETTINGS: readonly DatabaseSetting[] = [
-  { key: 'interval', reading: 'duration', workerOption: 'BackupWorker walIntervalMs' },
+  {
+    key: 'interval',
+    field: 'intervalMs',
+    reading: 'duration',
+    workerOption: 'BackupWorker walIntervalMs',
+  },
   {
     key: 'restorePointInterval',
+    field: 'restorePointIntervalMs',
     reading: 'duration',
     workerOption: 'BackupWorker manifestIntervalMs',
   },
-  { key: 'retention', reading: 'digits', workerOption: 'BackupWorker retain' },
-  { key: 'leaseTtl', reading: 'duration', workerOption: 'BackupWorker leaseTtlSeconds' },
-  { key: 'shutdownGrace', reading: 'duration', workerOption: 'BackupWorker shutdownGraceMs' },
+  { key: 'retention', field: 'retention', reading: 'digits', workerOption: 'BackupWorker retain' },
+  {
+    key: 'leaseTtl',
+    field: 'leaseTtlSeconds',
+    reading: 'duration',
+    workerOption: 'BackupWorker leaseTtlSeconds',
+  },
+  {
+    key: 'shutdownGrace',
+    field: 'shutdownGraceMs',
+    reading: 'duration',
+    workerOption: 'BackupWorker shutdownGraceMs',
+  },
   {
     key: 'checkpoint.passivePages',
+    field: 'checkpoint.passivePages',
     reading: 'number',
     workerOption: 'SqliteSource passiveCheckpointPages',
   },
   {
     key: 'checkpoint.truncatePages',
+    field: 'checkpoint.truncatePages',
     reading: 'number',
     workerOption: 'SqliteSource truncateCheckpointPages',
   },
-  { key: 'conditional', reading: 'switch', workerOption: 'BackupWorker conditional' },
+  {
+    key: 'conditional',
+    field: 'conditional',
+    reading: 'switch',
+    workerOption: 'BackupWorker conditional',
+  },
 ];
 
 /** A setting's environment variable: `BACKUPD_` and its key in capitals (`leaseTtl` → `BACKUPD_LEASE_TTL`). */
