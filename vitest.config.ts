@@ -1,10 +1,18 @@
 import { defineConfig } from 'vitest/config';
+import { aloneProject } from './vitest.shared.ts';
 
 // One run over every package's project, with one summary. The JSON report is
 // what .ci/run counts its closing line from.
 export default defineConfig({
   test: {
-    projects: ['packages/*/vitest.config.ts', 'apps/*/vitest.config.ts', 'tools/vitest.config.ts'],
+    projects: [
+      'packages/*/vitest.config.ts',
+      'apps/*/vitest.config.ts',
+      'tools/vitest.config.ts',
+      // After every other file, one at a time (see ALONE_TEST_FILES).
+      aloneProject('backup-worker', 'packages/backup-worker'),
+      aloneProject('backupd', 'apps/backupd'),
+    ],
     globalSetup: ['packages/test-servers/src/global-setup.ts'],
     reporters: ['default', ['json', { outputFile: '.ci/vitest-report.json' }]],
   },

@@ -10,18 +10,44 @@ import { defineProject, mergeConfig, type ViteUserConfig } from 'vitest/config';
 // imports Node cannot load.
 const conditions = ['@x/source', 'node', 'development|production'];
 
+/**
+ * Test files that measure behaviour under a load they make themselves (an
+ * application committing back to back, a WAL restart under it): they run in
+ * a group of their own, after every other test file, one file at a time, so
+ * the machine's other tests do not take the CPU they measure with.
+ */
+export const ALONE_TEST_FILES = ['src/**/*.alone.test.ts', 'test/**/*.alone.test.ts'];
+
+function project(name: string, test: NonNullable<ViteUserConfig['test']>): ViteUserConfig {
+  return defineProject({
+    resolve: { conditions },
+    ssr: { resolve: { conditions, externalConditions: ['@x/source'] } },
+    test: { name, testTimeout: 60_000, hookTimeout: 120_000, ...test },
+  });
+}
+
 export function packageProject(name: string, extra: ViteUserConfig = {}): ViteUserConfig {
   return mergeConfig(
-    defineProject({
-      resolve: { conditions },
-      ssr: { resolve: { conditions, externalConditions: ['@x/source'] } },
-      test: {
-        name,
-        include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-        testTimeout: 60_000,
-        hookTimeout: 120_000,
-      },
+    project(name, {
+      include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+      exclude: ['**/node_modules/**', ...ALONE_TEST_FILES],
     }),
     extra,
   );
+}
+
+/**
+ * The `*.alone.test.ts` files of the package at `root` (a path from the
+ * repository's root), as a project of the last group: see
+ * {@link ALONE_TEST_FILES}.
+ */
+export function aloneProject(name: string, root: string): ViteUserConfig {
+  return {
+    ...project(`${name} (alone)`, {
+      include: ALONE_TEST_FILES,
+      fileParallelism: false,
+      sequence: { groupOrder: 1 },
+    }),
+    root,
+  };
 }
