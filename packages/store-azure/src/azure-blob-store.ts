@@ -46,6 +46,8 @@ import {
   type GetStreamResult,
   joinKey,
   type ListOptions,
+  type ListPage,
+  type ListPagesOptions,
   type ListResult,
   normalizePrefix,
   type ObjectInfo,
@@ -61,7 +63,14 @@ import {
   type UploadSource,
   validateKey,
 } from '@x/store';
-import { newWriteId, refusedWriteError, sortedListResult } from '@x/store/adapter';
+import {
+  collectListPages,
+  newWriteId,
+  orderedListPages,
+  pageSizeOf,
+  type RawListPage,
+  refusedWriteError,
+} from '@x/store/adapter';
 import { azureFailureOf, throwAbortReason, unexpectedFailure } from './errors.ts';
 
 /** Default bytes per staged block. */
@@ -74,6 +83,9 @@ export const MAX_BLOCK_SIZE = 4000 * 1024 * 1024;
 export const MAX_BLOCKS = 50_000;
 
 /** The metadata name under which each write records its random write id. */
+/** The most blobs Azure returns in one page of a listing. */
+const MAX_LIST_PAGE_SIZE = 5000;
+
 export const WRITE_ID_METADATA = 'xstorewriteid';
 
 interface CommonOptions {
@@ -404,12 +416,24 @@ export class AzureBlobStore implements ObjectStore {
   }
 
   async list(prefix: string, options: ListOptions = {}): Promise<ListResult> {
+    return collectListPages(this.listPages(prefix, options));
+  }
+
+  /**
+   * `listBlobsFlat` (or `listBlobsByHierarchy` with a delimiter) `.byPage()`,
+   * one request per page; `pageSize` (default `listPageSize`) is sent as
+   * `maxPageSize`, at most 5 000 (the service's limit).
+   */
+  listPages(prefix: string, options: ListPagesOptions = {}): AsyncIterable<ListPage> {
+    return orderedListPages(this.#rawListPages(prefix, options), options.pageSize);
+  }
+
+  async *#rawListPages(prefix: string, options: ListPagesOptions): AsyncIterable<RawListPage> {
     const signal = options.signal;
     throwIfAborted(signal);
+    const maxPageSize = Math.min(pageSizeOf(options, this.#listPageSize), MAX_LIST_PAGE_SIZE);
     const fullPrefix = this.prefix === '' ? prefix : `${this.prefix}/${prefix}`;
     const strip = this.prefix === '' ? 0 : this.prefix.length + 1;
-    const objects: ObjectInfo[] = [];
-    const commonPrefixes: string[] = [];
     const describe = (item: BlobItem): ObjectInfo => ({
       key: item.name.slice(strip),
       size: item.properties.contentLength ?? 0,
@@ -419,26 +443,29 @@ export class AzureBlobStore implements ObjectStore {
       if (options.delimiter) {
         const pages = this.containerClient
           .listBlobsByHierarchy(options.delimiter, { prefix: fullPrefix, abortSignal: signal })
-          .byPage({ maxPageSize: this.#listPageSize });
+          .byPage({ maxPageSize });
         for await (const page of pages) {
-          for (const item of page.segment.blobItems) objects.push(describe(item));
-          for (const rolled of page.segment.blobPrefixes ?? [])
-            commonPrefixes.push(rolled.name.slice(strip));
+          yield {
+            objects: page.segment.blobItems.map(describe),
+            commonPrefixes: (page.segment.blobPrefixes ?? []).map((rolled) =>
+              rolled.name.slice(strip),
+            ),
+          };
         }
       } else {
         const pages = this.containerClient
           .listBlobsFlat({ prefix: fullPrefix, abortSignal: signal })
-          .byPage({ maxPageSize: this.#listPageSize });
+          .byPage({ maxPageSize });
         for await (const page of pages) {
-          for (const item of page.segment.blobItems) objects.push(describe(item));
+          yield { objects: page.segment.blobItems.map(describe), commonPrefixes: [] };
         }
       }
     } catch (error) {
+      // Azure lists in key order already; orderedListPages sorts each page,
+      // which makes the UTF-8 byte order a guarantee within it, and drops a
+      // rolled-up prefix repeated from the page before.
       this.#fail('list', prefix, error, signal);
     }
-    // Azure lists in key order already; sorting makes the UTF-8 byte order a
-    // guarantee. A rolled-up prefix can come back on several pages; it is listed once.
-    return sortedListResult(objects, commonPrefixes);
   }
 
   async upload(

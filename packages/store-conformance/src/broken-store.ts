@@ -9,20 +9,15 @@ import {
   AlreadyExistsError,
   type CallOptions,
   type DeleteOptions,
-  type GetResult,
-  type GetStreamResult,
-  type ListOptions,
-  type ListResult,
-  type ObjectInfo,
   type ObjectStore,
   type ObjectVersion,
   PreconditionFailedError,
   type PutOptions,
-  type StoreCapabilities,
   sameVersion,
   type UploadOptions,
   type UploadSource,
 } from '@x/store';
+import { ForwardingStore } from '@x/store/adapter';
 
 /**
  * - `ignores-create`: `create` (put and upload) overwrites like `overwrite`;
@@ -55,39 +50,22 @@ function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-class BrokenStore implements ObjectStore {
-  readonly description: string;
-  readonly capabilities: StoreCapabilities;
-  readonly #inner: ObjectStore;
+/** Reads and listings pass through; only conditional writes are broken. */
+class BrokenStore extends ForwardingStore {
   readonly #flaw: StoreFlaw;
 
   constructor(inner: ObjectStore, flaw: StoreFlaw) {
-    this.#inner = inner;
+    super(inner, {
+      description: `broken(${flaw}):${inner.description}`,
+      // It claims everything, like a store that believes it works.
+      capabilities: {
+        conditionalPut: true,
+        conditionalDelete: true,
+        multipartCreate: true,
+        distinctVersions: inner.capabilities.distinctVersions,
+      },
+    });
     this.#flaw = flaw;
-    // It claims everything, like a store that believes it works.
-    this.capabilities = {
-      conditionalPut: true,
-      conditionalDelete: true,
-      multipartCreate: true,
-      distinctVersions: inner.capabilities.distinctVersions,
-    };
-    this.description = `broken(${flaw}):${inner.description}`;
-  }
-
-  get(key: string, options?: CallOptions): Promise<GetResult | null> {
-    return this.#inner.get(key, options);
-  }
-
-  getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
-    return this.#inner.getStream(key, options);
-  }
-
-  head(key: string, options?: CallOptions): Promise<ObjectInfo | null> {
-    return this.#inner.head(key, options);
-  }
-
-  list(prefix: string, options?: ListOptions): Promise<ListResult> {
-    return this.#inner.list(prefix, options);
   }
 
   async #checkThenWait(
@@ -95,7 +73,7 @@ class BrokenStore implements ObjectStore {
     mode: 'create' | { readonly ifMatch: ObjectVersion },
     options: CallOptions | undefined,
   ): Promise<void> {
-    const current = await this.#inner.head(key, options);
+    const current = await this.inner.head(key, options);
     if (mode === 'create') {
       if (current) throw new AlreadyExistsError(key);
     } else if (!current || !sameVersion(current.version, mode.ifMatch)) {
@@ -104,51 +82,51 @@ class BrokenStore implements ObjectStore {
     await nextTurn();
   }
 
-  async put(
+  override async put(
     key: string,
     body: Uint8Array,
     options: PutOptions = {},
   ): Promise<{ version: ObjectVersion }> {
     const mode = options.mode ?? 'overwrite';
-    if (mode === 'overwrite') return this.#inner.put(key, body, options);
+    if (mode === 'overwrite') return this.inner.put(key, body, options);
     if (this.#flaw === 'not-atomic') {
       await this.#checkThenWait(key, mode, options);
-      return this.#inner.put(key, body, { ...options, mode: 'overwrite' });
+      return this.inner.put(key, body, { ...options, mode: 'overwrite' });
     }
     const ignored =
       mode === 'create' ? this.#flaw === 'ignores-create' : this.#flaw === 'ignores-if-match';
-    return this.#inner.put(key, body, ignored ? { ...options, mode: 'overwrite' } : options);
+    return this.inner.put(key, body, ignored ? { ...options, mode: 'overwrite' } : options);
   }
 
-  async delete(key: string, options: DeleteOptions = {}): Promise<void> {
-    if (!options.ifMatch) return this.#inner.delete(key, options);
+  override async delete(key: string, options: DeleteOptions = {}): Promise<void> {
+    if (!options.ifMatch) return this.inner.delete(key, options);
     if (this.#flaw === 'ignores-if-match')
-      return this.#inner.delete(key, options.signal ? { signal: options.signal } : {});
+      return this.inner.delete(key, options.signal ? { signal: options.signal } : {});
     if (this.#flaw === 'not-atomic') {
       await this.#checkThenWait(key, { ifMatch: options.ifMatch }, options);
-      return this.#inner.delete(key, options.signal ? { signal: options.signal } : {});
+      return this.inner.delete(key, options.signal ? { signal: options.signal } : {});
     }
-    return this.#inner.delete(key, options);
+    return this.inner.delete(key, options);
   }
 
-  async upload(
+  override async upload(
     key: string,
     source: UploadSource,
     options: UploadOptions = {},
   ): Promise<{ version: ObjectVersion; size: number }> {
-    if (options.mode !== 'create') return this.#inner.upload(key, source, options);
+    if (options.mode !== 'create') return this.inner.upload(key, source, options);
     if (this.#flaw === 'ignores-create-on-multipart') {
       const body = await collect(source);
       const multipart = body.byteLength > (options.partSize ?? DEFAULT_FLAWED_PART_SIZE);
-      return this.#inner.upload(key, body, multipart ? { ...options, mode: 'overwrite' } : options);
+      return this.inner.upload(key, body, multipart ? { ...options, mode: 'overwrite' } : options);
     }
     if (this.#flaw === 'ignores-create')
-      return this.#inner.upload(key, source, { ...options, mode: 'overwrite' });
+      return this.inner.upload(key, source, { ...options, mode: 'overwrite' });
     if (this.#flaw === 'not-atomic') {
       await this.#checkThenWait(key, 'create', options);
-      return this.#inner.upload(key, source, { ...options, mode: 'overwrite' });
+      return this.inner.upload(key, source, { ...options, mode: 'overwrite' });
     }
-    return this.#inner.upload(key, source, options);
+    return this.inner.upload(key, source, options);
   }
 }
 

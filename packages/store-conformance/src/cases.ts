@@ -30,6 +30,7 @@ import { createHash } from 'node:crypto';
 import {
   AlreadyExistsError,
   ConflictError,
+  type ListPage,
   NotImplementedError,
   normalizePrefix,
   type ObjectStore,
@@ -463,6 +464,84 @@ const basics: ConformanceCase[] = [
       check(
         JSON.stringify(rolled.commonPrefixes) === JSON.stringify(expectedPrefixes),
         `list with delimiter returned prefixes ${JSON.stringify(rolled.commonPrefixes)}`,
+      );
+    },
+  },
+  {
+    group: 'basics',
+    name: 'listPages lists page by page: with pageSize 7, several pages of at most 7 entries, in key order, together what list returns (with and without a delimiter); a break ends it',
+    async run(context) {
+      const { store } = context;
+      const pageSize = 7;
+      check(
+        typeof store.listPages === 'function',
+        'the store has no listPages, so a listing is only ever held in memory whole',
+      );
+      const flat = Array.from(
+        { length: 20 },
+        (_, index) => `pages/key-${String(index).padStart(2, '0')}`,
+      );
+      const nested = Array.from(
+        { length: 6 },
+        (_, index) => `pages/sub-${String(index % 3).padStart(2, '0')}/inner-${index}`,
+      );
+      await forEachLimited([...flat, ...nested], 16, async (name) => {
+        await store.put(key(context, name), text(name), callOptions(context));
+      });
+      const under = `${context.prefix}/pages/`;
+      const describePage = (page: ListPage) =>
+        `${page.objects.length} objects and ${page.commonPrefixes.length} prefixes`;
+      for (const delimiter of [undefined, '/'] as const) {
+        const how = delimiter ? 'with a delimiter' : 'without a delimiter';
+        const pages: ListPage[] = [];
+        for await (const page of store.listPages!(under, {
+          ...callOptions(context),
+          pageSize,
+          ...(delimiter ? { delimiter } : {}),
+        }))
+          pages.push(page);
+        const whole = await store.list(under, {
+          ...callOptions(context),
+          ...(delimiter ? { delimiter } : {}),
+        });
+        const oversized = pages.find(
+          (page) => page.objects.length + page.commonPrefixes.length > pageSize,
+        );
+        check(
+          oversized === undefined,
+          `listPages ${how} gave a page of ${oversized ? describePage(oversized) : ''}, more than pageSize ${pageSize}`,
+        );
+        check(
+          pages.every((page) => page.objects.length + page.commonPrefixes.length > 0),
+          `listPages ${how} gave an empty page`,
+        );
+        check(pages.length >= 2, `listPages ${how} gave ${pages.length} page(s), expected several`);
+        const objects = pages.flatMap((page) => page.objects);
+        const prefixes = pages.flatMap((page) => page.commonPrefixes);
+        check(
+          JSON.stringify(objects) === JSON.stringify(whole.objects),
+          `listPages ${how} gave objects ${JSON.stringify(objects.map((info) => info.key.slice(under.length)))}, list gave ${JSON.stringify(whole.objects.map((info) => info.key.slice(under.length)))}`,
+        );
+        check(
+          JSON.stringify(prefixes) === JSON.stringify(whole.commonPrefixes),
+          `listPages ${how} gave prefixes ${JSON.stringify(prefixes)}, list gave ${JSON.stringify(whole.commonPrefixes)}`,
+        );
+        const expectedKeys = (delimiter ? flat : [...flat, ...nested])
+          .map((name) => key(context, name))
+          .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+        check(
+          JSON.stringify(objects.map((info) => info.key)) === JSON.stringify(expectedKeys),
+          `listPages ${how} gave other keys or another order`,
+        );
+      }
+      let firstPage: ListPage | undefined;
+      for await (const page of store.listPages!(under, { ...callOptions(context), pageSize })) {
+        firstPage = page;
+        break;
+      }
+      check(
+        firstPage?.objects[0]?.key === key(context, flat[0]!),
+        `the first page after a break began with ${firstPage?.objects[0]?.key}`,
       );
     },
   },

@@ -15,21 +15,14 @@
  * incomplete multipart upload is invisible to `list` and is not counted.
  */
 import {
-  type CallOptions,
-  type DeleteOptions,
-  type GetResult,
-  type GetStreamResult,
-  type ListOptions,
-  type ListResult,
-  type ObjectInfo,
   type ObjectStore,
   type ObjectVersion,
   type PutOptions,
-  type StoreCapabilities,
   StoreError,
   type UploadOptions,
   type UploadSource,
 } from '@x/store';
+import { ForwardingStore } from '@x/store/adapter';
 import { describeError, forEachLimited } from './assertions.ts';
 
 /** What a cleanup could not do. Absent from a report when everything written was deleted. */
@@ -57,55 +50,30 @@ const MAX_LISTED = 10;
  * through it (before the call: a write whose answer was lost may still have
  * landed). Reads and deletes pass through untouched.
  */
-export class KeyRecordingStore implements ObjectStore {
-  readonly description: string;
-  readonly capabilities: StoreCapabilities;
-  readonly #inner: ObjectStore;
+export class KeyRecordingStore extends ForwardingStore {
   readonly #written = new Set<string>();
-
-  constructor(inner: ObjectStore) {
-    this.#inner = inner;
-    this.description = inner.description;
-    this.capabilities = inner.capabilities;
-  }
 
   /** Every key written (or attempted), in first-written order. */
   written(): string[] {
     return [...this.#written];
   }
 
-  get(key: string, options?: CallOptions): Promise<GetResult | null> {
-    return this.#inner.get(key, options);
-  }
-
-  getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
-    return this.#inner.getStream(key, options);
-  }
-
-  head(key: string, options?: CallOptions): Promise<ObjectInfo | null> {
-    return this.#inner.head(key, options);
-  }
-
-  list(prefix: string, options?: ListOptions): Promise<ListResult> {
-    return this.#inner.list(prefix, options);
-  }
-
-  put(key: string, body: Uint8Array, options?: PutOptions): Promise<{ version: ObjectVersion }> {
+  override put(
+    key: string,
+    body: Uint8Array,
+    options?: PutOptions,
+  ): Promise<{ version: ObjectVersion }> {
     this.#written.add(key);
-    return this.#inner.put(key, body, options);
+    return super.put(key, body, options);
   }
 
-  upload(
+  override upload(
     key: string,
     source: UploadSource,
     options?: UploadOptions,
   ): Promise<{ version: ObjectVersion; size: number }> {
     this.#written.add(key);
-    return this.#inner.upload(key, source, options);
-  }
-
-  delete(key: string, options?: DeleteOptions): Promise<void> {
-    return this.#inner.delete(key, options);
+    return super.upload(key, source, options);
   }
 }
 

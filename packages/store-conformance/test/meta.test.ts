@@ -7,6 +7,8 @@
 import {
   type DeleteOptions,
   type ListOptions,
+  type ListPage,
+  type ListPagesOptions,
   MemoryStore,
   NotImplementedError,
   type ObjectStore,
@@ -158,6 +160,47 @@ describe('runConformanceCases', () => {
     });
     const results = await runConformanceCases(folderLister, { prefix: 'run', groups: ['basics'] });
     expect(names(results, 'failed')).toEqual([PLAIN_PREFIX]);
+  });
+
+  it('fails the listPages case, and only it, for a store without listPages and for one whose pages ignore pageSize, drop a key or come out of order', async () => {
+    const listPagesCase = conformanceCases.find((testCase) =>
+      testCase.name.startsWith('listPages'),
+    )!;
+    const flawed: Record<string, (inner: MemoryStore) => ObjectStore> = {
+      'no listPages': (inner) => withListPages(inner, undefined),
+      // One page with everything, as a store that collects the listing first.
+      'pageSize ignored': (inner) =>
+        withListPages(inner, async function* (prefix, options) {
+          yield await inner.list(prefix, options);
+        }),
+      'a key dropped': (inner) =>
+        withListPages(inner, async function* (prefix, options) {
+          let first = true;
+          for await (const page of inner.listPages(prefix, options)) {
+            yield first ? { ...page, objects: page.objects.slice(1) } : page;
+            first = false;
+          }
+        }),
+      'pages reversed': (inner) =>
+        withListPages(inner, async function* (prefix, options) {
+          const pages: ListPage[] = [];
+          for await (const page of inner.listPages(prefix, options)) pages.push(page);
+          yield* pages.reverse();
+        }),
+    };
+    for (const [flaw, make] of Object.entries(flawed)) {
+      const results = await runConformanceCases(make(new MemoryStore()), {
+        prefix: 'run',
+        groups: ['basics'],
+      });
+      expect(names(results, 'failed'), flaw).toEqual([listPagesCase.name]);
+    }
+    const honest = await runConformanceCases(new MemoryStore(), {
+      prefix: 'run',
+      groups: ['basics'],
+    });
+    expect(names(honest, 'failed')).toEqual([]);
+    expect(names(honest, 'passed')).toContain(listPagesCase.name);
   });
 
   it('requires NotImplementedError from a store that declares no conditional put, also with content-hash versions', async () => {
@@ -313,6 +356,23 @@ describe('probeConditionalWrites', () => {
     ).rejects.toThrow('stop probing');
   });
 });
+
+/** `inner` with its listPages replaced (`undefined`: none), nothing else changed. */
+function withListPages(
+  inner: MemoryStore,
+  listPages: ((prefix: string, options?: ListPagesOptions) => AsyncIterable<ListPage>) | undefined,
+): ObjectStore {
+  return new Proxy(inner, {
+    has(target, property) {
+      return property === 'listPages' ? listPages !== undefined : Reflect.has(target, property);
+    },
+    get(target, property, receiver) {
+      if (property === 'listPages') return listPages;
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
 
 /** `inner` declaring other capabilities than its own, nothing else changed. */
 function claiming(inner: MemoryStore, claims: Partial<StoreCapabilities>): ObjectStore {

@@ -53,6 +53,8 @@ import {
   type GetStreamResult,
   joinKey,
   type ListOptions,
+  type ListPage,
+  type ListPagesOptions,
   type ListResult,
   normalizePrefix,
   type ObjectInfo,
@@ -70,10 +72,13 @@ import {
 } from '@x/store';
 import {
   abortReasonOr,
+  collectListPages,
   newWriteId,
+  orderedListPages,
+  pageSizeOf,
+  type RawListPage,
   refusedWriteError,
   requireCapability,
-  sortedListResult,
 } from '@x/store/adapter';
 import { gcsFailureOf, unexpectedFailure } from './errors.ts';
 import {
@@ -85,6 +90,9 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy, withRetries } from './retry.ts'
 
 /** The custom-metadata name under which each write records its random write id. */
 export const WRITE_ID_METADATA = 'x-store-write-id';
+
+/** The most objects GCS returns in one page of a listing. */
+const MAX_LIST_PAGE_SIZE = 1000;
 
 export interface GcsStoreOptions {
   /** The bucket; it must exist. */
@@ -486,33 +494,46 @@ export class GcsStore implements ObjectStore {
   }
 
   async list(prefix: string, options: ListOptions = {}): Promise<ListResult> {
+    return collectListPages(this.listPages(prefix, options));
+  }
+
+  /**
+   * `getFiles` with `autoPaginate: false`, one request per page, following
+   * `pageToken`; `pageSize` (default `listPageSize`) is sent as
+   * `maxResults`, at most 1 000. fake-gcs-server counts only objects against
+   * it, not rolled-up prefixes; a page it makes larger than `pageSize` is cut.
+   */
+  listPages(prefix: string, options: ListPagesOptions = {}): AsyncIterable<ListPage> {
+    return orderedListPages(this.#rawListPages(prefix, options), options.pageSize);
+  }
+
+  async *#rawListPages(prefix: string, options: ListPagesOptions): AsyncIterable<RawListPage> {
     const signal = options.signal;
     throwIfAborted(signal);
+    const maxResults = Math.min(pageSizeOf(options, this.#listPageSize), MAX_LIST_PAGE_SIZE);
     const fullPrefix = this.prefix === '' ? prefix : `${this.prefix}/${prefix}`;
     const strip = this.prefix === '' ? 0 : this.prefix.length + 1;
-    const objects: ObjectInfo[] = [];
-    const commonPrefixes: string[] = [];
     const bucket = this.storage.bucket(this.bucketName);
     let pageToken: string | undefined;
-    try {
-      do {
-        const token = pageToken;
+    do {
+      const token = pageToken;
+      let page: RawListPage;
+      try {
         const [files, next, response] = await withRetries(this.#retry, signal, () =>
           bucket.getFiles({
             prefix: fullPrefix,
             autoPaginate: false,
-            maxResults: this.#listPageSize,
+            maxResults,
             ...(options.delimiter ? { delimiter: options.delimiter } : {}),
             ...(token === undefined ? {} : { pageToken: token }),
           }),
         );
-        for (const file of files) {
-          objects.push({
-            key: file.name.slice(strip),
-            size: sizeOf(file.metadata),
-            version: generationVersion(file.metadata, 'list', file.name),
-          });
-        }
+        const objects: ObjectInfo[] = files.map((file) => ({
+          key: file.name.slice(strip),
+          size: sizeOf(file.metadata),
+          version: generationVersion(file.metadata, 'list', file.name),
+        }));
+        const commonPrefixes: string[] = [];
         const rolled = (response as { prefixes?: unknown } | undefined)?.prefixes;
         if (Array.isArray(rolled)) {
           for (const name of rolled)
@@ -520,12 +541,13 @@ export class GcsStore implements ObjectStore {
         }
         const nextToken = (next as { pageToken?: unknown } | null | undefined)?.pageToken;
         pageToken = typeof nextToken === 'string' && nextToken !== '' ? nextToken : undefined;
-      } while (pageToken !== undefined);
-    } catch (error) {
-      this.#fail('list', prefix === '' ? '(all)' : prefix, error, signal);
-    }
-    // A rolled-up prefix can come back on several pages; it is listed once.
-    return sortedListResult(objects, commonPrefixes);
+        page = { objects, commonPrefixes };
+      } catch (error) {
+        this.#fail('list', prefix === '' ? '(all)' : prefix, error, signal);
+      }
+      // A rolled-up prefix can come back on several pages: orderedListPages drops the repeat.
+      yield page;
+    } while (pageToken !== undefined);
   }
 
   async upload(

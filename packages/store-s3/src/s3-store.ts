@@ -83,6 +83,8 @@ import {
   type GetStreamResult,
   joinKey,
   type ListOptions,
+  type ListPage,
+  type ListPagesOptions,
   type ListResult,
   normalizePrefix,
   type ObjectInfo,
@@ -98,11 +100,14 @@ import {
 } from '@x/store';
 import {
   abortReasonOr,
+  collectListPages,
   jitteredBackoffMs,
   newWriteId,
+  orderedListPages,
+  pageSizeOf,
+  type RawListPage,
   requireCapability,
   sleepUnlessAborted,
-  sortedListResult,
 } from '@x/store/adapter';
 import {
   classifyS3Error,
@@ -589,23 +594,38 @@ export class S3Store implements ObjectStore {
   }
 
   async list(prefix: string, options: ListOptions = {}): Promise<ListResult> {
+    return collectListPages(this.listPages(prefix, options));
+  }
+
+  /**
+   * One ListObjectsV2 request per page, following continuation tokens;
+   * `pageSize` is sent as `MaxKeys` (S3 returns at most 1 000 whatever is asked).
+   */
+  listPages(prefix: string, options: ListPagesOptions = {}): AsyncIterable<ListPage> {
+    return orderedListPages(this.#rawListPages(prefix, options), options.pageSize);
+  }
+
+  async *#rawListPages(prefix: string, options: ListPagesOptions): AsyncIterable<RawListPage> {
     const { signal, delimiter } = options;
+    const maxKeys = options.pageSize === undefined ? undefined : pageSizeOf(options, 1000);
     const fullPrefix = this.prefix === '' ? prefix : `${this.prefix}/${prefix}`;
-    const objects: ObjectInfo[] = [];
-    const commonPrefixes: string[] = [];
     let continuationToken: string | undefined;
     do {
+      const token = continuationToken;
       const response = await this.#send('list', prefix, signal, (abortSignal) =>
         this.client.send(
           new ListObjectsV2Command({
             Bucket: this.bucket,
             Prefix: fullPrefix,
             ...(delimiter ? { Delimiter: delimiter } : {}),
-            ...(continuationToken ? { ContinuationToken: continuationToken } : {}),
+            ...(maxKeys === undefined ? {} : { MaxKeys: maxKeys }),
+            ...(token ? { ContinuationToken: token } : {}),
           }),
           { abortSignal },
         ),
       );
+      const objects: ObjectInfo[] = [];
+      const commonPrefixes: string[] = [];
       for (const entry of response.Contents ?? []) {
         if (entry.Key === undefined) continue;
         // A directory placeholder (`dir/`, zero bytes), as consoles, tools
@@ -635,9 +655,9 @@ export class S3Store implements ObjectStore {
           `s3 list of ${prefix}: the service said the listing is truncated but gave no continuation token`,
         );
       }
+      // Some S3-compatible services repeat a common prefix on consecutive pages: orderedListPages drops it.
+      yield { objects, commonPrefixes };
     } while (continuationToken);
-    // Some S3-compatible services repeat a common prefix on consecutive pages.
-    return sortedListResult(objects, commonPrefixes);
   }
 
   async upload(

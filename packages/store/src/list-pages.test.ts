@@ -69,6 +69,26 @@ describe('orderedListPages', () => {
   });
 });
 
+describe('orderedListPages with a pageSize', () => {
+  it('cuts a page the service made larger than asked, in key order', async () => {
+    const pages = await collect(
+      orderedListPages(
+        fromArray([
+          { objects: [info('a'), info('c'), info('e')], commonPrefixes: ['b/', 'd/'] },
+          { objects: [info('f')], commonPrefixes: [] },
+        ]),
+        2,
+      ),
+    );
+    expect(pages).toEqual([
+      { objects: [info('a')], commonPrefixes: ['b/'] },
+      { objects: [info('c')], commonPrefixes: ['d/'] },
+      { objects: [info('e')], commonPrefixes: [] },
+      { objects: [info('f')], commonPrefixes: [] },
+    ]);
+  });
+});
+
 describe('collectListPages', () => {
   it('is the sorted listing with each prefix once, whatever order the pages came in', async () => {
     async function* pages(): AsyncIterable<ListPage> {

@@ -110,9 +110,14 @@ export interface RawListPage {
  * A service's pages in the interface's form: each page's objects sorted by
  * UTF-8 byte order (in place), its prefixes sorted and without those the
  * page before already gave (services repeat a rolled-up prefix on
- * consecutive pages), and empty pages left out.
+ * consecutive pages), and empty pages left out. With `pageSize`, a page the
+ * service made larger (some count only objects against the limit, not
+ * rolled-up prefixes) is cut into pages of at most that many entries.
  */
-export async function* orderedListPages(raw: AsyncIterable<RawListPage>): AsyncIterable<ListPage> {
+export async function* orderedListPages(
+  raw: AsyncIterable<RawListPage>,
+  pageSize?: number,
+): AsyncIterable<ListPage> {
   let previousPrefixes = new Set<string>();
   for await (const page of raw) {
     const prefixes = [...new Set(page.commonPrefixes)]
@@ -121,7 +126,9 @@ export async function* orderedListPages(raw: AsyncIterable<RawListPage>): AsyncI
     previousPrefixes = new Set(page.commonPrefixes);
     page.objects.sort((a, b) => compareKeys(a.key, b.key));
     if (page.objects.length === 0 && prefixes.length === 0) continue;
-    yield { objects: page.objects, commonPrefixes: prefixes };
+    if (pageSize !== undefined && page.objects.length + prefixes.length > pageSize)
+      yield* pagesOf({ objects: page.objects, commonPrefixes: prefixes }, pageSize);
+    else yield { objects: page.objects, commonPrefixes: prefixes };
   }
 }
 
