@@ -17,7 +17,7 @@ import {
   UsageError,
 } from '../cli/command.ts';
 import { EXIT_OK, EXIT_REFUSED } from '../exit-codes.ts';
-import { progressReporter } from '../progress-bar.ts';
+import { type ProgressState, progressReporter } from '../progress-bar.ts';
 import { restoreDatabase } from '../restore-database.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';
 
@@ -66,13 +66,53 @@ export function parseCommitSeq(text: string, flag = '--commit'): number {
   return Number(text);
 }
 
-async function restoreBackup(context: CommandContextFor<typeof options>): Promise<number> {
+type RestoreContext = CommandContextFor<typeof options>;
+
+async function restoreBackup(context: RestoreContext): Promise<number> {
+  const { target, chosen } = checkArguments(context);
+  if (existsSync(target) && context.values['if-missing']) {
+    print(context, `${target} exists; nothing restored (--if-missing)`);
+    return EXIT_OK;
+  }
+  const { store, prefix } = await openUrlArgument(context, 0);
+  const progress = progressReporter(context.stderr);
+  try {
+    const result = await restoreChosen(context.values, {
+      store,
+      prefix,
+      target,
+      onProgress: (state) => progress.update(state),
+    });
+    progress.finish();
+    // Only a restore of the latest promises "everything backed up"; a chosen
+    // commit, time or manifest leaves newer data out on purpose.
+    const newer =
+      chosen.length === 0 ? await checkNewerData(store, prefix, result.manifestKey) : undefined;
+    reportRestored(context, target, result, newer);
+    // The restore itself worked: newer data it could not include is a
+    // warning, not a failure (README: exit codes).
+    return EXIT_OK;
+  } catch (error) {
+    progress.finish();
+    if (!isTargetRefusal(error)) throw error;
+    context.stderr.write(
+      context.redactor.text(
+        `backupd restore: ${error.message}\nuse --force to overwrite, or --if-missing to keep what is there\n`,
+      ),
+    );
+    return EXIT_REFUSED;
+  }
+}
+
+/** The target, and which of --commit, --time, --manifest were given (at most one). @throws UsageError */
+function checkArguments(context: RestoreContext): {
+  target: string;
+  chosen: readonly string[];
+} {
   expectPositionals(context, 2);
   if (context.positionals[0] === undefined) throw new UsageError('missing <url>');
   const targetArgument = context.positionals[1];
   if (targetArgument === undefined) throw new UsageError('missing <target>');
-  const target = resolve(context.cwd, targetArgument);
-  const { commit: commitSeq, time, manifest: manifestKey } = context.values;
   const chosen = (['commit', 'time', 'manifest'] as const).filter(
     (name) => context.values[name] !== undefined,
   );
@@ -82,81 +122,75 @@ async function restoreBackup(context: CommandContextFor<typeof options>): Promis
     );
   if (context.values['if-missing'] && context.values.force)
     throw new UsageError('--if-missing and --force contradict each other');
-  const type = context.values.type ?? 'sqlite';
-  const force = context.values.force ?? false;
-  if (existsSync(target) && context.values['if-missing']) {
-    print(context, `${target} exists; nothing restored (--if-missing)`);
-    return EXIT_OK;
-  }
-  const { store, prefix } = await openUrlArgument(context, 0);
-  const progress = progressReporter(context.stderr);
-  try {
-    const result =
-      type === 'framed'
-        ? await restoreFramed()
-        : await restoreDatabase(store, prefix, target, {
-            ...(manifestKey ? { manifestKey } : {}),
-            ...(commitSeq !== undefined ? { commitSeq } : {}),
-            ...(time !== undefined ? { time } : {}),
-            force,
-            onProgress: (state) => progress.update(state),
-          });
-    progress.finish();
-    // Only a restore of the latest promises "everything backed up"; a chosen
-    // commit, time or manifest leaves newer data out on purpose.
-    const newer =
-      chosen.length === 0 ? await checkNewerData(store, prefix, result.manifestKey) : undefined;
-    if (newer !== undefined) {
-      const warning =
-        'problem' in newer
-          ? `warning: could not check the backup for data newer than the restore point used (commit ${result.commitSeq}): ${newer.problem}`
-          : holdsUnnamedNewerData(newer.found)
-            ? newerDataWarning(newer.found)
-            : undefined;
-      if (warning !== undefined) context.stderr.write(context.redactor.text(`${warning}\n`));
-    }
-    if (context.values.json) {
-      printJson(
-        context,
-        newer === undefined
-          ? result
-          : 'problem' in newer
-            ? { ...result, newerUnrestorableCheckError: newer.problem }
-            : { ...result, newerUnrestorable: newerDataJson(newer.found) },
-      );
-    } else
-      print(context, `restored commit ${result.commitSeq} from ${result.manifestKey} to ${target}`);
-    // The restore itself worked: newer data it could not include is a
-    // warning, not a failure (README: exit codes).
-    return EXIT_OK;
-  } catch (error) {
-    progress.finish();
-    if (
-      (error as { code?: string }).code === 'RESTORE_TARGET_NOT_EMPTY' ||
-      (error as { code?: string }).code === 'SQLITE_RESTORE_TARGET_EXISTS'
-    ) {
-      context.stderr.write(
-        context.redactor.text(
-          `backupd restore: ${(error as Error).message}\nuse --force to overwrite, or --if-missing to keep what is there\n`,
-        ),
-      );
-      return EXIT_REFUSED;
-    }
-    throw error;
-  }
+  return { target: resolve(context.cwd, targetArgument), chosen };
+}
 
-  async function restoreFramed() {
-    if (time !== undefined)
-      throw new UsageError(
-        '--time needs commit times, which only SQLite backups record; use --commit',
-      );
-    return restore(store, prefix, target, {
-      ...(manifestKey ? { manifestKey } : {}),
-      ...(commitSeq !== undefined ? { commitSeq } : {}),
-      force,
-      onProgress: (state) => progress.update(state),
+/** Restores the restore point the options choose, as a SQLite database or a framed store directory. */
+async function restoreChosen(
+  values: RestoreContext['values'],
+  where: {
+    readonly store: ObjectStore;
+    readonly prefix: string;
+    readonly target: string;
+    readonly onProgress: (state: ProgressState) => void;
+  },
+): Promise<{ readonly commitSeq: number; readonly manifestKey: string }> {
+  const { commit: commitSeq, time, manifest: manifestKey } = values;
+  const choice = {
+    ...(manifestKey ? { manifestKey } : {}),
+    ...(commitSeq !== undefined ? { commitSeq } : {}),
+    force: values.force ?? false,
+    onProgress: where.onProgress,
+  };
+  if ((values.type ?? 'sqlite') === 'sqlite')
+    return restoreDatabase(where.store, where.prefix, where.target, {
+      ...choice,
+      ...(time !== undefined ? { time } : {}),
     });
+  if (time !== undefined)
+    throw new UsageError(
+      '--time needs commit times, which only SQLite backups record; use --commit',
+    );
+  return restore(where.store, where.prefix, where.target, choice);
+}
+
+/** What a restore refuses to overwrite: the caller's cue for exit 3. */
+function isTargetRefusal(error: unknown): error is Error {
+  return (
+    error instanceof Error &&
+    'code' in error &&
+    (error.code === 'RESTORE_TARGET_NOT_EMPTY' || error.code === 'SQLITE_RESTORE_TARGET_EXISTS')
+  );
+}
+
+/** The result line (or JSON), and on stderr the warning about newer data left out. */
+function reportRestored(
+  context: RestoreContext,
+  target: string,
+  result: { readonly commitSeq: number; readonly manifestKey: string },
+  newer: NewerDataCheck | undefined,
+): void {
+  if (newer !== undefined) {
+    const warning =
+      'problem' in newer
+        ? `warning: could not check the backup for data newer than the restore point used (commit ${result.commitSeq}): ${newer.problem}`
+        : holdsUnnamedNewerData(newer.found)
+          ? newerDataWarning(newer.found)
+          : undefined;
+    if (warning !== undefined) context.stderr.write(context.redactor.text(`${warning}\n`));
   }
+  if (!context.values.json) {
+    print(context, `restored commit ${result.commitSeq} from ${result.manifestKey} to ${target}`);
+    return;
+  }
+  printJson(
+    context,
+    newer === undefined
+      ? result
+      : 'problem' in newer
+        ? { ...result, newerUnrestorableCheckError: newer.problem }
+        : { ...result, newerUnrestorable: newerDataJson(newer.found) },
+  );
 }
 
 /** RFC 3339 date-time: date, time (seconds and fractions optional), and a zone. */

@@ -39,7 +39,12 @@ describe('stopReplication', () => {
     const code = await stopReplication(
       {
         daemon: daemon(async () => [replica(true), replica(false)]),
-        server: { url: 'http://127.0.0.1:1', close: async () => void (closed = true) },
+        server: {
+          url: 'http://127.0.0.1:1',
+          close: async () => {
+            closed = true;
+          },
+        },
       },
       logger,
       EXIT_OK,
