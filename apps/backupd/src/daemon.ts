@@ -26,6 +26,8 @@ interface Replica {
   readonly store: InstrumentedStore;
   readonly handle: BackupHandle;
   readonly source: BackupSource & { close?: () => Promise<void> | void };
+  /** Set once the worker has ended for good (its `done` settled): `/livez` answers 503. */
+  stopped: boolean;
 }
 
 export interface Daemon {
@@ -103,7 +105,18 @@ export async function startDaemon(
           host: hostname(),
           instanceId: worker.instanceId,
         });
-        replicas.push({ database, location: url.location, store, handle: worker.start(), source });
+        const replicaEntry: Replica = {
+          database,
+          location: url.location,
+          store,
+          handle: worker.start(),
+          source,
+          stopped: false,
+        };
+        void replicaEntry.handle.done.then(() => {
+          replicaEntry.stopped = true;
+        });
+        replicas.push(replicaEntry);
       }
     }
   } catch (error) {
@@ -136,6 +149,8 @@ export async function startDaemon(
             : {}),
           ...(health.restorePoints !== null ? { restorePoints: health.restorePoints } : {}),
           requests: replica.store.counters,
+          stopped: replica.stopped,
+          evaluationIntervalSeconds: replica.database.intervalMs / 1000,
         };
       }),
     shutdown: async () => {

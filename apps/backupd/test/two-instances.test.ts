@@ -98,6 +98,11 @@ describe.skipIf(!versitygw)('two backupd processes on one prefix', () => {
     expect(standbyHealth.replicas[0]!.leaseHeld).toBe(false);
     expect(standbyHealth.replicas[0]!.reason).toContain(`${firstId} on `);
     expect(standbyHealth.replicas[0]!.reason).toContain(`pid ${first.child.pid}`);
+    // For an orchestrator: the standby is alive but not ready; the holder is both.
+    expect((await getText(`${secondUrl}/livez`)).status).toBe(200);
+    expect((await getText(`${secondUrl}/readyz`)).status).toBe(503);
+    expect((await getText(`${firstUrl}/livez`)).status).toBe(200);
+    expect((await getText(`${firstUrl}/readyz`)).status).toBe(200);
 
     // Let both run side by side for a few backup intervals.
     await new Promise((resolve) => setTimeout(resolve, 1500));
