@@ -55,6 +55,21 @@ describe('--log-level', () => {
     expect(result.stdout).toBe('');
     expect(() => readFileSync(`${database}-backups`)).toThrow();
   });
+
+  it('is checked before the other arguments: a bad level wins over a missing <db>', async () => {
+    const result = await run(['replicate', '--log-level', 'LOUD']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      'backupd replicate: --log-level must be one of trace, debug, info, warn, error, fatal, silent; got "LOUD"\n' +
+        'Usage: backupd replicate <db> [<url>] [options]\n',
+    );
+  });
+
+  it('answers --help even with a bad level (help first, as before)', async () => {
+    const result = await run(['replicate', '--log-level', 'loud', '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: backupd replicate/);
+  });
 });
 
 describe('ls', () => {
