@@ -8,9 +8,9 @@
  * and cannot miss a method — also one added to the interface later.
  *
  * `listPages` is forwarded through `listPages(inner, …)` (so an inner store
- * without it still lists, as one page), and `intercept` sees each page
- * request separately, as operation `listPages`, since each is a request to
- * the service. A wrapper that overrides `list` to change what it returns
+ * without it still lists, as one page), and `intercept` sees each step of
+ * the iteration separately, as operation `listPages` — each page, and the
+ * step that ends the listing — since a page is a request to the service. A wrapper that overrides `list` to change what it returns
  * must override `listPages` too; `STORE_OPERATIONS` names every method, for
  * tests that check a wrapper forwards them all.
  */

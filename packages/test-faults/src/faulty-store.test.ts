@@ -1,4 +1,5 @@
-import { ConflictError, MemoryStore, StoreError } from '@x/store';
+import { ConflictError, listPages, MemoryStore, type ObjectStore, StoreError } from '@x/store';
+import { STORE_OPERATIONS } from '@x/store/adapter';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, settle } from './clock.ts';
 import { faultyStore } from './faulty-store.ts';
@@ -217,3 +218,107 @@ describe('faultyStore', () => {
     expect(first).toContain('lostResponse');
   });
 });
+
+describe('faultyStore covers every method', () => {
+  const call = async (store: ObjectStore, operation: (typeof STORE_OPERATIONS)[number]) => {
+    switch (operation) {
+      case 'get':
+        return store.get('k');
+      case 'getStream':
+        return store.getStream('k');
+      case 'head':
+        return store.head('k');
+      case 'put':
+        return store.put('k', bytes('x'));
+      case 'delete':
+        return store.delete('k');
+      case 'list':
+        return store.list('');
+      case 'listPages':
+        return collect(listPages(store, ''));
+      case 'upload':
+        return store.upload('k', bytes('x'));
+    }
+  };
+
+  it('answers a rule for each method of ObjectStore with the fault, without calling the inner store', async () => {
+    for (const operation of STORE_OPERATIONS) {
+      // A page request of listPages is a list request.
+      const scheduled = operation === 'listPages' ? 'list' : operation;
+      const inner = new MemoryStore();
+      await inner.put('k', bytes('before'));
+      let innerCalls = 0;
+      const counting = new Proxy(inner, {
+        get(target, property, receiver) {
+          const value = Reflect.get(target, property, receiver);
+          if (typeof value !== 'function') return value;
+          if (property === 'listPages')
+            // Making the listing sends nothing; asking it for a page does.
+            return (...args: unknown[]) => {
+              const pages = (value.apply(target, args) as AsyncIterable<unknown>)[
+                Symbol.asyncIterator
+              ]();
+              return {
+                [Symbol.asyncIterator]: () => ({
+                  next: () => {
+                    innerCalls++;
+                    return pages.next();
+                  },
+                }),
+              };
+            };
+          return (...args: unknown[]) => {
+            innerCalls++;
+            return value.apply(target, args);
+          };
+        },
+      });
+      const store = faultyStore(counting, {
+        schedule: { rules: [{ kind: 'error500', methods: [scheduled] }] },
+        seed: 1,
+      });
+      const error = await call(store, operation).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(injectedFaultKind(error), operation).toBe('error500');
+      expect(innerCalls, operation).toBe(0);
+      expect(store.counts().error500, operation).toBe(1);
+      expect(text((await inner.get('k'))!.body), operation).toBe('before');
+    }
+  });
+
+  it('asks the schedule once per page of listPages, so a fault can hit a later page', async () => {
+    const { inner, store } = setup([{ kind: 'reset', methods: ['list'], skip: 1 }]);
+    for (const key of ['a', 'b', 'c', 'd']) await inner.put(key, bytes(key));
+    const pages: string[][] = [];
+    const error = await (async () => {
+      for await (const page of listPages(store, '', { pageSize: 2 }))
+        pages.push(page.objects.map((object) => object.key));
+    })().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(pages).toEqual([['a', 'b']]);
+    expect(injectedFaultKind(error)).toBe('reset');
+    expect(store.requests()).toBe(2);
+  });
+
+  it('lists every page through the schedule when no rule fires', async () => {
+    const { inner, store } = setup([]);
+    for (const key of ['a', 'b', 'c']) await inner.put(key, bytes(key));
+    const pages = await collect(listPages(store, '', { pageSize: 2 }));
+    expect(pages.map((page) => page.objects.map((object) => object.key))).toEqual([
+      ['a', 'b'],
+      ['c'],
+    ]);
+    // Two pages and the step that ends the listing.
+    expect(store.requests()).toBe(3);
+  });
+});
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const item of items) all.push(item);
+  return all;
+}

@@ -20,23 +20,8 @@
  * Every made-up error has an `InjectedFaultError` as its `cause`. Every wait
  * is on the injected clock and honours the call's signal, so tests never sleep.
  */
-import {
-  type CallOptions,
-  ConflictError,
-  type DeleteOptions,
-  type GetResult,
-  type GetStreamResult,
-  type ListOptions,
-  type ListResult,
-  type ObjectInfo,
-  type ObjectStore,
-  type ObjectVersion,
-  type PutOptions,
-  type StoreCapabilities,
-  StoreError,
-  type UploadOptions,
-  type UploadSource,
-} from '@x/store';
+import { ConflictError, type GetStreamResult, type ObjectStore, StoreError } from '@x/store';
+import { ForwardingStore, type StoreOperation as ObjectStoreOperation } from '@x/store/adapter';
 import { type FaultClock, systemFaultClock } from './clock.ts';
 import { InjectedFaultError } from './injected-fault.ts';
 import {
@@ -49,7 +34,11 @@ import {
   ScheduleRunner,
 } from './schedule.ts';
 
-/** The operation names a rule's `methods` can list for the store wrapper. */
+/**
+ * The operation names a rule's `methods` can list for the store wrapper.
+ * Each page request of `listPages` is a `list`, as it is one list request
+ * to a service.
+ */
 export type StoreOperation = 'get' | 'getStream' | 'head' | 'put' | 'delete' | 'list' | 'upload';
 
 export interface FaultyStoreOptions {
@@ -106,10 +95,8 @@ interface HungCall {
   readonly fail: (error: unknown) => void;
 }
 
-class FaultyStoreImplementation implements FaultyStore {
-  readonly description: string;
-  readonly capabilities: StoreCapabilities;
-  readonly #inner: ObjectStore;
+/** Every call of every method passes `intercept`, so none escapes the schedule. */
+class FaultyStoreImplementation extends ForwardingStore implements FaultyStore {
   readonly #runner: ScheduleRunner;
   readonly #clock: FaultClock;
   readonly #counts = emptyCounts();
@@ -120,13 +107,11 @@ class FaultyStoreImplementation implements FaultyStore {
   #cancelPartitionTimer: (() => void) | undefined;
 
   constructor(inner: ObjectStore, options: FaultyStoreOptions) {
-    this.#inner = inner;
+    super(inner, { description: `${inner.description} (with injected faults)` });
     this.#runner = new ScheduleRunner(options.schedule, options.seed, {
       caseInsensitiveMethods: false,
     });
     this.#clock = options.clock ?? systemFaultClock;
-    this.description = `${inner.description} (with injected faults)`;
-    this.capabilities = inner.capabilities;
   }
 
   counts(): FaultCounts {
@@ -303,53 +288,26 @@ class FaultyStoreImplementation implements FaultyStore {
     }
   }
 
-  get(key: string, options: CallOptions = {}): Promise<GetResult | null> {
-    return this.#run('get', key, options.signal, () => this.#inner.get(key, options));
-  }
-
-  getStream(key: string, options: CallOptions = {}): Promise<GetStreamResult | null> {
-    const clock = this.#clock;
-    return this.#run(
-      'getStream',
-      key,
-      options.signal,
-      () => this.#inner.getStream(key, options),
-      (result, stallMs, stallAfterBytes) =>
-        result === null
-          ? null
-          : {
-              ...result,
-              body: stalledBody(result.body, stallAfterBytes, stallMs, clock, options.signal),
-            },
-    );
-  }
-
-  head(key: string, options: CallOptions = {}): Promise<ObjectInfo | null> {
-    return this.#run('head', key, options.signal, () => this.#inner.head(key, options));
-  }
-
-  put(
+  protected override intercept<T>(
+    operation: ObjectStoreOperation,
     key: string,
-    body: Uint8Array,
-    options: PutOptions = {},
-  ): Promise<{ version: ObjectVersion }> {
-    return this.#run('put', key, options.signal, () => this.#inner.put(key, body, options));
-  }
-
-  delete(key: string, options: DeleteOptions = {}): Promise<void> {
-    return this.#run('delete', key, options.signal, () => this.#inner.delete(key, options));
-  }
-
-  list(prefix: string, options: ListOptions = {}): Promise<ListResult> {
-    return this.#run('list', prefix, options.signal, () => this.#inner.list(prefix, options));
-  }
-
-  upload(
-    key: string,
-    source: UploadSource,
-    options: UploadOptions = {},
-  ): Promise<{ version: ObjectVersion; size: number }> {
-    return this.#run('upload', key, options.signal, () => this.#inner.upload(key, source, options));
+    signal: AbortSignal | undefined,
+    proceed: () => Promise<T>,
+  ): Promise<T> {
+    if (operation === 'getStream') {
+      const clock = this.#clock;
+      // A stalled download answers at once and holds its body back.
+      const stalled = (result: T, stallMs: number, stallAfterBytes: number): T => {
+        const stream = result as GetStreamResult | null;
+        return (
+          stream === null
+            ? null
+            : { ...stream, body: stalledBody(stream.body, stallAfterBytes, stallMs, clock, signal) }
+        ) as T;
+      };
+      return this.#run('getStream', key, signal, proceed, stalled);
+    }
+    return this.#run(operation === 'listPages' ? 'list' : operation, key, signal, proceed);
   }
 }
 
