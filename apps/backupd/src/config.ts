@@ -403,20 +403,45 @@ function validateDatabase(
   }
   const before = problems.length;
   unknownKeys(entry, DATABASE_KEYS, path, problems);
+  // In this order, so problems are reported in the order of the README.
+  const databasePath = validatePath(entry.path, path, baseDir, problems);
+  const type = validateType(entry.type, path, problems);
+  const urls = validateUrls(entry, path, type, problems);
+  const timings = validateTimings(entry, path, problems);
+  const retention = wholeNumber(
+    entry.retention,
+    `${path}.retention`,
+    DEFAULTS.retention,
+    BOUNDS.retention.min,
+    problems,
+  );
+  const checkpoint = validateCheckpoint(entry.checkpoint, `${path}.checkpoint`, problems);
+  const conditional = validateConditional(entry.conditional, path, problems);
+  if (problems.length > before) return undefined;
+  return { path: databasePath, type, urls, ...timings, retention, checkpoint, conditional };
+}
 
-  let databasePath = '';
-  if (typeof entry.path !== 'string' || entry.path.trim() === '') {
+function validatePath(value: unknown, path: string, baseDir: string, problems: string[]): string {
+  if (typeof value !== 'string' || value.trim() === '') {
     problems.push(`${path}.path: required, the database file to back up`);
-  } else {
-    databasePath = isAbsolute(entry.path) ? entry.path : resolve(baseDir, entry.path);
+    return '';
   }
+  return isAbsolute(value) ? value : resolve(baseDir, value);
+}
 
-  let type: SourceKind = 'sqlite';
-  if (entry.type !== undefined) {
-    if (entry.type === 'sqlite' || entry.type === 'framed') type = entry.type;
-    else problems.push(`${path}.type: must be "sqlite" or "framed", got ${describe(entry.type)}`);
-  }
+function validateType(value: unknown, path: string, problems: string[]): SourceKind {
+  if (value === undefined || value === 'sqlite' || value === 'framed') return value ?? 'sqlite';
+  problems.push(`${path}.type: must be "sqlite" or "framed", got ${describe(value)}`);
+  return 'sqlite';
+}
 
+/** `url` or `urls`, each parsed; a SQLite database keeps one. */
+function validateUrls(
+  entry: Record<string, unknown>,
+  path: string,
+  type: SourceKind,
+  problems: string[],
+): DatabaseConfig['urls'] {
   const urlTexts: { text: unknown; at: string }[] = [];
   if (entry.url !== undefined && entry.urls !== undefined) {
     problems.push(`${path}: give either "url" or "urls", not both`);
@@ -452,7 +477,18 @@ function validateDatabase(
       else throw error;
     }
   }
+  return urls;
+}
 
+/** The duration settings, each bounded by {@link BOUNDS}; a refused one is its default (and a problem). */
+function validateTimings(
+  entry: Record<string, unknown>,
+  path: string,
+  problems: string[],
+): Pick<
+  DatabaseConfig,
+  'intervalMs' | 'restorePointIntervalMs' | 'leaseTtlSeconds' | 'shutdownGraceMs'
+> {
   const duration = (key: string, fallback: number, min: number): number => {
     const value = entry[key];
     if (value === undefined) return fallback;
@@ -485,69 +521,59 @@ function validateDatabase(
     problems.push(
       `${path}.leaseTtl: must be at most ${formatDuration(BOUNDS.leaseTtlSeconds.max * 1000)}`,
     );
-
-  const integer = (value: unknown, at: string, fallback: number, min: number): number => {
-    if (value === undefined) return fallback;
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-      problems.push(`${at}: must be a whole number of at least ${min}, got ${describe(value)}`);
-      return fallback;
-    }
-    return value;
-  };
-  const retention = integer(
-    entry.retention,
-    `${path}.retention`,
-    DEFAULTS.retention,
-    BOUNDS.retention.min,
-  );
-
-  let checkpoint: CheckpointSettings = DEFAULTS.checkpoint;
-  if (entry.checkpoint !== undefined) {
-    if (!isMapping(entry.checkpoint)) {
-      problems.push(`${path}.checkpoint: must be a mapping, got ${describe(entry.checkpoint)}`);
-    } else {
-      unknownKeys(entry.checkpoint, CHECKPOINT_KEYS, `${path}.checkpoint`, problems);
-      const passivePages = integer(
-        entry.checkpoint.passivePages,
-        `${path}.checkpoint.passivePages`,
-        DEFAULTS.checkpoint.passivePages,
-        BOUNDS.checkpointPages.min,
-      );
-      const truncatePages = integer(
-        entry.checkpoint.truncatePages,
-        `${path}.checkpoint.truncatePages`,
-        DEFAULTS.checkpoint.truncatePages,
-        BOUNDS.checkpointPages.min,
-      );
-      if (truncatePages <= passivePages) {
-        problems.push(
-          `${path}.checkpoint.truncatePages: must be greater than passivePages (${passivePages})`,
-        );
-      }
-      checkpoint = { passivePages, truncatePages };
-    }
-  }
-
-  let conditional: boolean = DEFAULTS.conditional;
-  if (entry.conditional !== undefined) {
-    if (typeof entry.conditional === 'boolean') conditional = entry.conditional;
-    else
-      problems.push(
-        `${path}.conditional: must be true or false, got ${describe(entry.conditional)}`,
-      );
-  }
-
-  if (problems.length > before) return undefined;
   return {
-    path: databasePath,
-    type,
-    urls,
     intervalMs,
     restorePointIntervalMs,
-    retention,
     leaseTtlSeconds: Math.round(leaseTtlSeconds),
     shutdownGraceMs,
-    checkpoint,
-    conditional,
   };
+}
+
+function wholeNumber(
+  value: unknown,
+  at: string,
+  fallback: number,
+  min: number,
+  problems: string[],
+): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
+    problems.push(`${at}: must be a whole number of at least ${min}, got ${describe(value)}`);
+    return fallback;
+  }
+  return value;
+}
+
+function validateCheckpoint(value: unknown, at: string, problems: string[]): CheckpointSettings {
+  if (value === undefined) return DEFAULTS.checkpoint;
+  if (!isMapping(value)) {
+    problems.push(`${at}: must be a mapping, got ${describe(value)}`);
+    return DEFAULTS.checkpoint;
+  }
+  unknownKeys(value, CHECKPOINT_KEYS, at, problems);
+  const { min } = BOUNDS.checkpointPages;
+  const passivePages = wholeNumber(
+    value.passivePages,
+    `${at}.passivePages`,
+    DEFAULTS.checkpoint.passivePages,
+    min,
+    problems,
+  );
+  const truncatePages = wholeNumber(
+    value.truncatePages,
+    `${at}.truncatePages`,
+    DEFAULTS.checkpoint.truncatePages,
+    min,
+    problems,
+  );
+  if (truncatePages <= passivePages)
+    problems.push(`${at}.truncatePages: must be greater than passivePages (${passivePages})`);
+  return { passivePages, truncatePages };
+}
+
+function validateConditional(value: unknown, path: string, problems: string[]): boolean {
+  if (value === undefined) return DEFAULTS.conditional;
+  if (typeof value === 'boolean') return value;
+  problems.push(`${path}.conditional: must be true or false, got ${describe(value)}`);
+  return DEFAULTS.conditional;
 }
