@@ -3,7 +3,8 @@
  * the real servers: the probe's multipart check sends a real multipart
  * upload, and the `checksums` option decides whether the SDK's checksum
  * headers are sent — including to a service that answers them with 501
- * `NotImplemented`, whose message and header the error must carry.
+ * `NotImplemented`, whose message and header the error must carry; and
+ * `listPages` asks for one page per step of the iteration, no more.
  */
 import { NotImplementedError } from '@x/store';
 import { probeConditionalWrites } from '@x/store-conformance';
@@ -92,6 +93,38 @@ describe.each(conditional.map((server) => [`${server.name} ${server.version}`, s
       // The first completes, the second is refused with 412 (create-if-absent at completion).
       expect(completions.map((request) => request.status)).toEqual([200, 412]);
       expect(report.cleanup).toBeUndefined();
+    });
+
+    it('listPages sends one ListObjectsV2 per page, with MaxKeys and the continuation token, and none after a break', async () => {
+      const { proxy, store } = await viaProxy(server, randomPrefix('wire-pages'));
+      const keys = ['p/a', 'p/b', 'p/c', 'p/d', 'p/e'];
+      for (const key of keys) await store.put(key, new TextEncoder().encode(key));
+      const listings = () =>
+        proxy.requests().filter((request) => operation(request) === 'ListObjectsV2');
+
+      const before = listings().length;
+      const pages: string[][] = [];
+      for await (const page of store.listPages('p/', { pageSize: 2 }))
+        pages.push(page.objects.map((info) => info.key));
+      expect(pages).toEqual([['p/a', 'p/b'], ['p/c', 'p/d'], ['p/e']]);
+      const sent = listings().slice(before);
+      expect(sent).toHaveLength(3);
+      expect(sent.map((request) => new URLSearchParams(request.query).get('max-keys'))).toEqual([
+        '2',
+        '2',
+        '2',
+      ]);
+      expect(new URLSearchParams(sent[0]!.query).has('continuation-token')).toBe(false);
+      expect(new URLSearchParams(sent[1]!.query).has('continuation-token')).toBe(true);
+
+      const beforeBreak = listings().length;
+      for await (const page of store.listPages('p/', { pageSize: 2 })) {
+        expect(page.objects.map((info) => info.key)).toEqual(['p/a', 'p/b']);
+        break;
+      }
+      expect(listings().length - beforeBreak).toBe(1);
+      expect((await store.list('p/')).objects.map((info) => info.key)).toEqual(keys);
+      for (const key of keys) await store.delete(key);
     });
 
     it('checksums: when-supported sends the SDK’s checksum headers (so the next test can see them missing)', async () => {

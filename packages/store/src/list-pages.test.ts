@@ -182,7 +182,7 @@ const stores: [string, () => ObjectStore][] = [
   ],
 ];
 
-describe.each(stores)('%s listPages', (_name, createStore) => {
+describe.each(stores)('%s listPages', (name, createStore) => {
   let store: ObjectStore;
   beforeAll(async () => {
     store = createStore();
@@ -223,6 +223,21 @@ describe.each(stores)('%s listPages', (_name, createStore) => {
       break;
     }
     expect(seen).toEqual([...KEYS].sort(compareKeys).slice(0, 2));
+  });
+
+  it('reads a later page only when asked: an object deleted after the first page is not listed (FsStore), or is, from the snapshot (MemoryStore)', async () => {
+    const own = createStore();
+    for (const key of ['lazy/a', 'lazy/b', 'lazy/c', 'lazy/d'])
+      await own.put(key, new Uint8Array(1));
+    const seen: string[] = [];
+    let first = true;
+    for await (const page of listPages(own, 'lazy/', { pageSize: 2 })) {
+      seen.push(...page.objects.map((object) => object.key));
+      if (first) await own.delete('lazy/d');
+      first = false;
+    }
+    const snapshot = name === 'MemoryStore';
+    expect(seen).toEqual(['lazy/a', 'lazy/b', 'lazy/c', ...(snapshot ? ['lazy/d'] : [])]);
   });
 
   it('refuses a page size that is not a positive integer', async () => {
