@@ -12,6 +12,7 @@
  * nothing was left under the scratch prefix.
  */
 import { randomBytes } from 'node:crypto';
+import type { ObjectStore } from '@x/store';
 import {
   type CaseResult,
   type CleanupFailure,
@@ -98,9 +99,20 @@ service gives real single-writer exclusion. Exit code 0 when it does.`,
 async function checkExclusion(context: CommandContextFor<NoOptions>): Promise<number> {
   expectPositionals(context, 1);
   const opened = await openUrlArgument(context, 0);
-  const { prefix, url } = opened;
+  const { probe, cases, cleanup } = await measure(opened.store, opened.prefix);
+  const verdict = judge(opened.url, probe, cases, cleanup);
+  if (context.values.json) printJson(context, verdict);
+  else print(context, verdictText(verdict));
+  return verdict.safe && cleanup.clean ? EXIT_OK : EXIT_FAILED;
+}
+
+/** The probe and the cases under a scratch prefix of `prefix`, then the sweep of everything they wrote. */
+async function measure(
+  bare: ObjectStore,
+  prefix: string,
+): Promise<{ probe: ProbeReport; cases: readonly CaseResult[]; cleanup: CheckCleanup }> {
   // Every key the probe and the cases write, for the final sweep.
-  const store = new KeyRecordingStore(opened.store);
+  const store = new KeyRecordingStore(bare);
   const scratch = `${prefix}/.backupd-check-${randomBytes(6).toString('hex')}`;
   const signal = AbortSignal.timeout(10 * 60_000);
   const probe = await probeConditionalWrites(store, `${scratch}/probe`, { signal });
@@ -113,7 +125,7 @@ async function checkExclusion(context: CommandContextFor<NoOptions>): Promise<nu
   });
   // The final sweep runs on its own deadline: the run's may be nearly spent.
   const sweep = await cleanUpPrefix(
-    opened.store,
+    bare,
     scratch,
     store.written(),
     AbortSignal.timeout(5 * 60_000),
@@ -142,9 +154,17 @@ async function checkExclusion(context: CommandContextFor<NoOptions>): Promise<nu
     listed: sweep?.listed ?? true,
     failures,
   };
+  return { probe, cases, cleanup };
+}
 
+/** SAFE only when create-if-absent and replace-if-version are honoured; the summary adds what was left behind. */
+function judge(
+  url: string,
+  probe: ProbeReport,
+  cases: readonly CaseResult[],
+  cleanup: CheckCleanup,
+): CheckVerdict {
   const safe = probe.create.outcome === 'honoured' && probe.replace.outcome === 'honoured';
-  const failed = cases.filter((result) => result.outcome === 'failed');
   const extra = notes(probe);
   const summary = safe
     ? `${url}: SAFE — the service honours create-if-absent and replace-if-version; the lease gives real exclusion${
@@ -153,8 +173,8 @@ async function checkExclusion(context: CommandContextFor<NoOptions>): Promise<nu
     : `${url}: UNSAFE — ${unsafeReasons(probe)}: two writers could corrupt a backup; backupd refuses to run here unless the lease is set best-effort (conditional: false)`;
   const leftLine = cleanup.clean
     ? undefined
-    : `cleanup FAILED: ${cleanup.listed ? '' : 'at least '}${cleanup.left} object${cleanup.left === 1 ? '' : 's'} left under ${scratch}/${cleanup.listed ? '' : ' (the prefix could not be listed: more may be there)'}; delete that prefix by hand`;
-  const verdict: CheckVerdict = {
+    : `cleanup FAILED: ${cleanup.listed ? '' : 'at least '}${cleanup.left} object${cleanup.left === 1 ? '' : 's'} left under ${cleanup.prefix}/${cleanup.listed ? '' : ' (the prefix could not be listed: more may be there)'}; delete that prefix by hand`;
+  return {
     safe,
     exclusion: safe ? 'conditional' : 'none',
     probe,
@@ -162,25 +182,25 @@ async function checkExclusion(context: CommandContextFor<NoOptions>): Promise<nu
     cleanup,
     summary: leftLine ? `${summary}\n${leftLine}` : summary,
   };
-  if (context.values.json) {
-    printJson(context, verdict);
-  } else {
-    const probeRows = (['create', 'replace', 'delete', 'multipartCreate'] as const)
-      .filter((name) => probe[name] !== undefined)
-      .map((name) => [name, probe[name]!.outcome, probe[name]!.evidence]);
-    const lines = [table(['PRECONDITION', 'VERDICT', 'EVIDENCE'], probeRows), ''];
-    lines.push(
-      `conformance: ${cases.filter((result) => result.outcome === 'passed').length} passed, ${failed.length} failed, ${cases.filter((result) => result.outcome === 'not-applicable').length} not applicable`,
-    );
-    for (const result of failed)
-      lines.push(`  FAILED ${result.group}: ${result.name}: ${result.detail ?? ''}`);
-    if (failures.length > 0) {
-      lines.push('', `cleanup of ${scratch}/: ${failures.length} failure(s)`);
-      for (const failure of failures) lines.push(`  ${failure}`);
-    }
-    lines.push('', summary);
-    if (leftLine) lines.push(leftLine);
-    print(context, lines.join('\n'));
+}
+
+/** The text report: the probe's table, the cases, every cleanup failure, the summary. */
+function verdictText({ probe, cases, cleanup, summary }: CheckVerdict): string {
+  const probeRows = (['create', 'replace', 'delete', 'multipartCreate'] as const)
+    .filter((name) => probe[name] !== undefined)
+    .map((name) => [name, probe[name]!.outcome, probe[name]!.evidence]);
+  const failed = cases.filter((result) => result.outcome === 'failed');
+  const lines = [table(['PRECONDITION', 'VERDICT', 'EVIDENCE'], probeRows), ''];
+  lines.push(
+    `conformance: ${cases.filter((result) => result.outcome === 'passed').length} passed, ${failed.length} failed, ${cases.filter((result) => result.outcome === 'not-applicable').length} not applicable`,
+  );
+  for (const result of failed)
+    lines.push(`  FAILED ${result.group}: ${result.name}: ${result.detail ?? ''}`);
+  if (cleanup.failures.length > 0) {
+    lines.push('', `cleanup of ${cleanup.prefix}/: ${cleanup.failures.length} failure(s)`);
+    for (const failure of cleanup.failures) lines.push(`  ${failure}`);
   }
-  return safe && cleanup.clean ? EXIT_OK : EXIT_FAILED;
+  // The summary carries the cleanup line, when there is one, on its own line.
+  lines.push('', summary);
+  return lines.join('\n');
 }
