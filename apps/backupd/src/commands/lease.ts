@@ -14,7 +14,7 @@
  * "unknown". A store that cannot write conditionally at all is best-effort.
  */
 import { randomBytes } from 'node:crypto';
-import { LeaseRecordError, MAX_SANE_TTL_S, readLease } from '@x/lease';
+import { type LeaseRecord, LeaseRecordError, MAX_SANE_TTL_S, readLease } from '@x/lease';
 import type { ObjectStore } from '@x/store';
 import { probeConditionalWrites } from '@x/store-conformance';
 import { type CommandContextFor, defineCommand, type NoOptions } from '../cli/command.ts';
@@ -142,16 +142,8 @@ async function showLease(context: CommandContextFor<NoOptions>): Promise<number>
     return EXIT_OK;
   }
   const { record } = found;
+  const state = leaseState(record, now);
   const expiresAt = record.renewedAt + record.ttlSeconds * 1000;
-  const suspect =
-    record.ttlSeconds > MAX_SANE_TTL_S || record.renewedAt - now > record.ttlSeconds * 1000;
-  const state = record.released
-    ? 'released'
-    : suspect
-      ? 'suspect'
-      : expiresAt > now
-        ? 'held'
-        : 'expired';
   if (context.values.json) {
     printJson(context, {
       state,
@@ -162,6 +154,26 @@ async function showLease(context: CommandContextFor<NoOptions>): Promise<number>
     });
     return EXIT_OK;
   }
+  print(context, [...recordLines(record, state, now), exclusionLine].join('\n'));
+  return EXIT_OK;
+}
+
+type LeaseState = 'released' | 'suspect' | 'held' | 'expired';
+
+/**
+ * What a reader makes of a record at `now`: released, suspect (renewed in
+ * the future beyond its TTL, or a TTL over @x/lease's sane maximum), held,
+ * or expired.
+ */
+function leaseState(record: LeaseRecord, now: number): LeaseState {
+  if (record.released) return 'released';
+  const ttlMs = record.ttlSeconds * 1000;
+  if (record.ttlSeconds > MAX_SANE_TTL_S || record.renewedAt - now > ttlMs) return 'suspect';
+  return record.renewedAt + ttlMs > now ? 'held' : 'expired';
+}
+
+function recordLines(record: LeaseRecord, state: LeaseState, now: number): string[] {
+  const expiresAt = record.renewedAt + record.ttlSeconds * 1000;
   const lines = [
     `state: ${state}`,
     `holder: ${record.host} (pid ${record.pid}, instance ${record.instanceId})`,
@@ -183,7 +195,5 @@ async function showLease(context: CommandContextFor<NoOptions>): Promise<number>
     lines.push(
       'released by its holder: the prefix is free (the generation is kept so the next holder gets a higher one)',
     );
-  lines.push(exclusionLine);
-  print(context, lines.join('\n'));
-  return EXIT_OK;
+  return lines;
 }
