@@ -42,6 +42,7 @@
  */
 import { type Clock, DEFAULT_TTL_S, newInstanceId, systemClock } from '@x/lease';
 import {
+  type Manifest,
   parseArchiveName,
   parseSegmentGenerationPrefix,
   parseVersionedGeneration,
@@ -62,12 +63,14 @@ import {
   sameWalKey,
 } from './health.ts';
 import { LeaseHolder } from './lease-holder.ts';
+import { decideLineage } from './lineage-decision.ts';
 import { ManifestWriter } from './manifest-writer.ts';
 import { Requests } from './requests.ts';
 import { keyOf, Shipper } from './shipper.ts';
 import { UnrestorableCommits } from './shutdown-report.ts';
 import { type BackupSource, type DurablePosition, unchangedBetween } from './source.ts';
 import { Tenure } from './tenure.ts';
+import { Triggers } from './triggers.ts';
 import {
   type BackupHandle,
   type BackupLogger,
@@ -218,39 +221,7 @@ export class BackupWorker {
   start(): BackupHandle {
     if (this.#started) throw new BackupError('a BackupWorker can be started once');
     this.#started = true;
-    let wake: (() => void) | null = null;
-    // A trigger that arrives while a step runs makes the next wait end at once.
-    let triggered = false;
-    let shutdownRequested = false;
-    let shutdownResolve: () => void = () => {};
-    const shutdownSignal = new Promise<void>((resolve) => {
-      shutdownResolve = resolve;
-    });
-    const trigger = (kind: 'snapshot' | 'shutdown'): void => {
-      if (kind === 'shutdown' && !shutdownRequested) {
-        shutdownRequested = true;
-        shutdownResolve();
-      }
-      if (wake) wake();
-      else triggered = true;
-    };
-    const sleep = (ms: number): Promise<void> =>
-      new Promise<void>((resolve) => {
-        if (triggered) {
-          triggered = false;
-          resolve();
-          return;
-        }
-        const cancel = this.#clock.setTimer(ms, () => {
-          wake = null;
-          resolve();
-        });
-        wake = () => {
-          cancel();
-          wake = null;
-          resolve();
-        };
-      });
+    const triggers = new Triggers(this.#clock);
 
     // The supervisor: health every interval, whatever the worker does.
     let supervising = true;
@@ -265,7 +236,7 @@ export class BackupWorker {
     };
     supervise();
 
-    const done = this.#run(() => shutdownRequested, shutdownSignal, sleep).then(
+    const done = this.#run(triggers).then(
       () => 'stopped',
       (error: unknown) => {
         const why = WorkerPanicError.isInstance(error)
@@ -282,9 +253,9 @@ export class BackupWorker {
     });
     return {
       health: () => this.#health.snapshot(),
-      trigger,
+      trigger: (kind) => triggers.trigger(kind),
       shutdown: async () => {
-        trigger('shutdown');
+        triggers.trigger('shutdown');
         await finished;
         return this.#shutdownReport ?? this.#unrestorable.unknown(this.#lease.tenures > 0);
       },
@@ -292,11 +263,9 @@ export class BackupWorker {
     };
   }
 
-  async #run(
-    shutdownRequested: () => boolean,
-    shutdownSignal: Promise<void>,
-    sleep: (ms: number) => Promise<void>,
-  ): Promise<void> {
+  /** The run loop: take the lease, step, wait; until a shutdown, a refusal or a panic. */
+  async #run(triggers: Triggers): Promise<void> {
+    const { shutdownSignal } = triggers;
     let delay = 0;
     let inFlight: Promise<unknown> | null = null;
     // Races `work` against a shutdown; `undefined` when the shutdown came first.
@@ -311,8 +280,8 @@ export class BackupWorker {
     };
     try {
       for (;;) {
-        if (delay > 0) await sleep(delay);
-        if (shutdownRequested()) break;
+        if (delay > 0) await triggers.sleep(delay);
+        if (triggers.shutdownRequested) break;
         if (!this.#lease.holds()) {
           const waited = await untilShutdown(this.#takeLease());
           if (waited === undefined) break;
@@ -601,72 +570,62 @@ export class BackupWorker {
     const latest = await this.#writer.readLatest();
     const local = await this.#source.readLineage();
     const parent = await this.#source.readParent();
-    // A store restored from exactly the restore point LATEST names continues
-    // the prefix as a new lineage (a restore writes no lineage file: the
-    // restored store gets its own at this, its first, backup).
-    let adopt = false;
-    if (
-      latest !== null &&
-      parent !== null &&
-      parent.lineage === latest.lineage &&
-      local !== latest.lineage
-    ) {
-      if (this.#tenure.latestTarget !== parent.manifestKey) {
-        throw this.#refuse(
-          `this store was restored from ${parent.manifestKey} of lineage ${parent.lineage}, but the backup prefix has moved on since (LATEST names ${this.#tenure.latestTarget ?? 'nothing'}): another instance has written to it. Nothing is uploaded or deleted. Point the worker at a new prefix`,
-        );
-      }
-      adopt = true;
-    }
+    const facts = { latest, latestTarget: this.#tenure.latestTarget, local, parent };
+    let decision = decideLineage(facts);
+    if (decision.kind === 'needs-commit-count')
+      decision = decideLineage({
+        ...facts,
+        commitCount: (await this.#source.durablePosition()).commitCount,
+      });
     let lineage: string;
-    if (adopt && local === null) {
-      lineage = newInstanceId();
-      await this.#source.createLineage(lineage);
-      this.#logger.info('backup.new_lineage', { lineage, parent: parent?.lineage ?? '' });
-    } else if (adopt && local !== null) {
-      lineage = local;
-    } else if (local !== null && latest !== null && local !== latest.lineage) {
-      throw this.#refuse(
-        `this backup prefix holds the backups of another store (lineage ${latest.lineage}), not this one (lineage ${local}); nothing is uploaded or deleted. Point the worker at a new prefix, or restore this store from that prefix first`,
-      );
-    } else if (local === null && latest !== null) {
-      throw this.#refuse(
-        `this backup prefix holds the backups of another store (lineage ${latest.lineage}), and this store has never been backed up; nothing is uploaded or deleted. Point the worker at a new prefix, or restore this store from that prefix first`,
-      );
-    } else if (local !== null && latest !== null) {
-      const have = (await this.#source.durablePosition()).commitCount;
-      if (have === null) return false;
-      if (have < latest.commitSeq) {
-        throw this.#refuse(
-          `this store holds ${have} commits, fewer than the ${latest.commitSeq} of the newest restore point in the backup prefix: it was restored from an older backup, or rewound. Uploading would bury the newer history, so nothing is uploaded or deleted. Point the worker at a new prefix`,
+    switch (decision.kind) {
+      case 'refuse':
+        throw this.#refuse(decision.reason);
+      case 'needs-commit-count':
+      case 'undecidable':
+        return false;
+      case 'continue':
+        lineage = decision.lineage;
+        break;
+      case 'create':
+        lineage = newInstanceId();
+        await this.#source.createLineage(lineage);
+        this.#logger.info(
+          'backup.new_lineage',
+          decision.adopt ? { lineage, parent: parent?.lineage ?? '' } : { lineage },
         );
-      }
-      lineage = local;
-    } else if (local !== null) {
-      lineage = local;
-    } else {
-      lineage = newInstanceId();
-      await this.#source.createLineage(lineage);
-      this.#logger.info('backup.new_lineage', { lineage });
+        break;
     }
-    if (adopt)
+    if (decision.adopt)
       this.#logger.info('backup.adopting_prefix', { lineage, parent: parent?.lineage ?? '' });
     this.#tenure.parentLineage = parent?.lineage ?? null;
+    await this.#scanBucket(latest, lineage);
+    this.#tenure.lineage = lineage;
+    this.#tenure.resumed = true;
+    return true;
+  }
 
+  /**
+   * Learn the generation numbers in use (so none is reused) and the
+   * archives LATEST's restore point names (so they are not uploaded again).
+   * Three LISTs, with a delimiter: `wal/` is never listed whole.
+   */
+  async #scanBucket(latest: Manifest | null, lineage: string): Promise<void> {
+    const prefix = this.#prefix;
     const generations = new Set<number>();
-    const wal = await this.#requests.list(`${this.#prefix}/wal/`, '/');
+    const wal = await this.#requests.list(`${prefix}/wal/`, '/');
     for (const common of wal.commonPrefixes) {
-      const g = parseSegmentGenerationPrefix(this.#prefix, common);
+      const g = parseSegmentGenerationPrefix(prefix, common);
       if (g !== undefined) generations.add(g);
     }
-    const snapshots = await this.#requests.list(`${this.#prefix}/snapshots/`, '/');
+    const snapshots = await this.#requests.list(`${prefix}/snapshots/`, '/');
     for (const object of snapshots.objects) {
-      const g = parseVersionedGeneration(this.#prefix, object.key);
+      const g = parseVersionedGeneration(prefix, object.key);
       if (g !== undefined) generations.add(g);
     }
-    const archives = await this.#requests.list(`${this.#prefix}/archives/`, '/');
+    const archives = await this.#requests.list(`${prefix}/archives/`, '/');
     for (const common of archives.commonPrefixes) {
-      const name = common.slice(`${this.#prefix}/archives/`.length).replace(/\/$/, '');
+      const name = common.slice(`${prefix}/archives/`.length).replace(/\/$/, '');
       if (/^\d+$/.test(name)) generations.add(Number(name));
     }
     let highest = -1;
@@ -685,9 +644,6 @@ export class BackupWorker {
     }
     this.#tenure.generations = generations;
     this.#tenure.nextGeneration = highest + 1;
-    this.#tenure.lineage = lineage;
-    this.#tenure.resumed = true;
-    return true;
   }
 
   /** Refuse the prefix for the life of this worker. */

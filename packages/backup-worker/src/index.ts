@@ -61,6 +61,6 @@ export type {
   WalRange,
 } from './source.ts';
 export { unchangedBetween } from './source.ts';
+// The SQLite source.
 export * from './sqlite/index.ts';
 export { TestHooks } from './test-hooks.ts';
-// The SQLite source.

@@ -240,17 +240,8 @@ export class ManifestWriter {
    */
   async #applyRetention(justWritten: string): Promise<void> {
     const { prefix, requests, tenure, health, logger, source } = this.#ctx;
-    const listed = await requests.list(`${prefix}/manifest/`);
-    const keys = listed.objects.map((o) => o.key).filter((k) => k.endsWith('.json'));
-    keys.sort();
-    const versions = new Map(listed.objects.map((o) => [o.key, o.version]));
-    const manifests: ListedManifest[] = [];
-    for (const key of keys) {
-      const manifest = await this.#readManifestCached(key, versions.get(key));
-      if (manifest !== undefined) manifests.push({ key, manifest });
-    }
     const selection = selectManifests({
-      manifests,
+      manifests: await this.#listManifests(),
       lineage: tenure.ownLineage(),
       retain: this.#retain,
       justWritten,
@@ -282,10 +273,10 @@ export class ManifestWriter {
     }
     const segmentObjects = new Map<number, string[]>();
     for (const g of generations.retiring) {
-      const listedSegments = await requests.list(segmentGenerationPrefix(prefix, g));
+      const listed = await requests.list(segmentGenerationPrefix(prefix, g));
       segmentObjects.set(
         g,
-        listedSegments.objects.map((o) => o.key),
+        listed.objects.map((o) => o.key),
       );
     }
     const doomed = planDeletions({
@@ -309,6 +300,20 @@ export class ManifestWriter {
     }
     for (const [n, archive] of tenure.archives)
       if (!generations.referenced.has(archive.entry.key)) tenure.archives.delete(n);
+  }
+
+  /** Every manifest under the prefix, in key order (oldest first), parsed or `null`; gone ones left out. */
+  async #listManifests(): Promise<ListedManifest[]> {
+    const listed = await this.#ctx.requests.list(`${this.#ctx.prefix}/manifest/`);
+    const keys = listed.objects.map((o) => o.key).filter((k) => k.endsWith('.json'));
+    keys.sort();
+    const versions = new Map(listed.objects.map((o) => [o.key, o.version]));
+    const manifests: ListedManifest[] = [];
+    for (const key of keys) {
+      const manifest = await this.#readManifestCached(key, versions.get(key));
+      if (manifest !== undefined) manifests.push({ key, manifest });
+    }
+    return manifests;
   }
 
   /**

@@ -31,6 +31,7 @@ import type { ManifestWriter } from './manifest-writer.ts';
 import {
   type DurablePosition,
   type FileObservation,
+  type OpenedArchive,
   type ShippedProgress,
   unchangedBetween,
   type WalRange,
@@ -111,6 +112,7 @@ export class Shipper {
    * write the manifest.
    */
   async uploadBase(position: DurablePosition, disk: FileObservation): Promise<void> {
+    const { tenure, prefix, requests } = this.#ctx;
     const opened = await this.#ctx.source.openRestorePoint();
     try {
       const after = await this.#ctx.source.observe();
@@ -126,67 +128,32 @@ export class Shipper {
       }
       // Burn the number now: objects a failed attempt leaves belong to a
       // generation no manifest will ever name.
-      const number = this.#ctx.tenure.nextGeneration;
-      this.#ctx.tenure.nextGeneration += 1;
-      this.#ctx.tenure.generations.add(number);
-      this.#ctx.tenure.allocated.add(number);
+      const number = tenure.nextGeneration;
+      tenure.nextGeneration += 1;
+      tenure.generations.add(number);
+      tenure.allocated.add(number);
 
-      const present: number[] = [];
-      for (const archive of opened.archives) {
-        const known = this.#ctx.tenure.archives.get(archive.number);
-        let reusable = false;
-        if (known && known.length === archive.size) {
-          if (known.verified) reusable = true;
-          else {
-            // Seeded from the bucket: the same number and length are not the
-            // same bytes until the CRC says so.
-            const crc = new Crc32();
-            for await (const chunk of archive.read({ signal: this.#runSignal() }))
-              crc.update(chunk);
-            reusable = crc.hex() === known.entry.crc32;
-          }
-        }
-        if (reusable) known!.verified = true;
-        else {
-          const entry = await this.#ctx.requests.putFile(
-            archive,
-            archiveKey(this.#ctx.prefix, number, archive.number),
-            this.#ctx.source.frameCounter(),
-            0,
-            this.#ctx.tenure.ownLineage(),
-          );
-          this.#ctx.tenure.archives.set(archive.number, {
-            length: entry.size,
-            entry,
-            verified: true,
-          });
-        }
-        present.push(archive.number);
-      }
+      const present = await this.#uploadArchives(opened.archives, number);
       const chain: FileEntry[] = [];
       for (const file of opened.chainFiles) chain.push(await this.#putSide(file.name, file.bytes));
       const floor = opened.floor;
       let archiveFrames = 0;
-      for (const n of present) archiveFrames += this.#ctx.tenure.archives.get(n)?.entry.frames ?? 0;
+      for (const n of present) archiveFrames += tenure.archives.get(n)?.entry.frames ?? 0;
       let snapshot: FileEntry | null = null;
       if (opened.snapshot) {
-        const key = snapshotKey(
-          this.#ctx.prefix,
-          number,
-          floor + archiveFrames + opened.snapshotCommits,
-        );
-        snapshot = await this.#ctx.requests.putFile(
+        const key = snapshotKey(prefix, number, floor + archiveFrames + opened.snapshotCommits);
+        snapshot = await requests.putFile(
           opened.snapshot,
           key,
           null,
           opened.snapshotCommits,
-          this.#ctx.tenure.ownLineage(),
+          tenure.ownLineage(),
         );
       }
       await this.#syncSideFiles();
-      this.#ctx.tenure.snapshot = snapshot;
-      this.#ctx.tenure.baseArchives = present;
-      this.#ctx.tenure.current = {
+      tenure.snapshot = snapshot;
+      tenure.baseArchives = present;
+      tenure.current = {
         number,
         key: keyOf(position),
         cursor: 0,
@@ -196,12 +163,49 @@ export class Shipper {
         segments: [],
       };
       this.recordShipped();
-      this.#ctx.tenure.manifestDirty = true;
+      tenure.manifestDirty = true;
     } finally {
       await opened.close();
     }
     await this.shipSegments();
     await this.writeManifest();
+  }
+
+  /**
+   * Upload the archives of a new restore point, reusing each one the bucket
+   * already holds with the same number, length and CRC. Returns their
+   * numbers in chain order.
+   */
+  async #uploadArchives(archives: readonly OpenedArchive[], generation: number): Promise<number[]> {
+    const { tenure, prefix, requests, source } = this.#ctx;
+    const present: number[] = [];
+    for (const archive of archives) {
+      const known = tenure.archives.get(archive.number);
+      let reusable = false;
+      if (known && known.length === archive.size) {
+        if (known.verified) reusable = true;
+        else {
+          // Seeded from the bucket: the same number and length are not the
+          // same bytes until the CRC says so.
+          const crc = new Crc32();
+          for await (const chunk of archive.read({ signal: this.#runSignal() })) crc.update(chunk);
+          reusable = crc.hex() === known.entry.crc32;
+        }
+      }
+      if (known && reusable) known.verified = true;
+      else {
+        const entry = await requests.putFile(
+          archive,
+          archiveKey(prefix, generation, archive.number),
+          source.frameCounter(),
+          0,
+          tenure.ownLineage(),
+        );
+        tenure.archives.set(archive.number, { length: entry.size, entry, verified: true });
+      }
+      present.push(archive.number);
+    }
+    return present;
   }
 
   async #putSide(name: string, bytes: Uint8Array): Promise<FileEntry> {
