@@ -114,7 +114,6 @@ export class LeaseKeeper implements AsyncDisposable {
   /** The lease's fence combined with the drop signal, rebuilt when the lease opens a new fence. */
   #combined: { fence: AbortSignal; signal: AbortSignal } | undefined;
   #cancelTimer: (() => void) | undefined;
-  #renewing: Promise<void> | undefined;
   #failures = 0;
   #stopping = false;
   #resolveStopped!: () => void;
@@ -176,14 +175,12 @@ export class LeaseKeeper implements AsyncDisposable {
   }
 
   /**
-   * Stops renewing, waits for a renewal in flight, and releases (nothing
-   * when the lease was lost or dropped). Rejects on a store failure.
+   * Stops renewing and releases (nothing when the lease was lost or
+   * dropped); the lease lets a renewal in flight finish first. Rejects on a
+   * store failure.
    */
   async release(options: { signal?: AbortSignal } = {}): Promise<void> {
     this.#stop();
-    const renewing = this.#renewing;
-    // Its outcome was (or will not be) reported; the release only waits for it.
-    if (renewing) await renewing.catch(() => {});
     if (this.lease.isLost() || this.isDropped()) return;
     await this.lease.release(options);
     if (!this.lease.isLost()) this.#emit({ type: 'released' });
@@ -218,11 +215,7 @@ export class LeaseKeeper implements AsyncDisposable {
     if (this.#stopping) return;
     this.#cancelTimer = this.#clock().setTimer(delayMs, () => {
       this.#cancelTimer = undefined;
-      const renewing = this.#renewOnce();
-      this.#renewing = renewing;
-      void renewing.finally(() => {
-        if (this.#renewing === renewing) this.#renewing = undefined;
-      });
+      void this.#renewOnce();
     });
   }
 
