@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { recordingLogger } from '../../test/helpers/recording-logger.ts';
 import { singleDatabaseConfig } from '../config.ts';
 import { restoreMissingDatabases } from './first-boot-restore.ts';
-import { recordingLogger } from './test-logger.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'backupd-first-boot-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

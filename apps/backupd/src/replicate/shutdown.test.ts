@@ -1,9 +1,9 @@
 import type { ShutdownReport } from '@x/backup-worker';
 import { describe, expect, it } from 'vitest';
+import { recordingLogger } from '../../test/helpers/recording-logger.ts';
 import type { Daemon, ReplicaShutdown } from '../daemon.ts';
 import { EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK } from '../exit-codes.ts';
 import { shutdownExitCode, stopReplication } from './shutdown.ts';
-import { recordingLogger } from './test-logger.ts';
 
 function replica(complete: boolean): ReplicaShutdown {
   const report: ShutdownReport = {

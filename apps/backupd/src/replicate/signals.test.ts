@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { recordingLogger } from '../../test/helpers/recording-logger.ts';
 import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK } from '../exit-codes.ts';
 import type { Application } from './application.ts';
 import { type SignalSource, superviseUntilStopped } from './signals.ts';
-import { recordingLogger } from './test-logger.ts';
 
 class FakeSignals extends EventEmitter implements SignalSource {
   send(signal: 'SIGTERM' | 'SIGINT' | 'SIGHUP'): void {

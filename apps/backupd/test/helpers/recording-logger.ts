@@ -1,7 +1,7 @@
 /** A logger whose events tests read back (JSON lines, every level). */
 import { Writable } from 'node:stream';
-import { createLogger, type Logger } from '../logger.ts';
-import { Redactor } from '../redact.ts';
+import { createLogger, type Logger } from '../../src/logger.ts';
+import { Redactor } from '../../src/redact.ts';
 
 export function recordingLogger(): { logger: Logger; events: () => Record<string, unknown>[] } {
   const lines: string[] = [];
