@@ -26,25 +26,53 @@ import {
 import type { BackupdConfig } from './config.ts';
 import type { SourceFactory } from './daemon.ts';
 
-/** Byte offsets 18 and 19 of a SQLite header: the file format versions, both 2 in WAL mode. */
-function isWalDatabase(path: string): boolean {
+/**
+ * What the file at `path` is, read-only (it never creates the file): missing,
+ * not (yet) a SQLite database in WAL mode (too short, another header, or
+ * another journal mode), or a WAL database. Byte offsets 18 and 19 of a
+ * SQLite header are the file format versions, both 2 in WAL mode: the
+ * `journal_mode=WAL` setting as the file stores it.
+ */
+export function sqliteFileState(path: string): 'missing' | 'not-wal' | 'wal' {
   let descriptor: number;
   try {
     descriptor = openSync(path, 'r');
-  } catch {
-    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'not-wal';
   }
   try {
     const header = Buffer.alloc(100);
     const read = readSync(descriptor, header, 0, 100, 0);
-    return (
-      read === 100 &&
+    return read === 100 &&
       header.toString('latin1', 0, 16) === 'SQLite format 3\u0000' &&
       header[18] === 2 &&
       header[19] === 2
-    );
+      ? 'wal'
+      : 'not-wal';
   } finally {
     closeSync(descriptor);
+  }
+}
+
+/** Whether `path` is a SQLite database in WAL mode ({@link sqliteFileState}). */
+export function isWalDatabase(path: string): boolean {
+  return sqliteFileState(path) === 'wal';
+}
+
+/**
+ * Polls `path` until it is a SQLite database in WAL mode (read-only: never
+ * creates it). Resolves true then, or false once `gaveUp()` says to stop
+ * waiting (checked after a last look at the file).
+ */
+export async function waitForWalDatabase(
+  path: string,
+  options: { readonly gaveUp: () => boolean; readonly intervalMs?: number },
+): Promise<boolean> {
+  for (;;) {
+    const stop = options.gaveUp();
+    if (isWalDatabase(path)) return true;
+    if (stop) return false;
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
   }
 }
 

@@ -17,14 +17,21 @@ import {
   stringOption,
 } from '../cli/command.ts';
 import { STORE_URL_HELP } from '../cli/store-url-help.ts';
-import { DATABASE_SETTINGS, environmentVariable } from '../config.ts';
-import { createLogger, parseLogLevel } from '../logger.ts';
+import { type BackupdConfig, DATABASE_SETTINGS, environmentVariable } from '../config.ts';
+import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import { createLogger, type Logger, parseLogLevel } from '../logger.ts';
 import { startApplication } from '../replicate/application.ts';
 import { loadReplicateConfig } from '../replicate/config-arguments.ts';
 import { restoreMissingDatabases } from '../replicate/first-boot-restore.ts';
 import { stopReplication } from '../replicate/shutdown.ts';
 import { superviseUntilStopped } from '../replicate/signals.ts';
-import { announceBackups, lowerCpuPriority, startReplication } from '../replicate/start.ts';
+import {
+  announceBackups,
+  lowerCpuPriority,
+  type Replication,
+  startReplication,
+} from '../replicate/start.ts';
+import { isWalDatabase, waitForWalDatabase } from '../sqlite-source.ts';
 
 export { defaultBackupUrl } from '../replicate/config-arguments.ts';
 
@@ -42,7 +49,8 @@ const options = {
     description: 'run the application as a child; forward signals; exit with its code',
   }),
   'restore-if-missing': booleanOption({
-    description: 'restore <db> from <url> first when it does not exist, then continue that backup',
+    description:
+      'restore <db> from <url> first when it does not exist (nothing backed up yet: start fresh), then continue that backup',
   }),
   listen: stringOption({
     argument: '<host:port>',
@@ -108,13 +116,33 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
     ...(values['log-level'] ? { level: values['log-level'] } : {}),
   });
   announceBackups(config, context);
-  if (values['restore-if-missing'])
-    await restoreMissingDatabases(config, { env: context.env, logger });
-  const replication = await startReplication(config, { ...context, logger });
+  const firstBoot = values['restore-if-missing']
+    ? await restoreMissingDatabases(config, { env: context.env, logger })
+    : { restored: [], fresh: [] };
+  // A first boot's SQLite database is the application's to create.
+  const awaited = config.databases.filter(
+    (database) =>
+      database.type === 'sqlite' &&
+      firstBoot.fresh.includes(database.path) &&
+      !isWalDatabase(database.path),
+  );
+  const first = awaited[0];
+  if (first !== undefined && values.exec === undefined)
+    throw new Error(
+      `${first.path} does not exist and nothing was backed up at ${first.urls[0]?.text} yet: create it (a SQLite database in WAL mode) first, or give --exec so backupd starts the application and backs the database up once it exists`,
+    );
   // The workers' timers do not keep the process alive by themselves; the
   // daemon runs until a signal (or the application) stops it.
   const keepAlive = setInterval(() => {}, 1 << 30);
   try {
+    if (values.exec !== undefined && awaited.length > 0)
+      return await firstBootReplicate(context, {
+        config,
+        logger,
+        command: values.exec,
+        awaited: awaited.map((database) => database.path),
+      });
+    const replication = await startReplication(config, { ...context, logger });
     const application = values.exec !== undefined ? startApplication(values.exec) : undefined;
     // Only now, so the application started above keeps its own priority.
     lowerCpuPriority(config, logger);
@@ -128,4 +156,65 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
   } finally {
     clearInterval(keepAlive);
   }
+}
+
+/**
+ * A first boot with nothing backed up yet: the application starts first
+ * (it creates the database), replication once every awaited database is a
+ * SQLite database in WAL mode. Signals reach the application meanwhile. An
+ * application that exits before creating its database backed up nothing:
+ * its own failure code, or 1 when it exited 0.
+ * @throws what starting replication threw (after the application stopped).
+ */
+async function firstBootReplicate(
+  context: CommandContextFor<typeof options>,
+  run: {
+    readonly config: BackupdConfig;
+    readonly logger: Logger;
+    readonly command: string;
+    readonly awaited: readonly string[];
+  },
+): Promise<number> {
+  const { logger } = run;
+  const application = startApplication(run.command);
+  lowerCpuPriority(run.config, logger);
+  let startError: unknown;
+  const starting = (async (): Promise<Replication | undefined> => {
+    for (const path of run.awaited) {
+      logger.info({
+        event: 'waiting-for-database',
+        database: path,
+        note: 'the backup starts once the application has created it in WAL mode',
+      });
+      const created = await waitForWalDatabase(path, {
+        gaveUp: () => application.exitCode !== null,
+      });
+      if (!created) {
+        logger.error({
+          event: 'database-not-created',
+          database: path,
+          note: `the application exited before creating ${path} in WAL mode; nothing was backed up`,
+        });
+        return undefined;
+      }
+    }
+    return startReplication(run.config, { ...context, logger });
+  })().catch((error: unknown) => {
+    startError = error;
+    if (application.exitCode === null) application.kill('SIGTERM');
+    return undefined;
+  });
+  const code = await superviseUntilStopped({
+    logger,
+    signals: process,
+    application,
+    stop: async (asked) => {
+      const replication = await starting;
+      if (replication) return stopReplication(replication, logger, asked);
+      return asked === EXIT_OK ? EXIT_FAILED : asked;
+    },
+    exit: (exitCode) => process.exit(exitCode),
+  });
+  if (startError !== undefined) throw startError;
+  return code;
 }

@@ -18,6 +18,7 @@ import {
 } from '../cli/command.ts';
 import { EXIT_OK, EXIT_REFUSED } from '../exit-codes.ts';
 import { type ProgressState, progressReporter } from '../progress-bar.ts';
+import { isNothingBackedUp } from '../replicate/nothing-backed-up.ts';
 import { restoreDatabase } from '../restore-database.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';
 
@@ -38,6 +39,9 @@ const options = {
     description: 'restore the restore point stored at KEY',
   }),
   'if-missing': booleanOption({ description: 'do nothing (exit 0) when <target> already exists' }),
+  'if-replica-exists': booleanOption({
+    description: 'do nothing (exit 0) when nothing was backed up at <url> yet',
+  }),
   force: booleanOption({ description: 'overwrite an existing <target>' }),
   type: choiceOption(['sqlite', 'framed'], { description: 'what to restore (default sqlite)' }),
 } as const;
@@ -47,7 +51,7 @@ export const restoreCommand = defineCommand({
   synopsis: 'restore <url> <target>',
   summary: 'restore a database from a backup',
   usage:
-    'Usage: backupd restore <url> <target> [--commit N | --time T | --manifest KEY] [--if-missing] [--force]',
+    'Usage: backupd restore <url> <target> [--commit N | --time T | --manifest KEY] [--if-missing] [--if-replica-exists] [--force]',
   description: `Restores the newest restore point (or the one chosen) to <target>. Every object
 is checked (size and CRC-32) before it is used; files are written atomically.`,
   options,
@@ -55,6 +59,7 @@ is checked (size and CRC-32) before it is used; files are written atomically.`,
     'backupd restore s3://my-bucket/app ./restored.db',
     'backupd restore s3://my-bucket/app ./restored.db --commit 1234',
     'backupd restore file:///backups/app ./app.db --if-missing',
+    'backupd restore s3://my-bucket/app ./app.db --if-missing --if-replica-exists',
   ],
   run: restoreBackup,
 });
@@ -94,6 +99,13 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
     return EXIT_OK;
   } catch (error) {
     progress.finish();
+    if (context.values['if-replica-exists'] && (await isNothingBackedUp(error, store, prefix))) {
+      print(
+        context,
+        `nothing was backed up at ${context.positionals[0]} yet; nothing restored (--if-replica-exists)`,
+      );
+      return EXIT_OK;
+    }
     if (!isTargetRefusal(error)) throw error;
     context.stderr.write(
       context.redactor.text(

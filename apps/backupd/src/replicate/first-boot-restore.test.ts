@@ -1,6 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FsStore } from '@x/store';
 import { afterAll, describe, expect, it } from 'vitest';
 import { recordingLogger } from '../../test/helpers/recording-logger.ts';
 import { singleDatabaseConfig } from '../config.ts';
@@ -19,20 +20,45 @@ describe('restoreMissingDatabases', () => {
       { env: {}, baseDir: scratch },
     );
     const { logger, events } = recordingLogger();
-    expect(await restoreMissingDatabases(config, { env: {}, logger })).toEqual([]);
+    expect(await restoreMissingDatabases(config, { env: {}, logger })).toEqual({
+      restored: [],
+      fresh: [],
+    });
     expect(events()).toEqual([]);
   });
 
-  it('restores a missing database from its first URL, and fails when there is nothing to restore', async () => {
+  it('starts a missing database fresh when nothing was backed up at its first URL', async () => {
     const path = join(scratch, 'missing.db');
+    const url = `file://${join(scratch, 'empty-backups')}`;
+    const config = singleDatabaseConfig({ path, url }, { env: {}, baseDir: scratch });
+    const { logger, events } = recordingLogger();
+    expect(await restoreMissingDatabases(config, { env: {}, logger })).toEqual({
+      restored: [],
+      fresh: [path],
+    });
+    expect(events()[0]).toMatchObject({ event: 'restore-if-missing', database: path });
+    expect(events()[1]).toMatchObject({
+      event: 'starting-fresh',
+      note: `restore-if-missing: nothing backed up at ${url} yet; starting fresh`,
+    });
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('fails when the prefix holds data but no LATEST: a broken backup is not started over', async () => {
+    const path = join(scratch, 'broken.db');
+    const root = join(scratch, 'broken-backups');
+    await new FsStore({ root }).put(
+      'backup/manifest/00000000000000000001.json',
+      new TextEncoder().encode('{}'),
+    );
     const config = singleDatabaseConfig(
-      { path, url: `file://${join(scratch, 'empty-backups')}` },
+      { path, url: `file://${root}` },
       { env: {}, baseDir: scratch },
     );
-    const { logger, events } = recordingLogger();
+    const { logger } = recordingLogger();
     await expect(restoreMissingDatabases(config, { env: {}, logger })).rejects.toThrow(
       /no restore point/,
     );
-    expect(events()[0]).toMatchObject({ event: 'restore-if-missing', database: path });
+    expect(existsSync(path)).toBe(false);
   });
 });

@@ -2,26 +2,53 @@
  * `--restore-if-missing`: before any worker starts, each database that does
  * not exist is restored from its first URL (the restore point `LATEST`
  * names). A database that exists is left alone, whatever the bucket holds.
- * A failed restore throws, and replicate starts nothing.
+ *
+ * A first URL where nothing was backed up yet (no `LATEST`, no object at
+ * all: {@link isNothingBackedUp}) is a first boot: the database starts
+ * fresh, which is logged, and the caller waits for the application to
+ * create it. Any other failed restore throws, and replicate starts nothing:
+ * a broken backup is never started over.
  */
 import { existsSync } from 'node:fs';
 import type { BackupdConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { openStore } from '../open-store.ts';
 import { restoreDatabase } from '../restore-database.ts';
+import { isNothingBackedUp } from './nothing-backed-up.ts';
 
-/** Restores every missing database; resolves with the paths it restored. */
+export interface FirstBoot {
+  /** The databases restored. */
+  readonly restored: string[];
+  /** The missing databases whose first URL holds nothing yet: they start fresh. */
+  readonly fresh: string[];
+}
+
+/** Restores every missing database, or marks it fresh when nothing was backed up at its first URL. */
 export async function restoreMissingDatabases(
   config: BackupdConfig,
   options: { readonly env: Readonly<Record<string, string | undefined>>; readonly logger: Logger },
-): Promise<string[]> {
+): Promise<FirstBoot> {
   const restored: string[] = [];
+  const fresh: string[] = [];
   for (const database of config.databases) {
     const first = database.urls[0];
     if (existsSync(database.path) || first === undefined) continue;
     const { store, prefix } = await openStore(first.location, options.env);
     options.logger.info({ event: 'restore-if-missing', database: database.path, from: first.text });
-    const result = await restoreDatabase(store, prefix, database.path, { force: false });
+    let result: Awaited<ReturnType<typeof restoreDatabase>>;
+    try {
+      result = await restoreDatabase(store, prefix, database.path, { force: false });
+    } catch (error) {
+      if (!(await isNothingBackedUp(error, store, prefix))) throw error;
+      options.logger.info({
+        event: 'starting-fresh',
+        database: database.path,
+        from: first.text,
+        note: `restore-if-missing: nothing backed up at ${first.text} yet; starting fresh`,
+      });
+      fresh.push(database.path);
+      continue;
+    }
     options.logger.info({
       event: 'restored',
       database: database.path,
@@ -30,5 +57,5 @@ export async function restoreMissingDatabases(
     });
     restored.push(database.path);
   }
-  return restored;
+  return { restored, fresh };
 }
