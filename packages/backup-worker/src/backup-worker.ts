@@ -588,8 +588,11 @@ export class BackupWorker {
         lineage = decision.lineage;
         break;
       case 'create':
-        lineage = newInstanceId();
-        await this.#source.createLineage(lineage);
+        // Another replica of this store may have created the lineage since
+        // it was read: createLineage keeps the first one recorded, so this
+        // prefix takes what is recorded, not the id proposed here.
+        await this.#source.createLineage(newInstanceId());
+        lineage = await this.#recordedLineage();
         this.#logger.info(
           'backup.new_lineage',
           decision.adopt ? { lineage, parent: parent?.lineage ?? '' } : { lineage },
@@ -603,6 +606,14 @@ export class BackupWorker {
     this.#tenure.lineage = lineage;
     this.#tenure.resumed = true;
     return true;
+  }
+
+  /** The lineage the source holds right after creating one. */
+  async #recordedLineage(): Promise<string> {
+    const recorded = await this.#source.readLineage();
+    if (recorded === null)
+      throw this.#refuse('the source recorded no lineage right after creating one');
+    return recorded;
   }
 
   /**

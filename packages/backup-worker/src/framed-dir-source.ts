@@ -21,16 +21,21 @@
  *   lost from the bucket, but an operator must choose (restore from the
  *   bucket, or a new prefix). Use an engine handle where that matters.
  *
- * It writes one file, once: `backup.lineage` (atomically: temporary file,
- * fsync, rename, directory fsync).
+ * It writes one file, once: `backup.lineage` (atomically and exclusively: a
+ * temporary file of its own, fsync, hard link to the final name only if no
+ * file is there, directory fsync). Several replicas of one store directory
+ * (each its own prefix) racing to create it end with one lineage: the first
+ * link wins, the others leave it as it is and read it back.
  */
+import { randomUUID } from 'node:crypto';
 import {
   type FileHandle,
+  link,
   open,
   readdir,
   readFile,
-  rename,
   stat,
+  unlink,
   writeFile,
 } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -444,10 +449,26 @@ export class FramedDirSource implements BackupSource {
     return text === '' ? null : text;
   }
 
+  /**
+   * Writes `backup.lineage` unless one is already there: a file another
+   * replica of this directory created first is kept, and the worker reads it
+   * back (see {@link BackupSource.createLineage}).
+   */
   async createLineage(lineage: string): Promise<void> {
-    const temporary = this.#path(`${LINEAGE_FILE}.tmp-${process.pid}`);
-    await writeFile(temporary, `${lineage}\n`, { flush: true });
-    await rename(temporary, this.#path(LINEAGE_FILE));
+    // A temporary name per call: a shared one let two replicas' writes and
+    // renames interleave, leaving one prefix with a lineage the file did not keep.
+    const temporary = this.#path(`${LINEAGE_FILE}.tmp-${process.pid}-${randomUUID()}`);
+    await writeFile(temporary, `${lineage}\n`, { flush: true, flag: 'wx' });
+    try {
+      // link(2) never replaces an existing file: the complete file appears
+      // under the final name only if none was there (rename would replace it).
+      await link(temporary, this.#path(LINEAGE_FILE));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      // Another replica created it first: its lineage stands.
+    } finally {
+      await unlink(temporary);
+    }
     const directory = await open(this.#directory, 'r');
     try {
       await directory.sync();

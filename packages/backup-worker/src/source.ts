@@ -314,6 +314,13 @@ export interface BackupSource {
    * `backup.lineage` atomically). Called once, on the first backup, and only
    * when {@link readLineage} returned `null`. The lineage file travels as a
    * side file when it is listed in {@link sideFileNames}.
+   *
+   * Exclusive: when a lineage is already recorded (several replicas of one
+   * store, each with its own prefix, raced to create it), the one recorded
+   * first is kept and the call still succeeds. The worker therefore reads the
+   * lineage back with {@link readLineage} after this call and uses what is
+   * recorded, not the id it passed.
+   * @throws whatever the underlying write throws (not when a lineage exists).
    */
   createLineage(lineage: string, options?: SourceCallOptions): Promise<void>;
 

@@ -43,6 +43,11 @@ const released: { module: object; namespace: string; classes: string[] }[] = [
     classes: [
       'SqliteBackupError',
       'SqliteNotWalError',
+      'SqliteDatabaseMissingError',
+      'SqliteNotAFileError',
+      'SqliteNotADatabaseError',
+      'SqliteDatabaseUnreadableError',
+      'SqliteReadOnlyLocationError',
       'SqliteDatabaseReplacedError',
       'SqliteDatabaseTruncatedError',
       'SqliteCorruptWalFrameError',

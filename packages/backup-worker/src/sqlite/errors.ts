@@ -10,6 +10,11 @@ const MARKER_NAMESPACE = 'x.backup-worker.sqlite.error';
 export type SqliteBackupErrorCode =
   | 'SQLITE_BACKUP_ERROR'
   | 'SQLITE_NOT_WAL'
+  | 'SQLITE_DATABASE_MISSING'
+  | 'SQLITE_NOT_A_FILE'
+  | 'SQLITE_NOT_A_DATABASE'
+  | 'SQLITE_DATABASE_UNREADABLE'
+  | 'SQLITE_READ_ONLY_LOCATION'
   | 'SQLITE_DATABASE_REPLACED'
   | 'SQLITE_DATABASE_TRUNCATED'
   | 'SQLITE_CORRUPT_WAL_FRAME'
@@ -69,6 +74,133 @@ export class SqliteNotWalError extends SqliteBackupError {
 
   static override isInstance(value: unknown): value is SqliteNotWalError {
     return hasErrorMarker(value, NOT_WAL_MARKER);
+  }
+}
+
+const MISSING_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseMissingError');
+
+/**
+ * No file at the database path. backupd never creates one: an empty database
+ * it made would be backed up in place of the application's.
+ */
+export class SqliteDatabaseMissingError extends SqliteBackupError {
+  constructor(path: string, options: { cause?: unknown } = {}) {
+    super(
+      `${path} does not exist; backupd backs up an existing database and never creates one ` +
+        '(check the path, and that the application has created its database)',
+      path,
+      options,
+      'SQLITE_DATABASE_MISSING',
+    );
+    this.name = 'SqliteDatabaseMissingError';
+    markError(this, MISSING_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is SqliteDatabaseMissingError {
+    return hasErrorMarker(value, MISSING_MARKER);
+  }
+}
+
+const NOT_A_FILE_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteNotAFileError');
+
+/** The database path names something other than a regular file (a directory, a socket...). */
+export class SqliteNotAFileError extends SqliteBackupError {
+  /** What is there instead (`directory`, `socket`, ...). */
+  readonly kind: string;
+
+  constructor(path: string, kind: string) {
+    super(
+      `${path} is a ${kind}, not a database file; give the path of the SQLite database file itself`,
+      path,
+      {},
+      'SQLITE_NOT_A_FILE',
+    );
+    this.name = 'SqliteNotAFileError';
+    this.kind = kind;
+    markError(this, NOT_A_FILE_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is SqliteNotAFileError {
+    return hasErrorMarker(value, NOT_A_FILE_MARKER);
+  }
+}
+
+const NOT_A_DATABASE_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteNotADatabaseError');
+
+/**
+ * The file does not start with SQLite's header magic (`SQLite format 3\0`):
+ * it is some other file (text, random bytes, an empty file), not a database.
+ */
+export class SqliteNotADatabaseError extends SqliteBackupError {
+  constructor(path: string, detail: string) {
+    super(
+      `${path} is not a SQLite database (${detail}); check the path`,
+      path,
+      {},
+      'SQLITE_NOT_A_DATABASE',
+    );
+    this.name = 'SqliteNotADatabaseError';
+    markError(this, NOT_A_DATABASE_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is SqliteNotADatabaseError {
+    return hasErrorMarker(value, NOT_A_DATABASE_MARKER);
+  }
+}
+
+const UNREADABLE_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseUnreadableError');
+
+/**
+ * The file carries SQLite's magic but SQLite cannot read it (its header or
+ * schema is corrupt: `SQLITE_NOTADB`, `SQLITE_CORRUPT`). Nothing is shipped;
+ * restore the database from a backup or repair it first.
+ */
+export class SqliteDatabaseUnreadableError extends SqliteBackupError {
+  constructor(path: string, detail: string, options: { cause?: unknown } = {}) {
+    super(
+      `${path} looks like a SQLite database but SQLite cannot read it (${detail}): ` +
+        'its header or schema is corrupt; nothing is backed up until it is repaired or restored',
+      path,
+      options,
+      'SQLITE_DATABASE_UNREADABLE',
+    );
+    this.name = 'SqliteDatabaseUnreadableError';
+    markError(this, UNREADABLE_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is SqliteDatabaseUnreadableError {
+    return hasErrorMarker(value, UNREADABLE_MARKER);
+  }
+}
+
+const READ_ONLY_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteReadOnlyLocationError');
+
+/**
+ * backupd cannot write the files it keeps beside the database
+ * (`<db>-backupd.state`, `<db>-backupd.lineage`, and SQLite's own `-shm`):
+ * the directory or the file is on a read-only filesystem or not writable.
+ */
+export class SqliteReadOnlyLocationError extends SqliteBackupError {
+  /** The file or directory that is not writable. */
+  readonly location: string;
+
+  constructor(path: string, location: string, options: { cause?: unknown } = {}) {
+    const code = (options.cause as NodeJS.ErrnoException | undefined)?.code;
+    super(
+      `${path}: cannot write ${location}${code === undefined ? '' : ` (${code})`}; backupd keeps ` +
+        `${path}-backupd.state, ${path}-backupd.lineage and SQLite's ${path}-shm beside the ` +
+        'database and needs that directory writable (not a read-only filesystem or mount)',
+      path,
+      options,
+      'SQLITE_READ_ONLY_LOCATION',
+    );
+    this.name = 'SqliteReadOnlyLocationError';
+    this.location = location;
+    markError(this, READ_ONLY_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is SqliteReadOnlyLocationError {
+    return hasErrorMarker(value, READ_ONLY_MARKER);
   }
 }
 

@@ -28,8 +28,9 @@
  * count), and it reads `<db>-backupd.parent` (the parent record a restore
  * left). Side files: none.
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { rename, writeFile } from 'node:fs/promises';
+import { link, rename, unlink, writeFile } from 'node:fs/promises';
 import { FrameCounter } from '@x/wal-segment';
 import type {
   BackupSource,
@@ -118,6 +119,25 @@ async function writeAtomically(path: string, text: string): Promise<void> {
   await rename(temporary, path);
 }
 
+/**
+ * Writes `text` at `path` only if no file is there (a complete file or none:
+ * temporary file of its own, then a hard link, which never replaces). `false`
+ * when one was already there; it is left as it is.
+ */
+async function createExclusively(path: string, text: string): Promise<boolean> {
+  const temporary = `${path}.tmp-${process.pid}-${randomUUID()}`;
+  await writeFile(temporary, text, { flag: 'wx' });
+  try {
+    await link(temporary, path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  } finally {
+    await unlink(temporary);
+  }
+}
+
 export class SqliteSource implements BackupSource {
   readonly description: string;
   readonly sideFileNames: readonly string[] = [];
@@ -198,8 +218,11 @@ export class SqliteSource implements BackupSource {
 
   /**
    * Opens the database (read transactions held from now on) and starts the
-   * first generation.
-   * @throws SqliteNotWalError when the database is not in WAL mode.
+   * first generation. Never creates the database file. Throws what
+   * {@link SqliteTap.open} throws: SqliteDatabaseMissingError,
+   * SqliteNotAFileError, SqliteNotADatabaseError,
+   * SqliteDatabaseUnreadableError, SqliteReadOnlyLocationError, and
+   * SqliteNotWalError only for a valid database in another journal mode.
    */
   static open(options: SqliteSourceOptions): SqliteSource {
     return new SqliteSource(options);
@@ -391,8 +414,13 @@ export class SqliteSource implements BackupSource {
     }
   }
 
+  /**
+   * Writes `<db>-backupd.lineage` unless one is already there (another
+   * backupd on this database created it first: its lineage stands, and the
+   * worker reads it back; see {@link BackupSource.createLineage}).
+   */
   async createLineage(lineage: string): Promise<void> {
-    await writeAtomically(`${this.path}${SQLITE_LINEAGE_SUFFIX}`, `${lineage}\n`);
+    await createExclusively(`${this.path}${SQLITE_LINEAGE_SUFFIX}`, `${lineage}\n`);
   }
 
   async readParent(): Promise<ParentRecord | null> {

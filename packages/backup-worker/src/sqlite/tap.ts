@@ -57,6 +57,9 @@
  * # What is detected
  *
  * - `journal_mode` not WAL: {@link SqliteNotWalError} at open; never switched.
+ *   Before it, open names the other causes with their own errors (missing
+ *   file, directory, not SQLite's header magic, corrupt header, read-only
+ *   location) and never creates a missing database file.
  * - The WAL restarted in a way SQLite's own restarts cannot explain (its
  *   checkpoint sequence and salt-1 must advance together):
  *   {@link SqliteWalRestartedUnderneathError}; the owner starts a new generation.
@@ -77,14 +80,29 @@
  *   shipped may then be checkpointed away, and the next generation's snapshot
  *   holds them (their individual restore points are lost, never their content).
  */
-import { closeSync, fstatSync, readSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  fstatSync,
+  openSync,
+  readSync,
+  type Stats,
+  statSync,
+} from 'node:fs';
+import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { commitsOfFrame, encodeCommitFrame, logCrc32 } from './commit-record.ts';
 import {
   SqliteCorruptWalFrameError,
+  SqliteDatabaseMissingError,
   SqliteDatabaseReplacedError,
   SqliteDatabaseTruncatedError,
+  SqliteDatabaseUnreadableError,
+  SqliteNotADatabaseError,
+  SqliteNotAFileError,
   SqliteNotWalError,
+  SqliteReadOnlyLocationError,
   SqliteWalRestartedUnderneathError,
 } from './errors.ts';
 import { maybeUnlinked, QuietOpener } from './quiet-descriptors.ts';
@@ -270,6 +288,81 @@ interface OpenBatch {
   commitFrame: number;
 }
 
+/** The first 16 bytes of every SQLite database file. */
+const SQLITE_HEADER_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
+/** SQLite's result codes for a file it cannot read as a database. */
+const SQLITE_CORRUPT = 11;
+const SQLITE_NOTADB = 26;
+
+function kindOf(stat: Stats): string {
+  if (stat.isDirectory()) return 'directory';
+  if (stat.isSocket()) return 'socket';
+  if (stat.isFIFO()) return 'named pipe';
+  if (stat.isCharacterDevice() || stat.isBlockDevice()) return 'device';
+  return 'special file';
+}
+
+/**
+ * Checks what is at `path` before any SQLite connection opens it, so each
+ * failure names its cause and a missing path is never created (opening a
+ * connection on a missing path creates an empty database):
+ * missing, not a regular file, not SQLite's header magic, and a location
+ * where the files kept beside the database cannot be written. A header that
+ * carries the magic but is corrupt is SQLite's to find (see
+ * {@link unreadableOr}).
+ */
+function checkDatabaseFile(path: string): void {
+  let stat: Stats;
+  try {
+    stat = statSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new SqliteDatabaseMissingError(path, { cause: error });
+    throw error;
+  }
+  if (!stat.isFile()) throw new SqliteNotAFileError(path, kindOf(stat));
+  const header = Buffer.alloc(SQLITE_HEADER_MAGIC.length);
+  const fd = openSync(path, 'r');
+  let read: number;
+  try {
+    read = readSync(fd, header, 0, header.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (read === 0) throw new SqliteNotADatabaseError(path, 'the file is empty');
+  if (read < header.length || !header.equals(SQLITE_HEADER_MAGIC))
+    throw new SqliteNotADatabaseError(
+      path,
+      'its first 16 bytes are not the SQLite header "SQLite format 3\\0"',
+    );
+  // access(2) answers EROFS for a read-only filesystem even to root.
+  const writable = (location: string) => {
+    try {
+      accessSync(location, constants.W_OK);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return;
+      if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM')
+        throw new SqliteReadOnlyLocationError(path, location, { cause: error });
+      throw error;
+    }
+  };
+  writable(dirname(path));
+  writable(path);
+  writable(`${path}-shm`);
+}
+
+/** SQLite's "not a database" / "corrupt" as {@link SqliteDatabaseUnreadableError}; anything else as it is. */
+function unreadableOr(path: string, error: unknown): unknown {
+  const errcode = (error as { errcode?: unknown }).errcode;
+  if (
+    typeof errcode === 'number' &&
+    ((errcode & 0xff) === SQLITE_NOTADB || (errcode & 0xff) === SQLITE_CORRUPT)
+  )
+    return new SqliteDatabaseUnreadableError(path, (error as Error).message, { cause: error });
+  return error;
+}
+
 export class SqliteTap {
   readonly path: string;
   readonly walPath: string;
@@ -349,20 +442,30 @@ export class SqliteTap {
       wallNow: options.wallNow ?? Date.now,
       monotonicNow: options.monotonicNow ?? (() => performance.now()),
     };
+    checkDatabaseFile(path);
     const open = (timeout: number) => {
       const connection = new DatabaseSync(path, { timeout });
-      // The tap's connections never checkpoint by themselves.
-      connection.exec('PRAGMA wal_autocheckpoint=0');
+      try {
+        // The tap's connections never checkpoint by themselves.
+        connection.exec('PRAGMA wal_autocheckpoint=0');
+      } catch (error) {
+        connection.close();
+        throw unreadableOr(path, error);
+      }
       return connection;
     };
     this.#writer = open(this.options.busyTimeoutMs);
     let mode: string;
     try {
+      // Read the schema first: `PRAGMA journal_mode` alone answers the
+      // connection's default ("delete") without reading the file, so a
+      // corrupt header would pass for a database in another journal mode.
+      this.#writer.prepare('PRAGMA schema_version').get();
       const row = this.#writer.prepare('PRAGMA journal_mode').get() as { journal_mode: string };
       mode = String(row.journal_mode).toLowerCase();
     } catch (error) {
       this.#writer.close();
-      throw error;
+      throw unreadableOr(path, error);
     }
     if (mode !== 'wal') {
       this.#writer.close();
@@ -392,8 +495,13 @@ export class SqliteTap {
 
   /**
    * Opens the database and starts the first generation (its snapshot is
-   * pinned until {@link releaseSnapshot}).
-   * @throws SqliteNotWalError when the database is not in WAL mode.
+   * pinned until {@link releaseSnapshot}). Never creates the database file.
+   * @throws SqliteDatabaseMissingError when nothing is at `path`.
+   * @throws SqliteNotAFileError when `path` is a directory or another non-file.
+   * @throws SqliteNotADatabaseError when the file lacks SQLite's header magic.
+   * @throws SqliteDatabaseUnreadableError when SQLite cannot read it (corrupt header or schema).
+   * @throws SqliteReadOnlyLocationError when the files kept beside it cannot be written.
+   * @throws SqliteNotWalError when it is a valid database in another journal mode.
    */
   static open(path: string, options: SqliteTapOptions = {}): SqliteTap {
     return new SqliteTap(path, options);
