@@ -9,7 +9,7 @@ export default defineConfig({
       'packages/*/vitest.config.ts',
       'apps/*/vitest.config.ts',
       'tools/vitest.config.ts',
-      // After every other file, one at a time (see ALONE_TEST_FILES).
+      // A group of their own, one file at a time (see ALONE_TEST_FILES).
       aloneProject('backup-worker', 'packages/backup-worker'),
       aloneProject('backupd', 'apps/backupd'),
     ],

@@ -13,8 +13,9 @@ const conditions = ['@x/source', 'node', 'development|production'];
 /**
  * Test files that measure behaviour under a load they make themselves (an
  * application committing back to back, a WAL restart under it): they run in
- * a group of their own, after every other test file, one file at a time, so
- * the machine's other tests do not take the CPU they measure with.
+ * a group of their own (`sequence.groupOrder`), one file at a time, never
+ * beside other test files, so the suite's other files do not take the CPU
+ * they measure with.
  */
 export const ALONE_TEST_FILES = ['src/**/*.alone.test.ts', 'test/**/*.alone.test.ts'];
 
