@@ -9,8 +9,12 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import {
+  DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_PASSIVE_CHECKPOINT_PAGES,
+  DEFAULT_RETAIN,
+  DEFAULT_SHUTDOWN_GRACE_MS,
   DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
+  DEFAULT_WAL_INTERVAL_MS,
 } from '@x/backup-worker';
 import { DEFAULT_TTL_S, MAX_SANE_TTL_S, MIN_TTL_S } from '@x/lease';
 import { parse as parseYaml } from 'yaml';
@@ -60,18 +64,16 @@ export interface BackupdConfig {
 
 /**
  * What a setting left out becomes. Each field is its YAML key with its unit
- * (`leaseTtl` → `leaseTtlSeconds`). The lease TTL is @x/lease's and the
- * checkpoint thresholds are the SQLite tap's (@x/backup-worker), imported.
- * The others equal BackupWorker's own defaults (`walIntervalMs`,
- * `manifestIntervalMs`, `retain`, `shutdownGraceMs`), which that package
- * does not export; backupd always passes them, so these are the ones in force.
+ * (`leaseTtl` → `leaseTtlSeconds`). Every value is the owning package's own
+ * default, imported: the lease TTL from @x/lease, the intervals, retention,
+ * grace and the SQLite tap's checkpoint thresholds from @x/backup-worker.
  */
 export const DEFAULTS = {
-  intervalMs: 1000,
-  restorePointIntervalMs: 10_000,
-  retention: 24,
+  intervalMs: DEFAULT_WAL_INTERVAL_MS,
+  restorePointIntervalMs: DEFAULT_MANIFEST_INTERVAL_MS,
+  retention: DEFAULT_RETAIN,
   leaseTtlSeconds: DEFAULT_TTL_S,
-  shutdownGraceMs: 10_000,
+  shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
   // The SQLite tap's own defaults: below SQLite's auto-checkpoint (1000
   // pages), so the application's commits do not copy in their own path.
   checkpoint: {

@@ -6,8 +6,12 @@
  */
 import { readFileSync } from 'node:fs';
 import {
+  DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_PASSIVE_CHECKPOINT_PAGES,
+  DEFAULT_RETAIN,
+  DEFAULT_SHUTDOWN_GRACE_MS,
   DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
+  DEFAULT_WAL_INTERVAL_MS,
 } from '@x/backup-worker';
 import { DEFAULT_TTL_S, MAX_SANE_TTL_S, MIN_TTL_S } from '@x/lease';
 import { describe, expect, it } from 'vitest';
@@ -42,6 +46,12 @@ describe('defaults and bounds', () => {
     expect(DEFAULTS.checkpoint).toEqual({
       passivePages: DEFAULT_PASSIVE_CHECKPOINT_PAGES,
       truncatePages: DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
+    });
+    expect(DEFAULTS).toMatchObject({
+      intervalMs: DEFAULT_WAL_INTERVAL_MS,
+      restorePointIntervalMs: DEFAULT_MANIFEST_INTERVAL_MS,
+      retention: DEFAULT_RETAIN,
+      shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
     });
   });
 

@@ -75,7 +75,12 @@ import {
   type BackupHandle,
   type BackupLogger,
   type BackupWorkerOptions,
+  DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_MAX_SEGMENT_BYTES,
+  DEFAULT_OPERATION_TIMEOUT_MS,
+  DEFAULT_RETAIN,
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  DEFAULT_WAL_INTERVAL_MS,
   type ShutdownReport,
   silentLogger,
   type WorkerHooks,
@@ -86,7 +91,12 @@ export {
   type BackupHandle,
   type BackupLogger,
   type BackupWorkerOptions,
+  DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_MAX_SEGMENT_BYTES,
+  DEFAULT_OPERATION_TIMEOUT_MS,
+  DEFAULT_RETAIN,
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  DEFAULT_WAL_INTERVAL_MS,
   type ShutdownReport,
   type WorkerHooks,
 } from './worker-options.ts';
@@ -137,11 +147,11 @@ export class BackupWorker {
     this.#source = options.source;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
-    this.#walIntervalMs = options.walIntervalMs ?? 1_000;
-    const manifestIntervalMs = options.manifestIntervalMs ?? 10_000;
+    this.#walIntervalMs = options.walIntervalMs ?? DEFAULT_WAL_INTERVAL_MS;
+    const manifestIntervalMs = options.manifestIntervalMs ?? DEFAULT_MANIFEST_INTERVAL_MS;
     const conditional = options.conditional ?? true;
-    const operationTimeoutMs = options.operationTimeoutMs ?? 30_000;
-    this.#shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
+    const operationTimeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
+    this.#shutdownGraceMs = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
     this.#instanceId = options.instanceId ?? newInstanceId();
     this.#hooks = options.hooks;
     this.#health = new HealthTracker(this.#walIntervalMs, manifestIntervalMs);
@@ -192,7 +202,7 @@ export class BackupWorker {
       },
       conflict,
     };
-    this.#writer = new ManifestWriter(ctx, options.retain ?? 24);
+    this.#writer = new ManifestWriter(ctx, options.retain ?? DEFAULT_RETAIN);
     this.#shipper = new Shipper(ctx, this.#writer, {
       maxSegmentBytes: options.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES,
       manifestIntervalMs,

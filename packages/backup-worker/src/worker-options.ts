@@ -22,6 +22,16 @@ export interface WorkerHooks {
 
 /** Default cap on one WAL segment object. */
 export const DEFAULT_MAX_SEGMENT_BYTES = 32 * 1024 * 1024;
+/** Default of `walIntervalMs`: a step (and a health evaluation) every second. */
+export const DEFAULT_WAL_INTERVAL_MS = 1_000;
+/** Default of `manifestIntervalMs`: a restore point at most every 10 s while WAL keeps shipping. */
+export const DEFAULT_MANIFEST_INTERVAL_MS = 10_000;
+/** Default of `retain`: this lineage's newest 24 restore points. */
+export const DEFAULT_RETAIN = 24;
+/** Default of `operationTimeoutMs`. */
+export const DEFAULT_OPERATION_TIMEOUT_MS = 30_000;
+/** Default of `shutdownGraceMs`. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 
 /** Structured logger: one event name, key-value fields; never given credentials. */
 export interface BackupLogger {
