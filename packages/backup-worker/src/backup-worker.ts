@@ -86,20 +86,9 @@ import {
   type WorkerHooks,
 } from './worker-options.ts';
 
-export { RENEW_RETRY_MS } from '@x/lease';
-export {
-  type BackupHandle,
-  type BackupLogger,
-  type BackupWorkerOptions,
-  DEFAULT_MANIFEST_INTERVAL_MS,
-  DEFAULT_MAX_SEGMENT_BYTES,
-  DEFAULT_OPERATION_TIMEOUT_MS,
-  DEFAULT_RETAIN,
-  DEFAULT_SHUTDOWN_GRACE_MS,
-  DEFAULT_WAL_INTERVAL_MS,
-  type ShutdownReport,
-  type WorkerHooks,
-} from './worker-options.ts';
+// The worker's own tests import these beside the class; the package's
+// entry exports every option type and default from worker-options.ts.
+export type { BackupHandle, BackupWorkerOptions } from './worker-options.ts';
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -1,18 +1,5 @@
-export {
-  type BackupHandle,
-  type BackupLogger,
-  BackupWorker,
-  type BackupWorkerOptions,
-  DEFAULT_MANIFEST_INTERVAL_MS,
-  DEFAULT_MAX_SEGMENT_BYTES,
-  DEFAULT_OPERATION_TIMEOUT_MS,
-  DEFAULT_RETAIN,
-  DEFAULT_SHUTDOWN_GRACE_MS,
-  DEFAULT_WAL_INTERVAL_MS,
-  RENEW_RETRY_MS,
-  type ShutdownReport,
-  type WorkerHooks,
-} from './backup-worker.ts';
+export { RENEW_RETRY_MS } from '@x/lease';
+export { BackupWorker } from './backup-worker.ts';
 export {
   BackupError,
   type BackupErrorCode,
@@ -69,3 +56,16 @@ export { unchangedBetween } from './source.ts';
 // The SQLite source.
 export * from './sqlite/index.ts';
 export { TestHooks } from './test-hooks.ts';
+export {
+  type BackupHandle,
+  type BackupLogger,
+  type BackupWorkerOptions,
+  DEFAULT_MANIFEST_INTERVAL_MS,
+  DEFAULT_MAX_SEGMENT_BYTES,
+  DEFAULT_OPERATION_TIMEOUT_MS,
+  DEFAULT_RETAIN,
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  DEFAULT_WAL_INTERVAL_MS,
+  type ShutdownReport,
+  type WorkerHooks,
+} from './worker-options.ts';
