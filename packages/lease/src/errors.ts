@@ -6,7 +6,7 @@
  * are installed. `instanceof` works within one copy.
  */
 import { errorMarker, hasErrorMarker, markError } from '@x/store';
-import type { LeaseRecord } from './record.ts';
+import type { LeaseRecord } from './lease-record.ts';
 
 const MARKER_NAMESPACE = 'x.lease.error';
 

@@ -14,6 +14,9 @@ import {
   type ObjectVersion,
 } from '@x/store';
 import { LeaseOptionsError, LeaseRecordError } from './errors.ts';
+import type { LeaseRecord } from './lease-record.ts';
+
+export type { LeaseRecord } from './lease-record.ts';
 
 /** The longest TTL a record is trusted with (one hour); a longer one makes the record suspect. */
 export const MAX_SANE_TTL_S = 3600;
@@ -23,29 +26,6 @@ export const DEFAULT_TTL_S = 30;
 export const MIN_TTL_S = 3;
 /** A lease record is a few hundred bytes; anything past this is not one. */
 export const MAX_RECORD_BYTES = 64 * 1024;
-
-/** The contents of `{prefix}/LEASE`. Times are wall-clock ms since the epoch, by the writer's clock. */
-export interface LeaseRecord {
-  /** The holder's stable id across attempts (see `newInstanceId`). */
-  readonly instanceId: string;
-  /** When this holder's tenure began. */
-  readonly acquiredAt: number;
-  /** When the write of this record was sent (the grant is anchored there). */
-  readonly renewedAt: number;
-  /** The holder's TTL: nobody may take over before `renewedAt + ttlSeconds` by their clock. */
-  readonly ttlSeconds: number;
-  /** Fencing token: one higher on every new tenure, never lower on a prefix. */
-  readonly generation: number;
-  /** Optional cluster term the lease was taken under (term fencing). */
-  readonly term?: number;
-  /** For people: which machine and process holds it. */
-  readonly host: string;
-  readonly pid: number;
-  /** Unique per write, so two writes never produce identical bytes (or ETags). */
-  readonly nonce: string;
-  /** True when the holder released it: the prefix is free, and the generation is remembered. */
-  readonly released?: boolean;
-}
 
 /** `{prefix}/LEASE`. A trailing `/` on the prefix is ignored; an empty prefix is refused. */
 export function leaseKey(prefix: string): string {
