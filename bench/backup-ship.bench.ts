@@ -15,12 +15,13 @@
 import { randomFillSync } from 'node:crypto';
 import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BackupWorker, FramedDirSource, identifyFramedFiles } from '@x/backup-worker';
+import { BackupWorker } from '@x/backup-worker';
+import { FramedDirSource, identifyFramedFiles } from '@x/source-framed';
 import { FsStore, type ObjectStore } from '@x/store';
 import { S3Store } from '@x/store-s3';
+import { type StartedTestServers, startTestServers } from '@x/test-servers/harness';
 import { encodeFrame } from '@x/wal-segment';
 import { defineBenchmark, type Measurement, megabytesPerSecond } from './harness.ts';
-import { type StartedTestServers, startTestServers } from './temporary-imports/test-servers.ts';
 
 const MiB = 1024 * 1024;
 const WAL_BYTES = 1024 * MiB;

@@ -30,7 +30,7 @@ import {
   type Verdict,
 } from '@x/store-conformance';
 import { S3Store } from '@x/store-s3';
-import { startTestServers } from './temporary-imports/test-servers.ts';
+import { startTestServers } from '@x/test-servers/harness';
 
 const repositoryRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outputFile = join(repositoryRoot, 'docs', 'compatibility.md');

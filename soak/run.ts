@@ -48,10 +48,12 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { restore, sqliteMaterializer } from '@x/backup-worker';
+import { restore } from '@x/restore';
+import { sqliteMaterializer } from '@x/source-sqlite';
 import { readLease } from '@x/lease';
 import { S3Store } from '@x/store-s3';
 import { type FaultProxy, type FaultSchedule, startFaultProxy } from '@x/test-faults';
+import { type StartedTestServers, startTestServers } from '@x/test-servers/harness';
 import {
   covered,
   difference,
@@ -73,7 +75,6 @@ import {
 } from './processes.ts';
 import { Random } from './random.ts';
 import { contentHash } from './temporary-imports/content-hash.ts';
-import { type StartedTestServers, startTestServers } from './temporary-imports/test-servers.ts';
 
 // ---------------------------------------------------------------- settings
 
