@@ -8,24 +8,19 @@
  * - `noVersion`: puts answer without a version;
  * - `notImplemented`: conditional puts of that kind throw `NotImplementedError`;
  * - `beforePut`: a hook awaited before each put (races, gates, slow answers).
+ *
+ * Every other method (`listPages` included) is `ForwardingStore`'s: passed
+ * to the inner store untouched.
  */
 import {
-  type CallOptions,
-  type DeleteOptions,
-  type GetResult,
-  type GetStreamResult,
-  type ListOptions,
-  type ListResult,
   NotImplementedError,
-  type ObjectInfo,
   type ObjectStore,
   type ObjectVersion,
   type PutMode,
   type PutOptions,
   StoreError,
-  type UploadOptions,
-  type UploadSource,
 } from '@x/store';
+import { ForwardingStore } from '@x/store/adapter';
 
 export interface Faults {
   lostResponses?: number;
@@ -37,36 +32,17 @@ export interface Faults {
   beforePut?: (key: string, mode: PutMode, signal?: AbortSignal) => Promise<void> | void;
 }
 
-export class FaultStore implements ObjectStore {
-  readonly inner: ObjectStore;
-  readonly description: string;
+export class FaultStore extends ForwardingStore {
   faults: Faults;
   /** Every put attempted through the wrapper, in order. */
   readonly puts: { key: string; mode: PutMode }[] = [];
 
   constructor(inner: ObjectStore, faults: Faults = {}) {
-    this.inner = inner;
+    super(inner, { description: `faulty(${inner.description})` });
     this.faults = faults;
-    this.description = `faulty(${inner.description})`;
   }
 
-  get capabilities() {
-    return this.inner.capabilities;
-  }
-
-  get(key: string, options?: CallOptions): Promise<GetResult | null> {
-    return this.inner.get(key, options);
-  }
-
-  getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
-    return this.inner.getStream(key, options);
-  }
-
-  head(key: string, options?: CallOptions): Promise<ObjectInfo | null> {
-    return this.inner.head(key, options);
-  }
-
-  async put(
+  override async put(
     key: string,
     body: Uint8Array,
     options: PutOptions = {},
@@ -89,28 +65,12 @@ export class FaultStore implements ObjectStore {
     let mode: PutMode = requested;
     if (faults.acceptStaleIfMatch && typeof requested === 'object') mode = 'overwrite';
     if (faults.acceptSecondCreate && requested === 'create') mode = 'overwrite';
-    const result = await this.inner.put(key, body, { ...options, mode });
+    const result = await super.put(key, body, { ...options, mode });
     if (faults.lostResponses && faults.lostResponses > 0) {
       faults.lostResponses -= 1;
       throw new DOMException(`injected timeout after the write of ${key} landed`, 'TimeoutError');
     }
     if (faults.noVersion) return { version: {} };
     return result;
-  }
-
-  delete(key: string, options?: DeleteOptions): Promise<void> {
-    return this.inner.delete(key, options);
-  }
-
-  list(prefix: string, options?: ListOptions): Promise<ListResult> {
-    return this.inner.list(prefix, options);
-  }
-
-  upload(
-    key: string,
-    source: UploadSource,
-    options?: UploadOptions,
-  ): Promise<{ version: ObjectVersion; size: number }> {
-    return this.inner.upload(key, source, options);
   }
 }
