@@ -2,24 +2,39 @@
  * Counts requests and bytes by operation for /metrics, without changing what
  * the wrapped store does. A failed call counts as a request and as an error of
  * its operation; bytes count what was actually sent or received.
+ *
+ * Built on `ForwardingStore`: every call passes `intercept`, which counts it,
+ * so no method (and none added later) goes uncounted. `getStream` counts as
+ * `get`; `listPages` counts as `list`, one request per step of the iteration
+ * (each page, and the step that ends the listing), as `ForwardingStore`
+ * hands them to `intercept`.
  */
 import type {
   CallOptions,
-  DeleteOptions,
   GetResult,
   GetStreamResult,
-  ListOptions,
-  ListResult,
-  ObjectInfo,
   ObjectStore,
   ObjectVersion,
   PutOptions,
   UploadOptions,
   UploadSource,
 } from '@x/store';
+import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
 
 export type Operation = 'get' | 'head' | 'put' | 'delete' | 'list' | 'upload';
 export const OPERATIONS: readonly Operation[] = ['get', 'head', 'put', 'delete', 'list', 'upload'];
+
+/** The counter each method of the store counts under. */
+const COUNTED_AS: Record<StoreOperation, Operation> = {
+  get: 'get',
+  getStream: 'get',
+  head: 'head',
+  put: 'put',
+  delete: 'delete',
+  list: 'list',
+  listPages: 'list',
+  upload: 'upload',
+};
 
 export interface OperationCounters {
   requests: number;
@@ -28,12 +43,11 @@ export interface OperationCounters {
   bytesOut: number;
 }
 
-export class InstrumentedStore implements ObjectStore {
-  readonly inner: ObjectStore;
+export class InstrumentedStore extends ForwardingStore {
   readonly counters: Record<Operation, OperationCounters>;
 
   constructor(inner: ObjectStore) {
-    this.inner = inner;
+    super(inner);
     this.counters = Object.fromEntries(
       OPERATIONS.map((operation) => [
         operation,
@@ -42,32 +56,30 @@ export class InstrumentedStore implements ObjectStore {
     ) as Record<Operation, OperationCounters>;
   }
 
-  get description(): string {
-    return this.inner.description;
-  }
-
-  get capabilities() {
-    return this.inner.capabilities;
-  }
-
-  async #count<T>(operation: Operation, call: () => Promise<T>): Promise<T> {
-    this.counters[operation].requests += 1;
+  protected override async intercept<T>(
+    operation: StoreOperation,
+    _key: string,
+    _signal: AbortSignal | undefined,
+    proceed: () => Promise<T>,
+  ): Promise<T> {
+    const counters = this.counters[COUNTED_AS[operation]];
+    counters.requests += 1;
     try {
-      return await call();
+      return await proceed();
     } catch (error) {
-      this.counters[operation].errors += 1;
+      counters.errors += 1;
       throw error;
     }
   }
 
-  async get(key: string, options?: CallOptions): Promise<GetResult | null> {
-    const result = await this.#count('get', () => this.inner.get(key, options));
+  override async get(key: string, options?: CallOptions): Promise<GetResult | null> {
+    const result = await super.get(key, options);
     if (result) this.counters.get.bytesIn += result.size;
     return result;
   }
 
-  async getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
-    const result = await this.#count('get', () => this.inner.getStream(key, options));
+  override async getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
+    const result = await super.getStream(key, options);
     if (!result) return null;
     const counters = this.counters.get;
     const body = result.body;
@@ -80,34 +92,22 @@ export class InstrumentedStore implements ObjectStore {
     return { ...result, body: counted() };
   }
 
-  head(key: string, options?: CallOptions): Promise<ObjectInfo | null> {
-    return this.#count('head', () => this.inner.head(key, options));
-  }
-
-  async put(
+  override async put(
     key: string,
     body: Uint8Array,
     options?: PutOptions,
   ): Promise<{ version: ObjectVersion }> {
-    const result = await this.#count('put', () => this.inner.put(key, body, options));
+    const result = await super.put(key, body, options);
     this.counters.put.bytesOut += body.byteLength;
     return result;
   }
 
-  delete(key: string, options?: DeleteOptions): Promise<void> {
-    return this.#count('delete', () => this.inner.delete(key, options));
-  }
-
-  list(prefix: string, options?: ListOptions): Promise<ListResult> {
-    return this.#count('list', () => this.inner.list(prefix, options));
-  }
-
-  async upload(
+  override async upload(
     key: string,
     source: UploadSource,
     options?: UploadOptions,
   ): Promise<{ version: ObjectVersion; size: number }> {
-    const result = await this.#count('upload', () => this.inner.upload(key, source, options));
+    const result = await super.upload(key, source, options);
     this.counters.upload.bytesOut += result.size;
     return result;
   }

@@ -6,21 +6,8 @@
 import { Writable } from 'node:stream';
 import { restore } from '@x/backup-worker';
 import { BucketLease, FakeClock, LeaseWatch, newInstanceId } from '@x/lease';
-import type {
-  CallOptions,
-  DeleteOptions,
-  GetResult,
-  GetStreamResult,
-  ListOptions,
-  ListResult,
-  ObjectInfo,
-  ObjectStore,
-  ObjectVersion,
-  PutOptions,
-  StoreCapabilities,
-  UploadOptions,
-  UploadSource,
-} from '@x/store';
+import type { CallOptions, GetResult, GetStreamResult, ObjectStore } from '@x/store';
+import { ForwardingStore } from '@x/store/adapter';
 import { main } from '../../src/main.ts';
 import { appendCommits, BASELINE_COMMITS, type CasePaths, newWorker, PREFIX } from './bucket.ts';
 
@@ -59,35 +46,26 @@ export interface Outcome {
   readonly exitCode?: number;
 }
 
-/** Counts the body bytes each key delivered to the caller (get, and getStream as consumed). */
-export class MeteredStore implements ObjectStore {
-  readonly inner: ObjectStore;
+/**
+ * Counts the body bytes each key delivered to the caller (get, and getStream
+ * as consumed). Every other method (`list` and `listPages` included: a
+ * listing delivers no body) is `ForwardingStore`'s, passed on untouched.
+ */
+export class MeteredStore extends ForwardingStore {
   readonly bytesRead = new Map<string, number>();
-
-  constructor(inner: ObjectStore) {
-    this.inner = inner;
-  }
-
-  get description(): string {
-    return this.inner.description;
-  }
-
-  get capabilities(): StoreCapabilities {
-    return this.inner.capabilities;
-  }
 
   #count(key: string, bytes: number): void {
     this.bytesRead.set(key, (this.bytesRead.get(key) ?? 0) + bytes);
   }
 
-  async get(key: string, options?: CallOptions): Promise<GetResult | null> {
-    const result = await this.inner.get(key, options);
+  override async get(key: string, options?: CallOptions): Promise<GetResult | null> {
+    const result = await super.get(key, options);
     if (result !== null) this.#count(key, result.body.byteLength);
     return result;
   }
 
-  async getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
-    const result = await this.inner.getStream(key, options);
+  override async getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
+    const result = await super.getStream(key, options);
     if (result === null) return null;
     const count = (bytes: number) => this.#count(key, bytes);
     const inner = result.body;
@@ -108,30 +86,6 @@ export class MeteredStore implements ObjectStore {
       },
     };
     return { ...result, body };
-  }
-
-  head(key: string, options?: CallOptions): Promise<ObjectInfo | null> {
-    return this.inner.head(key, options);
-  }
-
-  put(key: string, body: Uint8Array, options?: PutOptions): Promise<{ version: ObjectVersion }> {
-    return this.inner.put(key, body, options);
-  }
-
-  delete(key: string, options?: DeleteOptions): Promise<void> {
-    return this.inner.delete(key, options);
-  }
-
-  list(prefix: string, options?: ListOptions): Promise<ListResult> {
-    return this.inner.list(prefix, options);
-  }
-
-  upload(
-    key: string,
-    source: UploadSource,
-    options?: UploadOptions,
-  ): Promise<{ version: ObjectVersion; size: number }> {
-    return this.inner.upload(key, source, options);
   }
 }
 
