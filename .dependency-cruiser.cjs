@@ -4,6 +4,7 @@
  *
  *   @x/store  <-  adapters (@x/store-s3, -azure, -gcs), @x/store-conformance, @x/lease
  *   @x/manifest, @x/wal-segment (pure formats: no store)
+ *   @x/cpu-priority (Node built-ins only)
  *   @x/backup-worker (no cloud adapter, no cloud SDK)  <-  apps/backupd (imported by nobody)
  *
  * Workspace packages are resolved to their sources (the `@x/source` export
@@ -16,8 +17,6 @@
 
 /** The temporary relative imports of bench/, soak/ and scripts/ (see the README). */
 const TEMPORARY_IMPORTS = {
-  // Needs backupd's CPU priority (apps/backupd/src/cpu-priority.ts) exported by a package.
-  cpuPriority: '^bench/temporary-imports/cpu-priority[.]ts$',
   // Needs the SQLite content hash of @x/backup-worker's tests in a test-utility package.
   contentHash: '^soak/temporary-imports/content-hash[.]ts$',
 };
@@ -50,6 +49,17 @@ module.exports = {
       },
     },
     {
+      name: 'cpu-priority-imports-only-node',
+      severity: 'error',
+      comment:
+        '@x/cpu-priority stands alone (backupd and the benchmarks use it): its sources import Node built-ins and each other, nothing else.',
+      from: { path: '^packages/cpu-priority/src/', pathNot: TEST_FILE },
+      to: {
+        pathNot: '^packages/cpu-priority/src/',
+        dependencyTypesNot: ['core'],
+      },
+    },
+    {
       name: 'formats-import-no-store',
       severity: 'error',
       comment:
@@ -69,7 +79,7 @@ module.exports = {
       name: 'nothing-imports-the-app',
       severity: 'error',
       comment: 'apps/backupd is the top of the graph: nothing outside it imports it.',
-      from: { pathNot: ['^apps/backupd/', TEMPORARY_IMPORTS.cpuPriority] },
+      from: { pathNot: '^apps/backupd/' },
       to: { path: '^apps/backupd/' },
     },
     {

@@ -8,14 +8,14 @@
 import { spawn } from 'node:child_process';
 import { DatabaseSync } from 'node:sqlite';
 import { BackupWorker, SqliteSource, type SqliteTapOptions } from '@x/backup-worker';
-import { FakeClock } from '@x/lease';
-import { MemoryStore } from '@x/store';
 import {
   applyCpuPriority,
   type CpuPriority,
   DEFAULT_CPU_PRIORITY,
   isCpuPriority,
-} from './temporary-imports/cpu-priority.ts';
+} from '@x/cpu-priority';
+import { FakeClock } from '@x/lease';
+import { MemoryStore } from '@x/store';
 
 /**
  * The paced application of the lag benchmark, in its own process, started

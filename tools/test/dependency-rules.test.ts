@@ -54,6 +54,12 @@ const FILES: Record<string, string> = {
   // Forbidden: the lease imports another workspace package.
   'packages/lease/src/uses-manifest.ts':
     "import { manifest } from '@x/manifest';\nexport const leaseManifest = manifest;\n",
+  // Allowed: @x/cpu-priority imports Node built-ins and its own files.
+  'packages/cpu-priority/src/index.ts':
+    "import { setPriority } from 'node:os';\nimport { priorityStore } from './uses-store.ts';\nexport const lower = [setPriority, priorityStore];\n",
+  // Forbidden: @x/cpu-priority imports a workspace package.
+  'packages/cpu-priority/src/uses-store.ts':
+    "import { store } from '@x/store';\nexport const priorityStore = store;\n",
   // Forbidden: a format package imports a store.
   'packages/manifest/src/uses-store.ts':
     "import { store } from '@x/store';\nexport const manifestStore = store;\n",
@@ -156,6 +162,11 @@ describe('the dependency rules', () => {
           rule: 'lease-imports-only-store',
           from: 'packages/lease/src/uses-manifest.ts',
           to: 'packages/manifest/src/index.ts',
+        },
+        {
+          rule: 'cpu-priority-imports-only-node',
+          from: 'packages/cpu-priority/src/uses-store.ts',
+          to: 'packages/store/src/index.ts',
         },
         {
           rule: 'formats-import-no-store',

@@ -16,9 +16,9 @@ import {
   DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
   DEFAULT_WAL_INTERVAL_MS,
 } from '@x/backup-worker';
+import { CPU_PRIORITIES, type CpuPriority, isCpuPriority } from '@x/cpu-priority';
 import { DEFAULT_TTL_S, MAX_SANE_TTL_S, MIN_TTL_S } from '@x/lease';
 import { parse as parseYaml } from 'yaml';
-import { CPU_PRIORITIES, type CpuPriority, isCpuPriority } from './cpu-priority.ts';
 import {
   bareNumberProblem,
   describe,

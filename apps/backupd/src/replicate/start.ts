@@ -3,8 +3,8 @@
  * replica) and, with `listen`, the status server; then lowering backupd's CPU
  * priority, which the command does only after starting the application.
  */
+import { applyCpuPriority, DEFAULT_CPU_PRIORITY } from '@x/cpu-priority';
 import type { BackupdConfig } from '../config.ts';
-import { applyCpuPriority, DEFAULT_CPU_PRIORITY } from '../cpu-priority.ts';
 import { type Daemon, defaultSourceFactory, startDaemon } from '../daemon.ts';
 import { type StatusServer, startStatusServer } from '../http-server.ts';
 import { errorFields, type Logger } from '../logger.ts';

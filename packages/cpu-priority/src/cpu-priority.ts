@@ -1,6 +1,6 @@
 /**
- * backupd's CPU priority: it is background work, and it yields the CPU to
- * the database it protects.
+ * The CPU priority of a background process (backupd's, first): it is
+ * background work, and it yields the CPU to the application it serves.
  *
  * Why: an application committing back to back wakes from every commit's
  * fsync. When the kernel runs it on the CPU where one of backupd's captures
@@ -12,22 +12,22 @@
  * median 97.0 %); with backupd at `idle`, the application's slow commits
  * were as rare as without backupd (see the SQLite README for the figures).
  *
- * - `idle` (the default): Linux's SCHED_IDLE policy for every thread of this
- *   process. The application preempts backupd as soon as it wakes, and the
- *   kernel counts a CPU running only backupd as free when it places a
+ * - `idle` (backupd's default): Linux's SCHED_IDLE policy for every thread of
+ *   this process. The application preempts it as soon as it wakes, and the
+ *   kernel counts a CPU running only this process as free when it places a
  *   waking thread. Set with `chrt` (util-linux); where that is missing or
- *   refuses, or on another system, backupd falls back to `low` and says so.
+ *   refuses, or on another system, it falls back to `low` and says so.
  * - `low`: nice 19 for every thread. Portable; helps less (the woken
- *   application still waits for backupd's slice to end, shorter as it is).
- * - `normal`: what backupd was started with, unchanged.
+ *   application still waits for this process's slice to end, shorter as it is).
+ * - `normal`: what the process was started with, unchanged.
  *
  * Limits: lowering is one-way (without privileges a process cannot raise its
- * priority again). On a machine whose CPUs are all busy with other work,
- * `idle` backupd runs only in the gaps: replication lag and the WAL then grow
- * until the load drops (the health endpoint reports the lag). Choose
- * `normal` where backupd must keep pace under full load. Threads backupd
- * starts later inherit the setting; processes it started before applying it
- * (the application of `--exec`) keep theirs.
+ * priority again). On a machine whose CPUs are all busy with other work, an
+ * `idle` process runs only in the gaps (for backupd: replication lag and the
+ * WAL then grow until the load drops; the health endpoint reports the lag).
+ * Choose `normal` where the process must keep pace under full load. Threads
+ * started later inherit the setting; processes started before applying it
+ * (the application of backupd's `--exec`) keep theirs.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
