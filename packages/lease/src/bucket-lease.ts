@@ -21,11 +21,16 @@
  * still completes, and a process frozen between its fence check and its
  * request sends that request when it wakes. Without conditional writes
  * (`conditional: false`) two instances that start together may both acquire.
+ *
+ * This module is the protocol of a held lease (acquire's rounds, renew,
+ * release, the fence); what an acquire decides from the record it read is in
+ * acquire-plan.ts, the precondition probe in acquire-probe.ts, and the
+ * record writes they share (the released record, `releaseOwnRecord`) in
+ * lease-writes.ts.
  */
 
 import { hostname } from 'node:os';
 import {
-  AlreadyExistsError,
   type CallOptions,
   ConflictError,
   NotImplementedError,
@@ -34,16 +39,25 @@ import {
   PreconditionFailedError,
   type PutMode,
 } from '@x/store';
-import { type Clock, systemClock } from './clock.ts';
+import { planAcquire } from './acquire-plan.ts';
+import { probeOrFailClosed } from './acquire-probe.ts';
+import type { Clock } from './clock.ts';
 import {
   describeHolder,
   FencedError,
-  ForeignActiveError,
   LeaseLostError,
   LeaseRecordError,
   PreconditionsIgnoredError,
   WriteDeadlineError,
 } from './errors.ts';
+import {
+  describeMode,
+  hasVersion,
+  isRefusal,
+  type SendTime,
+  sendTime,
+  writeReleasedRecord,
+} from './lease-writes.ts';
 import {
   type AcquireOptions,
   type AcquireSettings,
@@ -53,180 +67,21 @@ import {
 } from './options.ts';
 import {
   type LeaseRecord,
-  leaseKey,
-  MAX_SANE_TTL_S,
   newNonce,
   readLease,
   serializeLeaseRecord,
   type VersionedLeaseRecord,
 } from './record.ts';
 
-/** The two clock readings taken just before a write was sent; a grant is anchored there. */
-interface SendTime {
-  readonly monotonicMs: number;
-  readonly wallMs: number;
-}
+export { hasVersion, releaseOwnRecord } from './lease-writes.ts';
 
 type LeaseState = 'held' | 'lost' | 'releasing' | 'released';
 
 /** How many read-decide-write rounds an acquire makes before giving up on a busy record. */
 const MAX_ACQUIRE_ROUNDS = 5;
 
-function sendTime(clock: Clock): SendTime {
-  return { monotonicMs: clock.monotonicNow(), wallMs: clock.wallNow() };
-}
-
-/** @internal True when the store named a version (an ETag or a generation). */
-export function hasVersion(version: ObjectVersion | undefined): version is ObjectVersion {
-  return (
-    typeof version === 'object' &&
-    version !== null &&
-    (version.etag !== undefined || version.generation !== undefined)
-  );
-}
-
-/** A conditional write that the store refused because the object was not as expected. */
-function isRefusal(error: unknown): boolean {
-  return (
-    AlreadyExistsError.isInstance(error) ||
-    PreconditionFailedError.isInstance(error) ||
-    ConflictError.isInstance(error)
-  );
-}
-
-function describeMode(mode: PutMode): string {
-  if (mode === 'create') return 'create-if-absent (If-None-Match: *)';
-  if (mode === 'overwrite') return 'unconditional write';
-  return 'replace-if-version (If-Match)';
-}
-
 function twoThirdsOfTtlMs(ttlSeconds: number): number {
   return Math.floor((ttlSeconds * 2000) / 3);
-}
-
-/** Why a foreign record is suspect, or undefined. */
-function suspectReason(record: LeaseRecord, wallNow: number): string | undefined {
-  if (record.ttlSeconds > MAX_SANE_TTL_S)
-    return `TTL of ${record.ttlSeconds} s exceeds MAX_SANE_TTL_S (${MAX_SANE_TTL_S} s)`;
-  const ahead = record.renewedAt - wallNow;
-  if (ahead > record.ttlSeconds * 1000)
-    return `renewed ${ahead} ms in the future by our clock, more than its own TTL of ${record.ttlSeconds} s`;
-  return undefined;
-}
-
-interface AcquirePlan {
-  readonly kind: 'create' | 'continue' | 'takeover' | 'after-release' | 'suspect-takeover';
-  readonly mode: PutMode;
-  readonly generation: number;
-  readonly acquiredAt: number | undefined;
-  readonly term: number | undefined;
-  readonly previous: LeaseRecord | undefined;
-}
-
-function makeMadeUpVersion(version: ObjectVersion): ObjectVersion {
-  const random = newNonce();
-  const madeUp: { etag?: string; generation?: string } = {};
-  if (version.etag !== undefined) madeUp.etag = `"${random}${random.slice(0, 8)}"`;
-  if (version.generation !== undefined) {
-    // A generation is a decimal number on GCS; shift it far enough that it cannot be current.
-    const current = /^\d+$/.test(version.generation) ? BigInt(version.generation) : 0n;
-    madeUp.generation = String(
-      current + 987_654_321n + BigInt(Number.parseInt(random.slice(0, 6), 16)),
-    );
-  }
-  return madeUp;
-}
-
-/** Accepts an own-record predicate for the shared release step. */
-type OwnershipCheck = (record: LeaseRecord) => boolean;
-
-type ReleaseOutcome =
-  | { readonly outcome: 'released'; readonly record: LeaseRecord }
-  | { readonly outcome: 'missing' }
-  | { readonly outcome: 'not-ours'; readonly holder: LeaseRecord };
-
-/**
- * Replaces our record with a released one. Conditional: replace-if-version
- * (re-read once when refused, in case a write of ours whose answer was lost
- * landed). Best-effort or without a known version: read, check it is ours,
- * then write — another instance's write between the read and ours is
- * overwritten (the documented window).
- */
-async function writeReleasedRecord(
-  store: ObjectStore,
-  key: string,
-  ours: OwnershipCheck,
-  known: { record: LeaseRecord; version: ObjectVersion | undefined } | undefined,
-  conditional: boolean,
-  clock: Clock,
-  options: CallOptions,
-): Promise<ReleaseOutcome> {
-  let current: { record: LeaseRecord; version: ObjectVersion | undefined } | undefined =
-    conditional && known && hasVersion(known.version) ? known : undefined;
-  for (let round = 0; round < 3; round++) {
-    if (!current) {
-      const prefix = key.slice(0, -'/LEASE'.length);
-      const read: VersionedLeaseRecord | null = await readLease(store, prefix, options);
-      if (!read) return { outcome: 'missing' };
-      if (read.record.released || !ours(read.record))
-        return { outcome: 'not-ours', holder: read.record };
-      current = read;
-    }
-    const released: LeaseRecord = {
-      ...current.record,
-      renewedAt: clock.wallNow(),
-      nonce: newNonce(),
-      released: true,
-    };
-    const mode: PutMode =
-      conditional && hasVersion(current.version) ? { ifMatch: current.version } : 'overwrite';
-    try {
-      await store.put(key, serializeLeaseRecord(released), { ...options, mode });
-      return { outcome: 'released', record: released };
-    } catch (error) {
-      if (NotImplementedError.isInstance(error) && mode !== 'overwrite') {
-        // The store cannot write conditionally: fall back to read-check-write (documented window).
-        conditional = false;
-        current = undefined;
-        continue;
-      }
-      if (!isRefusal(error)) throw error;
-      current = undefined;
-    }
-  }
-  const read = await readLease(store, key.slice(0, -'/LEASE'.length), options);
-  if (!read) return { outcome: 'missing' };
-  return { outcome: 'not-ours', holder: read.record };
-}
-
-/**
- * Removes a record we may have left behind after a failed or cancelled
- * acquire (a write whose answer never came): if `{prefix}/LEASE` names
- * `instanceId` and is not released, it is replaced by a released record
- * (generation kept, so it never goes backwards). Call it only when no
- * `BucketLease` of this instance holds the prefix.
- * @returns true when a record of ours was released, false when there was none.
- * @throws LeaseRecordError when the record is invalid; StoreError from the store.
- */
-export async function releaseOwnRecord(
-  store: ObjectStore,
-  prefix: string,
-  instanceId: string,
-  options: CallOptions & { clock?: Clock } = {},
-): Promise<boolean> {
-  const key = leaseKey(prefix);
-  const clock = options.clock ?? systemClock;
-  const callOptions: CallOptions = options.signal ? { signal: options.signal } : {};
-  const result = await writeReleasedRecord(
-    store,
-    key,
-    (record) => record.instanceId === instanceId,
-    undefined,
-    true,
-    clock,
-    callOptions,
-  );
-  return result.outcome === 'released';
 }
 
 /** @internal What `acquireAs` hands the constructor. */
@@ -689,168 +544,4 @@ export class BucketLease {
       ...(holder ? { holder: describeHolder(holder) } : {}),
     });
   }
-}
-
-/**
- * Decides what an acquire does with the record it read.
- * @throws FencedError, ForeignActiveError.
- */
-function planAcquire(current: VersionedLeaseRecord | null, settings: AcquireSettings): AcquirePlan {
-  if (!current)
-    return {
-      kind: 'create',
-      mode: 'create',
-      generation: 1,
-      acquiredAt: undefined,
-      term: settings.term,
-      previous: undefined,
-    };
-  const { record, version } = current;
-  const { key, clock } = settings;
-  // A term once published is a high-water mark: it outlives expiry and release.
-  if (record.term !== undefined && record.term > (settings.term ?? 0))
-    throw new FencedError(key, settings.term, record.term, 'the published lease');
-  const term = settings.term ?? record.term;
-  if (record.instanceId === settings.instanceId && !record.released) {
-    settings.watch.reset();
-    return {
-      kind: 'continue',
-      mode: { ifMatch: version },
-      generation: record.generation,
-      acquiredAt: record.acquiredAt,
-      term,
-      previous: undefined,
-    };
-  }
-  const takeover = (kind: AcquirePlan['kind']): AcquirePlan => ({
-    kind,
-    mode: { ifMatch: version },
-    generation: record.generation + 1,
-    acquiredAt: undefined,
-    term,
-    previous: record,
-  });
-  if (record.released) {
-    settings.watch.reset();
-    return takeover('after-release');
-  }
-  const wallNow = clock.wallNow();
-  const reason = suspectReason(record, wallNow);
-  if (reason) {
-    const watchedMs = settings.watch.observe(key, version, clock.monotonicNow());
-    const neededMs = settings.ttlSeconds * 1000;
-    if (watchedMs >= neededMs) {
-      settings.logger.warn('lease.suspect-takeover', {
-        key,
-        instanceId: settings.instanceId,
-        holder: describeHolder(record),
-        reason,
-        unchangedForMs: watchedMs,
-      });
-      return takeover('suspect-takeover');
-    }
-    settings.logger.warn('lease.suspect-record', {
-      key,
-      holder: describeHolder(record),
-      reason,
-      unchangedForMs: watchedMs,
-      takeoverAfterMs: neededMs - watchedMs,
-    });
-    throw new ForeignActiveError(
-      key,
-      record,
-      wallNow + (neededMs - watchedMs),
-      `suspect record: ${reason}; it is taken over once seen unchanged for ${settings.ttlSeconds} s`,
-    );
-  }
-  settings.watch.reset();
-  const ttlMs = record.ttlSeconds * 1000;
-  if (wallNow - record.renewedAt < ttlMs)
-    throw new ForeignActiveError(key, record, record.renewedAt + ttlMs);
-  return takeover('takeover');
-}
-
-/**
- * After taking the lease, writes it once with create-if-absent and once with
- * replace-if-version on a made-up version. Both must be refused. Otherwise
- * the lease is released and the acquire fails closed.
- */
-async function probeOrFailClosed(
-  store: ObjectStore,
-  settings: AcquireSettings,
-  record: LeaseRecord,
-  version: ObjectVersion | undefined,
-  options: CallOptions,
-): Promise<{ record: LeaseRecord; version: ObjectVersion | undefined }> {
-  const { key } = settings;
-  const ignored: string[] = [];
-  let latestRecord = record;
-  let latestVersion = version;
-  let failure: unknown;
-
-  if (!hasVersion(version)) {
-    ignored.push('the store returned no version for a write, so replace-if-version cannot be sent');
-  } else {
-    const attempt = async (mode: PutMode, refusedBy: (error: unknown) => boolean, what: string) => {
-      const probeRecord: LeaseRecord = { ...latestRecord, nonce: newNonce() };
-      try {
-        const result = await store.put(key, serializeLeaseRecord(probeRecord), {
-          ...options,
-          mode,
-        });
-        ignored.push(`${what} was accepted`);
-        latestRecord = probeRecord;
-        if (hasVersion(result?.version)) latestVersion = result.version;
-      } catch (error) {
-        if (refusedBy(error)) return;
-        if (NotImplementedError.isInstance(error)) {
-          ignored.push(`${what} is not implemented by the store`);
-          return;
-        }
-        failure ??= error;
-      }
-    };
-    await attempt(
-      'create',
-      (error) => AlreadyExistsError.isInstance(error) || PreconditionFailedError.isInstance(error),
-      'a create-if-absent write (If-None-Match: *) over the existing lease',
-    );
-    await attempt(
-      { ifMatch: makeMadeUpVersion(version) },
-      (error) => PreconditionFailedError.isInstance(error),
-      'a replace-if-version write (If-Match) naming a made-up version',
-    );
-  }
-
-  if (ignored.length === 0 && failure === undefined)
-    return { record: latestRecord, version: latestVersion };
-  // Fail closed: give the record up (best effort), then report.
-  try {
-    await writeReleasedRecord(
-      store,
-      key,
-      (found) => found.instanceId === settings.instanceId && found.generation === record.generation,
-      { record: latestRecord, version: latestVersion },
-      ignored.length === 0,
-      settings.clock,
-      options,
-    );
-  } catch (releaseError) {
-    // The record expires after its TTL anyway; the caller learns of the original problem.
-    settings.logger.warn('lease.release-failed', {
-      key,
-      instanceId: settings.instanceId,
-      error: String(releaseError),
-    });
-  }
-  if (ignored.length > 0) {
-    settings.logger.warn('lease.preconditions-ignored', {
-      key,
-      store: store.description,
-      ignored,
-      switch: 'conditional: false',
-    });
-    throw new PreconditionsIgnoredError(store.description, ignored);
-  }
-  throw failure;
 }

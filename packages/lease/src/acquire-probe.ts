@@ -1,0 +1,120 @@
+/**
+ * The probe every conditional acquire runs after taking the lease: a
+ * create-if-absent and a replace-if-version on a made-up version must both
+ * be refused. A store that accepts either (or cannot send one) ignores
+ * preconditions: the lease is given up and the acquire fails closed with
+ * `PreconditionsIgnoredError`.
+ */
+
+import {
+  AlreadyExistsError,
+  type CallOptions,
+  NotImplementedError,
+  type ObjectStore,
+  type ObjectVersion,
+  PreconditionFailedError,
+  type PutMode,
+} from '@x/store';
+import { PreconditionsIgnoredError } from './errors.ts';
+import { hasVersion, writeReleasedRecord } from './lease-writes.ts';
+import type { AcquireSettings } from './options.ts';
+import { type LeaseRecord, newNonce, serializeLeaseRecord } from './record.ts';
+
+function makeMadeUpVersion(version: ObjectVersion): ObjectVersion {
+  const random = newNonce();
+  const madeUp: { etag?: string; generation?: string } = {};
+  if (version.etag !== undefined) madeUp.etag = `"${random}${random.slice(0, 8)}"`;
+  if (version.generation !== undefined) {
+    // A generation is a decimal number on GCS; shift it far enough that it cannot be current.
+    const current = /^\d+$/.test(version.generation) ? BigInt(version.generation) : 0n;
+    madeUp.generation = String(
+      current + 987_654_321n + BigInt(Number.parseInt(random.slice(0, 6), 16)),
+    );
+  }
+  return madeUp;
+}
+
+/**
+ * After taking the lease, writes it once with create-if-absent and once with
+ * replace-if-version on a made-up version. Both must be refused. Otherwise
+ * the lease is released and the acquire fails closed.
+ */
+export async function probeOrFailClosed(
+  store: ObjectStore,
+  settings: AcquireSettings,
+  record: LeaseRecord,
+  version: ObjectVersion | undefined,
+  options: CallOptions,
+): Promise<{ record: LeaseRecord; version: ObjectVersion | undefined }> {
+  const { key } = settings;
+  const ignored: string[] = [];
+  let latestRecord = record;
+  let latestVersion = version;
+  let failure: unknown;
+
+  if (!hasVersion(version)) {
+    ignored.push('the store returned no version for a write, so replace-if-version cannot be sent');
+  } else {
+    const attempt = async (mode: PutMode, refusedBy: (error: unknown) => boolean, what: string) => {
+      const probeRecord: LeaseRecord = { ...latestRecord, nonce: newNonce() };
+      try {
+        const result = await store.put(key, serializeLeaseRecord(probeRecord), {
+          ...options,
+          mode,
+        });
+        ignored.push(`${what} was accepted`);
+        latestRecord = probeRecord;
+        if (hasVersion(result?.version)) latestVersion = result.version;
+      } catch (error) {
+        if (refusedBy(error)) return;
+        if (NotImplementedError.isInstance(error)) {
+          ignored.push(`${what} is not implemented by the store`);
+          return;
+        }
+        failure ??= error;
+      }
+    };
+    await attempt(
+      'create',
+      (error) => AlreadyExistsError.isInstance(error) || PreconditionFailedError.isInstance(error),
+      'a create-if-absent write (If-None-Match: *) over the existing lease',
+    );
+    await attempt(
+      { ifMatch: makeMadeUpVersion(version) },
+      (error) => PreconditionFailedError.isInstance(error),
+      'a replace-if-version write (If-Match) naming a made-up version',
+    );
+  }
+
+  if (ignored.length === 0 && failure === undefined)
+    return { record: latestRecord, version: latestVersion };
+  // Fail closed: give the record up (best effort), then report.
+  try {
+    await writeReleasedRecord(
+      store,
+      key,
+      (found) => found.instanceId === settings.instanceId && found.generation === record.generation,
+      { record: latestRecord, version: latestVersion },
+      ignored.length === 0,
+      settings.clock,
+      options,
+    );
+  } catch (releaseError) {
+    // The record expires after its TTL anyway; the caller learns of the original problem.
+    settings.logger.warn('lease.release-failed', {
+      key,
+      instanceId: settings.instanceId,
+      error: String(releaseError),
+    });
+  }
+  if (ignored.length > 0) {
+    settings.logger.warn('lease.preconditions-ignored', {
+      key,
+      store: store.description,
+      ignored,
+      switch: 'conditional: false',
+    });
+    throw new PreconditionsIgnoredError(store.description, ignored);
+  }
+  throw failure;
+}
