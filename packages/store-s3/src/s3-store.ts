@@ -59,11 +59,13 @@
  * whether or not the service gives it an ETag. Any other entry without an
  * ETag fails the whole listing with a `StoreError` naming its key: an object
  * without a version would break every conditional write made from it.
+ *
+ * Parts: s3-options.ts (options, limits, their checks), s3-requests.ts (one
+ * request and its typed error, conditional writes and their recovery),
+ * s3-multipart.ts (multipart upload), errors.ts (error mapping); this module
+ * is the operations.
  */
 import {
-  AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
-  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   type GetObjectCommandOutput,
@@ -71,12 +73,9 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
-  type S3ClientConfig,
-  UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import {
   type CallOptions,
-  ConflictError,
   chunksOf,
   type DeleteOptions,
   type GetResult,
@@ -101,147 +100,47 @@ import {
 import {
   abortReasonOr,
   collectListPages,
-  jitteredBackoffMs,
   newWriteId,
   orderedListPages,
   pageSizeOf,
   type RawListPage,
   requireCapability,
-  sleepUnlessAborted,
 } from '@x/store/adapter';
+import { classifyS3Error, describeFailure, isMissingKey, type S3Operation } from './errors.ts';
+import { multipartUpload } from './s3-multipart.ts';
 import {
-  classifyS3Error,
-  describeFailure,
-  isConditionalConflict,
-  isMissingKey,
-  isPreconditionFailure,
-  type S3Operation,
-} from './errors.ts';
+  checkChecksums,
+  checkPartSize,
+  checksumConfig,
+  DEFAULT_PART_SIZE,
+  type S3Checksums,
+  type S3StoreOptions,
+  safeEndpoint,
+  WRITE_ID_METADATA,
+} from './s3-options.ts';
+import {
+  conditional,
+  isDirectoryPlaceholder,
+  type Mode,
+  readBack,
+  relativeKey,
+  type S3Context,
+  send,
+  versionOf,
+} from './s3-requests.ts';
 
-/** Smallest part S3 accepts (except the last part). */
-export const MIN_PART_SIZE = 5 * 1024 * 1024;
-/** Largest part S3 accepts. */
-export const MAX_PART_SIZE = 5 * 1024 * 1024 * 1024;
-/** Most parts in one multipart upload. */
-export const MAX_PARTS = 10_000;
-export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
-
-/** The user-metadata name of the write id every conditional write carries. */
-export const WRITE_ID_METADATA = 'write-id';
-
-/** Static credentials; or pass a provider function (anything the SDK accepts). */
-export interface S3StaticCredentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-  readonly sessionToken?: string;
-}
-
-export interface ConflictRetryOptions {
-  /** Attempts in all, including the first. Default 5. */
-  readonly attempts?: number;
-  /** First back-off in ms, doubled each time, jittered. Default 50. */
-  readonly baseDelayMs?: number;
-  /** Cap on one back-off in ms. Default 1000. */
-  readonly maxDelayMs?: number;
-}
-
-export interface S3StoreOptions {
-  readonly bucket: string;
-  /** Keys are stored under `prefix/`. Empty (default): the bucket's root. */
-  readonly prefix?: string;
-  /** Default: the SDK's (`AWS_REGION`…), or `us-east-1` when `endpoint` is set. */
-  readonly region?: string;
-  /** For S3-compatible services, e.g. `https://<account>.r2.cloudflarestorage.com`. */
-  readonly endpoint?: string;
-  /** Path-style URLs (`endpoint/bucket/key`); most self-hosted services need it. */
-  readonly forcePathStyle?: boolean;
-  /** Explicit credentials; default: the SDK's standard provider chain. */
-  readonly credentials?: S3StaticCredentials | S3ClientConfig['credentials'];
-  /** Use this client instead of building one (the options above except bucket and prefix are then ignored). */
-  readonly client?: S3Client;
-  /**
-   * Declare what the service honours. Default: everything on. Declaring a
-   * capability off makes the adapter refuse that mode with
-   * `NotImplementedError` (e.g. `{ conditionalDelete: false }` for MinIO, which
-   * ignores `If-Match` on DELETE). `distinctVersions` is always `false` for
-   * S3 (content-hash ETags) and cannot be declared `true`.
-   */
-  readonly capabilities?: S3CapabilityOptions;
-  /** Default part size for `upload`, in bytes. Default 8 MiB; at least 5 MiB, at most 5 GiB. */
-  readonly partSize?: number;
-  /** Back-off for 409 `ConditionalRequestConflict`. */
-  readonly conflictRetry?: ConflictRetryOptions;
-  /**
-   * When the SDK adds checksums: `'when-supported'` (the SDK's default: a
-   * CRC32 on every upload, `x-amz-checksum-mode` on every download) or
-   * `'when-required'` (only where the operation requires one; none of the
-   * calls this store makes do). Default: `'when-required'` when `endpoint`
-   * is set — several S3-compatible services answer the SDK's default
-   * checksum headers with 501 `NotImplemented` — and the SDK's own setting
-   * (`AWS_REQUEST_CHECKSUM_CALCULATION`, shared config; else
-   * `'when-supported'`) for AWS itself. Ignored with `client`.
-   */
-  readonly checksums?: S3Checksums;
-}
-
-/** When the SDK computes request checksums and validates response ones (see `S3StoreOptions.checksums`). */
-export type S3Checksums = 'when-required' | 'when-supported';
-
-/** The SDK settings for a `checksums` value. */
-function checksumConfig(
-  checksums: S3Checksums,
-): Pick<S3ClientConfig, 'requestChecksumCalculation' | 'responseChecksumValidation'> {
-  const value = checksums === 'when-required' ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED';
-  return { requestChecksumCalculation: value, responseChecksumValidation: value };
-}
-
-function checkChecksums(checksums: unknown): S3Checksums | undefined {
-  if (checksums === undefined || checksums === 'when-required' || checksums === 'when-supported')
-    return checksums;
-  throw new StoreError(
-    `s3: checksums must be 'when-required' or 'when-supported', got ${JSON.stringify(checksums)}`,
-  );
-}
-
-/** The capabilities an S3 service may or may not honour (`distinctVersions` is fixed: `false`). */
-export type S3CapabilityOptions = Partial<
-  Pick<StoreCapabilities, 'conditionalPut' | 'conditionalDelete' | 'multipartCreate'>
-> & { readonly distinctVersions?: false };
-
-type Mode = 'overwrite' | 'create' | { readonly ifMatch: ObjectVersion };
-
-/**
- * A listing entry that is a directory placeholder: a key ending in `/` with
- * exactly zero bytes. Skipped by `list`, with or without an ETag.
- */
-function isDirectoryPlaceholder(entry: { Key?: string; Size?: number }): boolean {
-  return entry.Key?.endsWith('/') === true && entry.Size === 0;
-}
-
-function versionOf(etag: string | undefined, key: string, operation: string): ObjectVersion {
-  if (etag === undefined || etag === '') {
-    throw new StoreError(`s3 ${operation} for ${key}: the service returned no ETag`, { key });
-  }
-  return { etag };
-}
-
-function checkPartSize(partSize: number): number {
-  if (!Number.isSafeInteger(partSize) || partSize < MIN_PART_SIZE || partSize > MAX_PART_SIZE) {
-    throw new StoreError(
-      `s3 upload: partSize must be an integer from ${MIN_PART_SIZE} to ${MAX_PART_SIZE} bytes, got ${partSize}`,
-    );
-  }
-  return partSize;
-}
-
-function safeEndpoint(endpoint: string): string {
-  try {
-    const url = new URL(endpoint);
-    return url.origin;
-  } catch {
-    return '(custom endpoint)';
-  }
-}
+export {
+  type ConflictRetryOptions,
+  DEFAULT_PART_SIZE,
+  MAX_PART_SIZE,
+  MAX_PARTS,
+  MIN_PART_SIZE,
+  type S3CapabilityOptions,
+  type S3Checksums,
+  type S3StaticCredentials,
+  type S3StoreOptions,
+  WRITE_ID_METADATA,
+} from './s3-options.ts';
 
 export class S3Store implements ObjectStore {
   readonly description: string;
@@ -258,9 +157,8 @@ export class S3Store implements ObjectStore {
   readonly checksums: S3Checksums | undefined;
 
   readonly #partSize: number;
-  readonly #conflictAttempts: number;
-  readonly #conflictBaseDelayMs: number;
-  readonly #conflictMaxDelayMs: number;
+  /** What the request layer (s3-requests.ts, s3-multipart.ts) works with. */
+  readonly #context: S3Context;
 
   constructor(options: S3StoreOptions) {
     if (!options.bucket) throw new StoreError('s3: the bucket option is required');
@@ -278,9 +176,6 @@ export class S3Store implements ObjectStore {
       distinctVersions: false,
     };
     this.#partSize = checkPartSize(options.partSize ?? DEFAULT_PART_SIZE);
-    this.#conflictAttempts = Math.max(1, options.conflictRetry?.attempts ?? 5);
-    this.#conflictBaseDelayMs = Math.max(0, options.conflictRetry?.baseDelayMs ?? 50);
-    this.#conflictMaxDelayMs = Math.max(0, options.conflictRetry?.maxDelayMs ?? 1_000);
     const checksums = options.client
       ? undefined
       : (checkChecksums(options.checksums) ?? (options.endpoint ? 'when-required' : undefined));
@@ -294,6 +189,14 @@ export class S3Store implements ObjectStore {
         ...(options.credentials ? { credentials: options.credentials } : {}),
         ...(checksums ? checksumConfig(checksums) : {}),
       });
+    this.#context = {
+      client: this.client,
+      bucket: this.bucket,
+      prefix: this.prefix,
+      conflictAttempts: Math.max(1, options.conflictRetry?.attempts ?? 5),
+      conflictBaseDelayMs: Math.max(0, options.conflictRetry?.baseDelayMs ?? 50),
+      conflictMaxDelayMs: Math.max(0, options.conflictRetry?.maxDelayMs ?? 1_000),
+    };
     const where = options.endpoint ? ` at ${safeEndpoint(options.endpoint)}` : '';
     this.description = `s3://${this.bucket}${this.prefix ? `/${this.prefix}` : ''}${where}`;
   }
@@ -301,29 +204,6 @@ export class S3Store implements ObjectStore {
   #fullKey(key: string): string {
     validateKey(key);
     return joinKey(this.prefix, key);
-  }
-
-  #relativeKey(fullKey: string): string {
-    return this.prefix === '' ? fullKey : fullKey.slice(this.prefix.length + 1);
-  }
-
-  /**
-   * Sends one request with the caller's signal; an aborted call rejects with
-   * the signal's reason, anything else with the typed error.
-   */
-  async #send<Output>(
-    operation: S3Operation,
-    key: string,
-    signal: AbortSignal | undefined,
-    send: (abortSignal: AbortSignal | undefined) => Promise<Output>,
-  ): Promise<Output> {
-    signal?.throwIfAborted();
-    try {
-      return await send(signal);
-    } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      throw classifyS3Error(error, operation, key);
-    }
   }
 
   async get(key: string, options: CallOptions = {}): Promise<GetResult | null> {
@@ -415,80 +295,6 @@ export class S3Store implements ObjectStore {
     }
   }
 
-  /** HEAD returning the write id too, for recognising our own retried write. */
-  async #readBack(
-    fullKey: string,
-    signal: AbortSignal | undefined,
-  ): Promise<{ version: ObjectVersion; writeId: string | undefined } | null> {
-    try {
-      const response = await this.client.send(
-        new HeadObjectCommand({ Bucket: this.bucket, Key: fullKey }),
-        { abortSignal: signal },
-      );
-      return {
-        version: versionOf(response.ETag, fullKey, 'head'),
-        writeId: response.Metadata?.[WRITE_ID_METADATA],
-      };
-    } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      if (isMissingKey(describeFailure(error))) return null;
-      throw classifyS3Error(error, 'head', this.#relativeKey(fullKey));
-    }
-  }
-
-  /**
-   * Runs a conditional write: retries 409 conflicts with back-off, and
-   * resolves a precondition failure after SDK retries by reading back.
-   * `ours` says whether the read-back object is the one this call wrote.
-   */
-  async #conditional<Output>(
-    operation: S3Operation,
-    key: string,
-    fullKey: string,
-    signal: AbortSignal | undefined,
-    attempt: () => Promise<Output>,
-    recover: (
-      readBack: { version: ObjectVersion; writeId: string | undefined } | null,
-    ) => Output | undefined,
-  ): Promise<Output> {
-    let sawConflict = false;
-    for (let conflicts = 1; ; conflicts += 1) {
-      signal?.throwIfAborted();
-      try {
-        return await attempt();
-      } catch (error) {
-        if (signal?.aborted) throw signal.reason;
-        if (StoreError.isInstance(error)) throw error;
-        const failure = describeFailure(error);
-        if (sawConflict && failure.code === 'NoSuchUpload') {
-          // S3 may drop a multipart upload whose completion conflicted: the caller starts over.
-          throw new ConflictError(key, { cause: classifyS3Error(error, operation, key) });
-        }
-        if (
-          failure.attempts > 1 &&
-          (isPreconditionFailure(failure) ||
-            isMissingKey(failure) ||
-            failure.code === 'NoSuchUpload')
-        ) {
-          // An earlier attempt of this very request may have been applied.
-          const recovered = recover(await this.#readBack(fullKey, signal));
-          if (recovered !== undefined) return recovered;
-        }
-        if (isConditionalConflict(failure) && !isPreconditionFailure(failure)) {
-          sawConflict = true;
-          if (conflicts < this.#conflictAttempts) {
-            await sleepUnlessAborted(
-              jitteredBackoffMs(conflicts, this.#conflictBaseDelayMs, this.#conflictMaxDelayMs),
-              signal,
-            );
-            continue;
-          }
-        }
-        throw classifyS3Error(error, operation, key);
-      }
-    }
-  }
-
   async put(
     key: string,
     body: Uint8Array,
@@ -515,7 +321,7 @@ export class S3Store implements ObjectStore {
     signal: AbortSignal | undefined,
   ): Promise<{ version: ObjectVersion }> {
     if (mode === 'overwrite') {
-      const response = await this.#send('put', key, signal, (abortSignal) =>
+      const response = await send('put', key, signal, (abortSignal) =>
         this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: fullKey, Body: body }), {
           abortSignal,
         }),
@@ -526,7 +332,8 @@ export class S3Store implements ObjectStore {
     const condition =
       mode === 'create' ? { IfNoneMatch: '*' } : { IfMatch: this.#etagOf(mode.ifMatch, key) };
     const operation: S3Operation = mode === 'create' ? 'create' : 'replace';
-    return this.#conditional(
+    return conditional(
+      this.#context,
       operation,
       key,
       fullKey,
@@ -561,7 +368,7 @@ export class S3Store implements ObjectStore {
     const fullKey = this.#fullKey(key);
     const { signal, ifMatch } = options;
     if (!ifMatch) {
-      await this.#send('delete', key, signal, (abortSignal) =>
+      await send('delete', key, signal, (abortSignal) =>
         this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: fullKey }), {
           abortSignal,
         }),
@@ -573,10 +380,11 @@ export class S3Store implements ObjectStore {
     // Some services answer 204 to a conditional DELETE of a missing key (see
     // the header): look first. Only existence is checked here; the version is
     // left to the service's If-Match.
-    if ((await this.#readBack(fullKey, signal)) === null) {
+    if ((await readBack(this.#context, fullKey, signal)) === null) {
       throw new PreconditionFailedError(key, { detail: 'no object at the key' });
     }
-    await this.#conditional(
+    await conditional(
+      this.#context,
       'conditional-delete',
       key,
       fullKey,
@@ -612,7 +420,7 @@ export class S3Store implements ObjectStore {
     let continuationToken: string | undefined;
     do {
       const token = continuationToken;
-      const response = await this.#send('list', prefix, signal, (abortSignal) =>
+      const response = await send('list', prefix, signal, (abortSignal) =>
         this.client.send(
           new ListObjectsV2Command({
             Bucket: this.bucket,
@@ -641,13 +449,14 @@ export class S3Store implements ObjectStore {
           );
         }
         objects.push({
-          key: this.#relativeKey(entry.Key),
+          key: relativeKey(this.#context, entry.Key),
           size: entry.Size ?? 0,
           version: versionOf(entry.ETag, entry.Key, 'list'),
         });
       }
       for (const entry of response.CommonPrefixes ?? []) {
-        if (entry.Prefix !== undefined) commonPrefixes.push(this.#relativeKey(entry.Prefix));
+        if (entry.Prefix !== undefined)
+          commonPrefixes.push(relativeKey(this.#context, entry.Prefix));
       }
       continuationToken = response.IsTruncated ? response.NextContinuationToken : undefined;
       if (response.IsTruncated && !continuationToken) {
@@ -723,120 +532,17 @@ export class S3Store implements ObjectStore {
       throw abortReasonOr(signal, error);
     }
 
-    return this.#multipart(key, fullKey, mode, signal, buffer, firstLength, fill, atEnd, chunks);
-  }
-
-  async #multipart(
-    key: string,
-    fullKey: string,
-    mode: 'create' | 'overwrite',
-    signal: AbortSignal | undefined,
-    buffer: Buffer,
-    firstLength: number,
-    fill: () => Promise<number>,
-    atEnd: () => Promise<boolean>,
-    chunks: AsyncIterator<Uint8Array>,
-  ): Promise<{ version: ObjectVersion; size: number }> {
-    const writeId = newWriteId();
-    const started = await this.#send('start-upload', key, signal, (abortSignal) =>
-      this.client.send(
-        new CreateMultipartUploadCommand({
-          Bucket: this.bucket,
-          Key: fullKey,
-          ...(mode === 'create' ? { Metadata: { [WRITE_ID_METADATA]: writeId } } : {}),
-        }),
-        { abortSignal },
-      ),
+    return multipartUpload(
+      this.#context,
+      key,
+      fullKey,
+      mode,
+      signal,
+      buffer,
+      firstLength,
+      fill,
+      atEnd,
+      chunks,
     );
-    const uploadId = started.UploadId;
-    if (!uploadId) {
-      throw new StoreError(`s3 upload of ${key}: the service returned no upload id`, { key });
-    }
-    const parts: { PartNumber: number; ETag: string }[] = [];
-    let size = 0;
-    let completed = false;
-    try {
-      let length = firstLength;
-      for (let partNumber = 1; ; partNumber += 1) {
-        if (partNumber > MAX_PARTS) {
-          throw new StoreError(
-            `s3 upload of ${key}: more than ${MAX_PARTS} parts; use a larger partSize`,
-            { key },
-          );
-        }
-        const body = buffer.subarray(0, length);
-        const response = await this.#send('upload-part', key, signal, (abortSignal) =>
-          this.client.send(
-            new UploadPartCommand({
-              Bucket: this.bucket,
-              Key: fullKey,
-              UploadId: uploadId,
-              PartNumber: partNumber,
-              Body: body,
-            }),
-            { abortSignal },
-          ),
-        );
-        parts.push({
-          PartNumber: partNumber,
-          ETag: versionOf(response.ETag, key, 'upload-part').etag!,
-        });
-        size += length;
-        if (await atEnd()) break;
-        length = await fill();
-      }
-
-      const complete = () =>
-        this.client.send(
-          new CompleteMultipartUploadCommand({
-            Bucket: this.bucket,
-            Key: fullKey,
-            UploadId: uploadId,
-            MultipartUpload: { Parts: parts },
-            ...(mode === 'create' ? { IfNoneMatch: '*' } : {}),
-          }),
-          { abortSignal: signal },
-        );
-      let version: ObjectVersion;
-      if (mode === 'create') {
-        version = await this.#conditional(
-          'complete-create',
-          key,
-          fullKey,
-          signal,
-          async () => versionOf((await complete()).ETag, key, 'complete'),
-          (readBack) => (readBack?.writeId === writeId ? readBack.version : undefined),
-        );
-      } else {
-        const response = await this.#send('complete', key, signal, () => complete());
-        version = versionOf(response.ETag, key, 'complete');
-      }
-      completed = true;
-      return { version, size };
-    } catch (error) {
-      throw abortReasonOr(signal, error);
-    } finally {
-      if (!completed) {
-        await chunks.return?.();
-        await this.#abortUpload(fullKey, uploadId);
-      }
-    }
-  }
-
-  /**
-   * Aborts a multipart upload so its parts stop costing storage. Runs with its
-   * own timeout, not the caller's (possibly fired) signal. Best effort: a
-   * failure here is not reported over the error that caused it, and the
-   * bucket's lifecycle rule for incomplete uploads is the backstop.
-   */
-  async #abortUpload(fullKey: string, uploadId: string): Promise<void> {
-    try {
-      await this.client.send(
-        new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: fullKey, UploadId: uploadId }),
-        { abortSignal: AbortSignal.timeout(30_000) },
-      );
-    } catch {
-      // Best effort (see above); the original failure is what the caller needs.
-    }
   }
 }
