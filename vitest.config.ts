@@ -10,7 +10,7 @@ export default defineConfig({
       'apps/*/vitest.config.ts',
       'tools/vitest.config.ts',
       // A group of their own, one file at a time (see ALONE_TEST_FILES).
-      aloneProject('backup-worker', 'packages/backup-worker'),
+      aloneProject('source-sqlite', 'packages/source-sqlite'),
       aloneProject('backupd', 'apps/backupd'),
     ],
     globalSetup: ['packages/test-servers/src/global-setup.ts'],

@@ -14,12 +14,8 @@
 import { appendFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  BackupWorker,
-  type DurablePosition,
-  FramedDirSource,
-  identifyFramedFiles,
-} from '@x/backup-worker';
+import { BackupWorker, type DurablePosition } from '@x/backup-worker';
+import { FramedDirSource, identifyFramedFiles } from '@x/source-framed';
 import {
   type CallOptions,
   type DeleteOptions,

@@ -15,7 +15,8 @@
 import { randomFillSync } from 'node:crypto';
 import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BackupWorker, FramedDirSource, identifyFramedFiles } from '@x/backup-worker';
+import { BackupWorker } from '@x/backup-worker';
+import { FramedDirSource, identifyFramedFiles } from '@x/source-framed';
 import { FsStore, type ObjectStore } from '@x/store';
 import { S3Store } from '@x/store-s3';
 import { type StartedTestServers, startTestServers } from '@x/test-servers/harness';

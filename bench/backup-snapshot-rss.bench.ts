@@ -18,7 +18,8 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 // The package index: the child loads it anyway through backup-ship.bench.ts
 // (writeFramedWal), so the baseline is the whole package, as in backupd.
-import { BackupWorker, FramedDirSource, identifyFramedFiles } from '@x/backup-worker';
+import { BackupWorker } from '@x/backup-worker';
+import { FramedDirSource, identifyFramedFiles } from '@x/source-framed';
 import { FsStore } from '@x/store';
 import { writeFramedWal } from './backup-ship.bench.ts';
 import { defineBenchmark, type Measurement } from './harness.ts';

@@ -14,10 +14,10 @@
  *
  * `pnpm bench restore-fs` (or `--runs N`).
  */
+
 import { randomFillSync } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { restore } from '@x/backup-worker';
 import {
   crc32Hex,
   type FileEntry,
@@ -31,6 +31,7 @@ import {
   sideKey,
   snapshotKey,
 } from '@x/manifest';
+import { restoreFramedStore } from '@x/source-framed';
 import { FsStore } from '@x/store';
 import { encodeFrame } from '@x/wal-segment';
 import { defineBenchmark, type Measurement, megabytesPerSecond } from './harness.ts';
@@ -154,7 +155,7 @@ export const benchmark = defineBenchmark<State>({
     }, 20);
     try {
       const started = process.hrtime.bigint();
-      const result = await restore(state.store, PREFIX, target);
+      const result = await restoreFramedStore(state.store, PREFIX, target);
       const elapsed = process.hrtime.bigint() - started;
       if (result.commitSeq !== state.frames || result.bytes !== state.bytes) {
         throw new Error(

@@ -27,8 +27,10 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { BackupWorker, restore, SqliteSource, sqliteMaterializer } from '@x/backup-worker';
+import { BackupWorker } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
+import { restore } from '@x/restore';
+import { SqliteSource, sqliteMaterializer } from '@x/source-sqlite';
 import { FsStore } from '@x/store';
 import { defineBenchmark } from './harness.ts';
 

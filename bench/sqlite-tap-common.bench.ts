@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { DatabaseSync } from 'node:sqlite';
-import { BackupWorker, SqliteSource, type SqliteTapOptions } from '@x/backup-worker';
+import { BackupWorker } from '@x/backup-worker';
 import {
   applyCpuPriority,
   type CpuPriority,
@@ -15,6 +15,7 @@ import {
   isCpuPriority,
 } from '@x/cpu-priority';
 import { FakeClock } from '@x/lease';
+import { SqliteSource, type SqliteTapOptions } from '@x/source-sqlite';
 import { MemoryStore } from '@x/store';
 
 /**

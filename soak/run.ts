@@ -48,8 +48,9 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { restore, sqliteMaterializer } from '@x/backup-worker';
 import { readLease } from '@x/lease';
+import { restore } from '@x/restore';
+import { sqliteContentHash as contentHash, sqliteMaterializer } from '@x/source-sqlite';
 import { S3Store } from '@x/store-s3';
 import { type FaultProxy, type FaultSchedule, startFaultProxy } from '@x/test-faults';
 import { type StartedTestServers, startTestServers } from '@x/test-servers/harness';
@@ -73,7 +74,6 @@ import {
   type UnexpectedExit,
 } from './processes.ts';
 import { Random } from './random.ts';
-import { contentHash } from './temporary-imports/content-hash.ts';
 
 // ---------------------------------------------------------------- settings
 

@@ -16,8 +16,8 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sqliteContentHash as contentHash } from '@x/source-sqlite';
 import { Random } from './random.ts';
-import { contentHash } from './temporary-imports/content-hash.ts';
 
 const [path, recordsPath, seedText] = process.argv.slice(2);
 if (!path || !recordsPath || !seedText) throw new Error('usage: writer.ts <db> <records> <seed>');

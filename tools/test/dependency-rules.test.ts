@@ -37,6 +37,21 @@ const FILES: Record<string, string> = {
     exports: { '.': { '@x/source': './src/index.ts' } },
   }),
   'packages/store-s3/src/index.ts': "export const s3 = 's3';\n",
+  'packages/backup-worker/package.json': JSON.stringify({
+    name: '@x/backup-worker',
+    type: 'module',
+    exports: { '.': { '@x/source': './src/index.ts' } },
+  }),
+  'packages/restore/package.json': JSON.stringify({
+    name: '@x/restore',
+    type: 'module',
+    exports: { '.': { '@x/source': './src/index.ts' } },
+  }),
+  'packages/source-sqlite/package.json': JSON.stringify({
+    name: '@x/source-sqlite',
+    type: 'module',
+    exports: { '.': { '@x/source': './src/index.ts' } },
+  }),
   'packages/manifest/package.json': JSON.stringify({
     name: '@x/manifest',
     type: 'module',
@@ -76,6 +91,25 @@ const FILES: Record<string, string> = {
   // Allowed: a package's own files by relative path.
   'packages/backup-worker/src/index.ts':
     "import { workerS3 } from './uses-adapter.ts';\nexport const worker = workerS3;\n",
+  // Forbidden: the worker's sources import restore or an engine.
+  'packages/backup-worker/src/uses-restore.ts':
+    "import { restore } from '@x/restore';\nexport const workerRestore = restore;\n",
+  'packages/backup-worker/src/uses-engine.ts':
+    "import { engine } from '@x/source-sqlite';\nexport const workerEngine = engine;\n",
+  // Allowed: restore imports the store and the formats by name.
+  'packages/restore/src/index.ts':
+    "import { manifest } from '@x/manifest';\nimport { store } from '@x/store';\nexport const restore = [manifest, store];\n",
+  // Forbidden: restore imports the worker or an engine.
+  'packages/restore/src/uses-worker.ts':
+    "import { worker } from '@x/backup-worker';\nexport const restoreWorker = worker;\n",
+  'packages/restore/src/uses-engine.ts':
+    "import { engine } from '@x/source-sqlite';\nexport const restoreEngine = engine;\n",
+  // Allowed: an engine imports the worker and restore by name.
+  'packages/source-sqlite/src/index.ts':
+    "import { worker } from '@x/backup-worker';\nimport { restore } from '@x/restore';\nexport const engine = [worker, restore];\n",
+  // Forbidden: an engine imports a cloud adapter.
+  'packages/source-sqlite/src/uses-adapter.ts':
+    "import { s3 } from '@x/store-s3';\nexport const engineS3 = s3;\n",
   // Forbidden: something outside the app imports it.
   'apps/backupd/src/main.ts': "export const main = 'main';\n",
   'bench/uses-app.ts': "import { main } from '../apps/backupd/src/main.ts';\nexport { main };\n",
@@ -98,6 +132,9 @@ const FILES: Record<string, string> = {
 
 /** Each workspace link a pnpm install makes in the fixture: link -> package directory. */
 const LINKS: Record<string, string> = {
+  'node_modules/@x/backup-worker': 'packages/backup-worker',
+  'node_modules/@x/restore': 'packages/restore',
+  'node_modules/@x/source-sqlite': 'packages/source-sqlite',
   'node_modules/@x/store': 'packages/store',
   'node_modules/@x/store-s3': 'packages/store-s3',
   'node_modules/@x/manifest': 'packages/manifest',
@@ -187,6 +224,31 @@ describe('the dependency rules', () => {
           rule: 'no-package-internals-between-packages',
           from: 'packages/backup-worker/src/reaches-in.ts',
           to: 'packages/store/src/index.ts',
+        },
+        {
+          rule: 'worker-imports-no-engine-or-restore',
+          from: 'packages/backup-worker/src/uses-restore.ts',
+          to: 'packages/restore/src/index.ts',
+        },
+        {
+          rule: 'worker-imports-no-engine-or-restore',
+          from: 'packages/backup-worker/src/uses-engine.ts',
+          to: 'packages/source-sqlite/src/index.ts',
+        },
+        {
+          rule: 'restore-imports-no-worker-or-engine',
+          from: 'packages/restore/src/uses-worker.ts',
+          to: 'packages/backup-worker/src/index.ts',
+        },
+        {
+          rule: 'restore-imports-no-worker-or-engine',
+          from: 'packages/restore/src/uses-engine.ts',
+          to: 'packages/source-sqlite/src/index.ts',
+        },
+        {
+          rule: 'engines-import-no-cloud-or-lease',
+          from: 'packages/source-sqlite/src/uses-adapter.ts',
+          to: 'packages/store-s3/src/index.ts',
         },
         {
           rule: 'nothing-imports-the-app',

@@ -10,9 +10,10 @@ import {
   type BackupLogger,
   type BackupSource,
   BackupWorker,
-  FramedDirSource,
+  type OpenSource,
   type ShutdownReport,
 } from '@x/backup-worker';
+import { FramedDirSource } from '@x/source-framed';
 import type { BackupdConfig, DatabaseConfig } from './config.ts';
 import { InstrumentedStore } from './instrumented-store.ts';
 import type { Logger } from './logger.ts';
@@ -25,7 +26,8 @@ interface Replica {
   readonly location: StoreLocation;
   readonly store: InstrumentedStore;
   readonly handle: BackupHandle;
-  readonly source: BackupSource & { close?: () => Promise<void> | void };
+  /** The source the daemon opened and closes; null when the worker opens its own (`openSource`). */
+  readonly source: BackupSource | null;
   /** Set once the worker has ended for good (its `done` settled): `/livez` answers 503. */
   stopped: boolean;
 }
@@ -47,14 +49,22 @@ export interface ReplicaShutdown {
   readonly report: ShutdownReport;
 }
 
-export type SourceFactory = (
-  database: DatabaseConfig,
-) => Promise<BackupSource & { close?: () => Promise<void> | void }>;
+/**
+ * How a replica's worker gets its source: opened here (`source`, closed by
+ * the daemon at shutdown), or opened by the worker when it holds the lease
+ * (`openSource`, closed by the worker when the lease goes).
+ */
+export type SourceChoice =
+  | { readonly source: BackupSource; readonly openSource?: undefined }
+  | { readonly openSource: OpenSource; readonly source?: undefined };
+
+export type SourceFactory = (database: DatabaseConfig) => Promise<SourceChoice>;
 
 /** The default sources: framed store directories here; SQLite through `sqliteSourceFactory` when given. */
 export function defaultSourceFactory(sqlite?: SourceFactory): SourceFactory {
   return async (database) => {
-    if (database.type === 'framed') return new FramedDirSource({ directory: database.path });
+    if (database.type === 'framed')
+      return { source: new FramedDirSource({ directory: database.path }) };
     if (!sqlite) throw new Error('SQLite sources are not available in this build');
     return sqlite(database);
   };
@@ -84,12 +94,12 @@ export async function startDaemon(
       for (const url of database.urls) {
         const { store: bare, prefix } = await openStore(url.location, options.env);
         const store = new InstrumentedStore(bare);
-        const source = await options.sources(database);
+        const choice = await options.sources(database);
         const replica = describeLocation(url.location);
         const worker = new BackupWorker({
           store,
           prefix,
-          source,
+          ...choice,
           walIntervalMs: database.intervalMs,
           manifestIntervalMs: database.restorePointIntervalMs,
           retain: database.retention,
@@ -110,7 +120,7 @@ export async function startDaemon(
           location: url.location,
           store,
           handle: worker.start(),
-          source,
+          source: choice.source ?? null,
           stopped: false,
         };
         void replicaEntry.handle.done.then(() => {
@@ -164,7 +174,7 @@ export async function startDaemon(
           };
         }),
       );
-      await Promise.allSettled(replicas.map((replica) => replica.source.close?.()));
+      await Promise.allSettled(replicas.map((replica) => replica.source?.close?.()));
       return reports;
     },
   };

@@ -9,13 +9,8 @@
  * {@link DatabaseTargetExistsError}).
  */
 import { basename, dirname, join } from 'node:path';
-import {
-  NoRestorePointError,
-  RestoreTargetNotEmptyError,
-  restore,
-  sqliteCommitAtTime,
-  sqliteMaterializer,
-} from '@x/backup-worker';
+import { NoRestorePointError, RestoreTargetNotEmptyError, restore } from '@x/restore';
+import { sqliteCommitAtTime, sqliteMaterializer } from '@x/source-sqlite';
 import type { ObjectStore } from '@x/store';
 import type { ProgressState } from './progress-bar.ts';
 

@@ -7,13 +7,15 @@
 import { readFileSync } from 'node:fs';
 import {
   DEFAULT_MANIFEST_INTERVAL_MS,
-  DEFAULT_PASSIVE_CHECKPOINT_PAGES,
   DEFAULT_RETAIN,
   DEFAULT_SHUTDOWN_GRACE_MS,
-  DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
   DEFAULT_WAL_INTERVAL_MS,
 } from '@x/backup-worker';
 import { DEFAULT_TTL_S, MAX_SANE_TTL_S, MIN_TTL_S } from '@x/lease';
+import {
+  DEFAULT_PASSIVE_CHECKPOINT_PAGES,
+  DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
+} from '@x/source-sqlite';
 import { describe, expect, it } from 'vitest';
 import {
   BOUNDS,

@@ -10,9 +10,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseSegmentKey } from '@x/manifest';
+import { sqliteContentHash as contentHash } from '@x/source-sqlite';
 import { randomPrefix } from '@x/test-servers';
 import { describe, expect, test } from 'vitest';
-import { contentHash } from './fixtures/content-hash.ts';
 import {
   runCli,
   s3Env,

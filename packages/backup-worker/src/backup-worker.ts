@@ -51,6 +51,7 @@ import type { WorkerContext } from './context.ts';
 import {
   BackupError,
   LineageRefusedError,
+  messageOf,
   ShutdownAbandonedError,
   WorkerPanicError,
   type WriterConflictError,
@@ -68,7 +69,8 @@ import { ManifestWriter } from './manifest-writer.ts';
 import { Requests } from './requests.ts';
 import { keyOf, Shipper } from './shipper.ts';
 import { UnrestorableCommits } from './shutdown-report.ts';
-import { type BackupSource, type DurablePosition, unchangedBetween } from './source.ts';
+import { type DurablePosition, unchangedBetween } from './source.ts';
+import { SourceSlot } from './source-slot.ts';
 import { Tenure } from './tenure.ts';
 import { Triggers } from './triggers.ts';
 import {
@@ -90,13 +92,9 @@ import {
 // entry exports every option type and default from worker-options.ts.
 export type { BackupHandle, BackupWorkerOptions } from './worker-options.ts';
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 export class BackupWorker {
   readonly #prefix: string;
-  readonly #source: BackupSource;
+  readonly #source: SourceSlot;
   readonly #clock: Clock;
   readonly #logger: BackupLogger;
   readonly #walIntervalMs: number;
@@ -133,7 +131,7 @@ export class BackupWorker {
       );
     const store = options.store;
     this.#prefix = options.prefix;
-    this.#source = options.source;
+    this.#source = new SourceSlot(options.source, options.openSource);
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
     this.#walIntervalMs = options.walIntervalMs ?? DEFAULT_WAL_INTERVAL_MS;
@@ -181,7 +179,9 @@ export class BackupWorker {
     const worker = this;
     const ctx: WorkerContext = {
       prefix: this.#prefix,
-      source: this.#source,
+      get source() {
+        return worker.#source.required;
+      },
       clock: this.#clock,
       logger: this.#logger,
       health: this.#health,
@@ -282,6 +282,8 @@ export class BackupWorker {
         if (delay > 0) await triggers.sleep(delay);
         if (triggers.shutdownRequested) break;
         if (!this.#lease.holds()) {
+          // A source opened for the last tenure goes with its lease.
+          await this.#source.closeOpened(this.#logger);
           const waited = await untilShutdown(this.#takeLease());
           if (waited === undefined) break;
           if (waited.value !== null) {
@@ -296,12 +298,14 @@ export class BackupWorker {
       }
     } catch (error) {
       await this.#lease.release();
+      await this.#source.closeOpened(this.#logger);
       throw error;
     }
     if (this.#refused) {
       // The prefix is not ours: give the lease back so its owner is not kept
       // out, and idle, unhealthy, until shutdown.
       await this.#lease.release();
+      await this.#source.closeOpened(this.#logger);
       await shutdownSignal;
       return;
     }
@@ -345,14 +349,16 @@ export class BackupWorker {
       this.#runAbort.abort(new ShutdownAbandonedError('abandoned: the worker stopped'));
     this.#shutdownReport = await this.#reportShutdown();
     await this.#lease.release();
+    await this.#source.closeOpened(this.#logger);
   }
 
   async #reportShutdown(): Promise<ShutdownReport> {
     const heldLease = this.#lease.tenures > 0;
     let captured: number | null = this.#stopGoalCommits;
-    if (heldLease && captured === null) {
+    const source = this.#source.current;
+    if (heldLease && captured === null && source !== null) {
       try {
-        captured = (await this.#source.durablePosition()).commitCount;
+        captured = (await source.durablePosition()).commitCount;
       } catch (error) {
         this.#logger.warn('backup.position_failed', { error: messageOf(error) });
       }
@@ -362,8 +368,10 @@ export class BackupWorker {
 
   async #evaluate(): Promise<void> {
     let position: DurablePosition | null = null;
+    // No source open (it opens with the lease): the position is unknown.
+    const source = this.#source.current;
     try {
-      position = await this.#source.durablePosition();
+      position = source === null ? null : await source.durablePosition();
     } catch (error) {
       // Health still runs: without a position, lag cannot grow, but every
       // other reason (failures, lease, lineage) is evaluated.
@@ -431,9 +439,10 @@ export class BackupWorker {
    */
   async flush(): Promise<void> {
     // What is durable now, with the engine's latest commits captured.
-    await this.#source.catchUp();
-    await this.#source.observe();
-    const goal = await this.#source.durablePosition();
+    const source = await this.#source.ensureOpen({ signal: this.#runAbort.signal });
+    await source.catchUp();
+    await source.observe();
+    const goal = await source.durablePosition();
     this.#stopGoalCommits = goal.commitCount;
     for (let attempt = 0; attempt < 3; ) {
       try {
@@ -491,15 +500,16 @@ export class BackupWorker {
   async runOnce(): Promise<void> {
     this.#hooks?.beforeStep?.();
     if (this.#refused) throw this.#refused;
+    const source = await this.#source.ensureOpen({ signal: this.#runAbort.signal });
     let failure: unknown = null;
     try {
       await this.#stepInner();
     } catch (error) {
       failure = error;
     }
-    if (this.#source.afterStep) {
+    if (source.afterStep) {
       try {
-        await this.#source.afterStep(this.#shipper.progress(), { signal: this.#runAbort.signal });
+        await source.afterStep(this.#shipper.progress(), { signal: this.#runAbort.signal });
       } catch (error) {
         if (failure === null) failure = error;
         else this.#logger.warn('backup.after_step_failed', { error: messageOf(error) });
@@ -513,12 +523,12 @@ export class BackupWorker {
       this.#defer("the store's commit count is not known yet");
       return;
     }
-    let disk = await this.#source.observe();
+    let disk = await this.#source.required.observe();
     if (disk.intentPending) {
       this.#defer('a snapshot is in progress (the snapshot intent is not empty)');
       return;
     }
-    let position = await this.#source.durablePosition();
+    let position = await this.#source.required.durablePosition();
     // The disk differs from the engine's position: another process
     // snapshotted, replaced or extended the WAL. Let the engine catch up —
     // the intent was empty just now — and keep the result only if the disk
@@ -528,14 +538,14 @@ export class BackupWorker {
       position.wal !== disk.wal ||
       disk.walLength !== position.durableLength
     ) {
-      await this.#source.catchUp();
-      const after = await this.#source.observe();
+      await this.#source.required.catchUp();
+      const after = await this.#source.required.observe();
       if (!unchangedBetween(disk, after)) {
         this.#defer("the store's files changed while catching up");
         return;
       }
       disk = after;
-      position = await this.#source.durablePosition();
+      position = await this.#source.required.durablePosition();
     }
     if (position.snapshotInProgress) {
       this.#defer('the engine is taking a snapshot');
@@ -567,14 +577,14 @@ export class BackupWorker {
    */
   async #resume(): Promise<boolean> {
     const latest = await this.#writer.readLatest();
-    const local = await this.#source.readLineage();
-    const parent = await this.#source.readParent();
+    const local = await this.#source.required.readLineage();
+    const parent = await this.#source.required.readParent();
     const facts = { latest, latestTarget: this.#tenure.latestTarget, local, parent };
     let decision = decideLineage(facts);
     if (decision.kind === 'needs-commit-count')
       decision = decideLineage({
         ...facts,
-        commitCount: (await this.#source.durablePosition()).commitCount,
+        commitCount: (await this.#source.required.durablePosition()).commitCount,
       });
     let lineage: string;
     switch (decision.kind) {
@@ -590,7 +600,7 @@ export class BackupWorker {
         // Another replica of this store may have created the lineage since
         // it was read: createLineage keeps the first one recorded, so this
         // prefix takes what is recorded, not the id proposed here.
-        await this.#source.createLineage(newInstanceId());
+        await this.#source.required.createLineage(newInstanceId());
         lineage = await this.#recordedLineage();
         this.#logger.info(
           'backup.new_lineage',
@@ -609,7 +619,7 @@ export class BackupWorker {
 
   /** The lineage the source holds right after creating one. */
   async #recordedLineage(): Promise<string> {
-    const recorded = await this.#source.readLineage();
+    const recorded = await this.#source.required.readLineage();
     if (recorded === null)
       throw this.#refuse('the source recorded no lineage right after creating one');
     return recorded;

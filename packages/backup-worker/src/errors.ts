@@ -180,3 +180,8 @@ export class WorkerPanicError extends Error {
     return hasErrorMarker(value, PANIC_MARKER);
   }
 }
+
+/** The message of a thrown value, for logs and error text (a non-Error is stringified). */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

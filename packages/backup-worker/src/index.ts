@@ -13,29 +13,12 @@ export {
   WriterConflictError,
 } from './errors.ts';
 export {
-  CHAIN_FILES,
-  FLOOR_FILE,
-  FramedDirSource,
-  type FramedDirSourceOptions,
-  type FramedEngineHandle,
-  INTENT_FILE,
-  identifyFramedFiles,
-  LINEAGE_FILE,
-  PARENT_FILE,
-  SIDE_FILES,
-  SNAPSHOT_FILE,
-  WAL_FILE,
-} from './framed-dir-source.ts';
-export {
   type BackupHealth,
   FIRST_BACKOFF_MS,
   MAX_BACKOFF_MS,
   MIN_UNHEALTHY_LAG_MS,
   UNHEALTHY_AFTER_FAILURES,
 } from './health.ts';
-// Restore and verify. Names exported above (the file-name constants and
-// `ParentRecord`, identical in both) take precedence over the star export.
-export * from './restore/index.ts';
 export type {
   BackupSource,
   DurablePosition,
@@ -45,6 +28,7 @@ export type {
   OpenedArchive,
   OpenedFile,
   OpenedRestorePoint,
+  OpenSource,
   ParentRecord,
   ShippedProgress,
   SideFileRead,
@@ -53,8 +37,6 @@ export type {
   WalRange,
 } from './source.ts';
 export { unchangedBetween } from './source.ts';
-// The SQLite source.
-export * from './sqlite/index.ts';
 export { TestHooks } from './test-hooks.ts';
 export {
   type BackupHandle,

@@ -23,7 +23,7 @@ import {
   releaseOwnRecord,
 } from '@x/lease';
 import type { ObjectStore } from '@x/store';
-import { BackupError, WriteFencedError, WriterConflictError } from './errors.ts';
+import { BackupError, messageOf, WriteFencedError, WriterConflictError } from './errors.ts';
 import { type HealthTracker, MAX_BACKOFF_MS } from './health.ts';
 import type { Requests } from './requests.ts';
 import type { BackupLogger } from './worker-options.ts';
@@ -47,10 +47,6 @@ export interface LeaseHolderOptions {
   failed(error: unknown): number;
   /** A new tenure begins (the lease was taken again): forget the bucket. */
   onNewTenure(): void;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 export class LeaseHolder {

@@ -35,7 +35,7 @@ import {
   sameVersion,
 } from '@x/store';
 import type { WorkerContext } from './context.ts';
-import { BucketStateError } from './errors.ts';
+import { BucketStateError, messageOf } from './errors.ts';
 import { buildRestorePoint } from './restore-point-builder.ts';
 import {
   type ListedManifest,
@@ -43,10 +43,6 @@ import {
   retiringGenerations,
   selectManifests,
 } from './retention-plan.ts';
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 function isRefusal(error: unknown): boolean {
   return (

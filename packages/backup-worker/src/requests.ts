@@ -30,7 +30,7 @@ import {
   type ObjectStore,
   type ObjectVersion,
 } from '@x/store';
-import { BackupError, OperationTimeoutError, WriteFencedError } from './errors.ts';
+import { BackupError, messageOf, OperationTimeoutError, WriteFencedError } from './errors.ts';
 import type { FrameCounting, OpenedFile } from './source.ts';
 import type { WorkerHooks } from './worker-options.ts';
 
@@ -61,10 +61,6 @@ export interface RequestsOptions {
   writeFence(): AbortSignal | null;
   /** The error for a refused write: another writer is active (the caller drops its lease). */
   conflict(what: string, key?: string, cause?: unknown): Error;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 export class Requests {

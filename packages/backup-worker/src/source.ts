@@ -41,6 +41,9 @@
  *   where the source documents otherwise (see `FramedDirSource` out of
  *   process).
  */
+import type { ParentRecord } from '@x/manifest';
+
+export type { ParentRecord };
 
 /**
  * Opaque identity of one version of a file (for example device, inode and
@@ -197,18 +200,6 @@ export interface SideFileRead {
   readonly bytes: Uint8Array | null;
 }
 
-/**
- * The parent record a restore writes (`backup.parent` in the framed store):
- * the lineage and manifest the store was restored from. It lets a restored
- * store adopt the prefix it came from (see the worker's lineage rules).
- */
-export interface ParentRecord {
-  readonly lineage: string;
-  /** Full key of the manifest restored from. */
-  readonly manifestKey: string;
-  readonly commitSeq: number;
-}
-
 /** What is in the bucket, as the worker tells the source after a step. */
 export interface ShippedProgress {
   /** The WAL being shipped, as the position named it when the generation started. */
@@ -338,3 +329,10 @@ export interface BackupSource {
   /** Releases what the source holds. The worker does not call it; the owner does. */
   close?(): Promise<void>;
 }
+
+/**
+ * Opens the worker's source (`openSource`): called when the worker holds the
+ * lease and is about to step; the worker closes what it returns once the
+ * lease is gone.
+ */
+export type OpenSource = (options: SourceCallOptions) => Promise<BackupSource>;

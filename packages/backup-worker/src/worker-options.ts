@@ -5,7 +5,7 @@
 import type { Clock } from '@x/lease';
 import type { ObjectStore } from '@x/store';
 import type { BackupHealth } from './health.ts';
-import type { BackupSource } from './source.ts';
+import type { BackupSource, OpenSource } from './source.ts';
 
 /**
  * Points a test can fail at. Production code passes none; `TestHooks`
@@ -48,7 +48,18 @@ export interface BackupWorkerOptions {
   readonly store: ObjectStore;
   /** The backup prefix: non-empty, no trailing slash. */
   readonly prefix: string;
-  readonly source: BackupSource;
+  /**
+   * The engine's files, opened by the caller (who also closes them). Give
+   * exactly one of `source` and `openSource`.
+   */
+  readonly source?: BackupSource;
+  /**
+   * Opens the engine's files when the worker holds the lease and is about to
+   * step; the worker closes what it opened when the lease is dropped or
+   * released, and opens afresh at its next tenure. For engines whose open
+   * has effects a standby must not have (see `SourceSlot`).
+   */
+  readonly openSource?: OpenSource;
   /** Step cadence and health-evaluation cadence. Default 1000 ms. */
   readonly walIntervalMs?: number;
   /** Minimum time between manifests while WAL keeps shipping. Default 10 000 ms. */

@@ -46,3 +46,4 @@ export {
   serializeManifest,
   verifyLineage,
 } from './manifest.ts';
+export type { ParentRecord } from './parent-record.ts';

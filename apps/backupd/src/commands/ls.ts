@@ -10,7 +10,7 @@ import {
   listRestorePoints,
   readLatest,
   type UnnamedNewerData,
-} from '@x/backup-worker';
+} from '@x/restore';
 import { type CommandContextFor, defineCommand, type NoOptions } from '../cli/command.ts';
 import { EXIT_OK } from '../exit-codes.ts';
 import { parseStoreUrl } from '../store-url.ts';

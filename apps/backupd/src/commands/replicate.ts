@@ -20,6 +20,7 @@ import { STORE_URL_HELP } from '../cli/store-url-help.ts';
 import { type BackupdConfig, DATABASE_SETTINGS, environmentVariable } from '../config.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { createLogger, type Logger, parseLogLevel } from '../logger.ts';
+import { isWalDatabase, waitForWalDatabase } from '../open-sqlite.ts';
 import { startApplication } from '../replicate/application.ts';
 import { loadReplicateConfig } from '../replicate/config-arguments.ts';
 import { restoreMissingDatabases } from '../replicate/first-boot-restore.ts';
@@ -31,7 +32,6 @@ import {
   type Replication,
   startReplication,
 } from '../replicate/start.ts';
-import { isWalDatabase, waitForWalDatabase } from '../sqlite-source.ts';
 
 export { defaultBackupUrl } from '../replicate/config-arguments.ts';
 

@@ -1,12 +1,13 @@
 /** `backupd restore <url> <target>`: restore a database (or store directory) from a backup. */
+
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import {
   findUnnamedNewerDataAfter,
   holdsUnnamedNewerData,
-  restore,
   type UnnamedNewerData,
-} from '@x/backup-worker';
+} from '@x/restore';
+import { restoreFramedStore } from '@x/source-framed';
 import type { ObjectStore } from '@x/store';
 import {
   booleanOption,
@@ -163,7 +164,7 @@ async function restoreChosen(
     throw new UsageError(
       '--time needs commit times, which only SQLite backups record; use --commit',
     );
-  return restore(where.store, where.prefix, where.target, choice);
+  return restoreFramedStore(where.store, where.prefix, where.target, choice);
 }
 
 /** What a restore refuses to overwrite: the caller's cue for exit 3. */

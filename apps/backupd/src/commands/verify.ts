@@ -1,5 +1,5 @@
 /** `backupd verify <url> [--deep]`: every restore point and the objects it names; the exit code says the result. */
-import { verify } from '@x/backup-worker';
+import { verify } from '@x/restore';
 import { booleanOption, type CommandContextFor, defineCommand } from '../cli/command.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';

@@ -5,7 +5,7 @@
  * missing `LATEST` beside manifests, segments or a lease) is a broken
  * backup, never a fresh start.
  */
-import { NoRestorePointError, readLatest } from '@x/backup-worker';
+import { NoRestorePointError, readLatest } from '@x/restore';
 import { listPages, type ObjectStore } from '@x/store';
 
 /** Whether `error` (from a restore of the latest) means the prefix holds nothing at all. */

@@ -8,8 +8,8 @@ import type { BackupdConfig } from '../config.ts';
 import { type Daemon, defaultSourceFactory, startDaemon } from '../daemon.ts';
 import { type StatusServer, startStatusServer } from '../http-server.ts';
 import { errorFields, type Logger } from '../logger.ts';
+import { sqliteSourceFactory } from '../open-sqlite.ts';
 import type { Redactor } from '../redact.ts';
-import { sqliteSourceFactory } from '../sqlite-source.ts';
 import { VERSION } from '../version.ts';
 
 export interface Replication {

@@ -25,9 +25,10 @@ import {
   writeFile,
 } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { BackupWorker, FramedDirSource } from '@x/backup-worker';
+import { BackupWorker } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
 import { latestKey, type Manifest, parseLatest, parseManifest } from '@x/manifest';
+import { FramedDirSource } from '@x/source-framed';
 import { FsStore, type ObjectStore } from '@x/store';
 import { encodeFrame } from '@x/wal-segment';
 

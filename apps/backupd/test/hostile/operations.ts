@@ -3,9 +3,10 @@
  * copy of the planted bucket, with the outcome reduced to what the table
  * asserts: did it refuse or pass, the text it said, and what it read.
  */
+
 import { Writable } from 'node:stream';
-import { restore } from '@x/backup-worker';
 import { BucketLease, FakeClock, LeaseWatch, newInstanceId } from '@x/lease';
+import { restoreFramedStore } from '@x/source-framed';
 import type { CallOptions, GetResult, GetStreamResult, ObjectStore } from '@x/store';
 import { ForwardingStore } from '@x/store/adapter';
 import { main } from '../../src/main.ts';
@@ -155,7 +156,7 @@ export async function runOperation(
     }
     case 'restore()':
       try {
-        const result = await restore(store, PREFIX, paths.target);
+        const result = await restoreFramedStore(store, PREFIX, paths.target);
         return { result: 'passed', text: `restored commit ${result.commitSeq}` };
       } catch (error) {
         return refusedBy(error);

@@ -1,0 +1,86 @@
+/**
+ * SQLite sources for the daemon, with each database's checkpoint thresholds.
+ *
+ * At start only the database header is read (so a database that is not in
+ * WAL mode still fails `replicate` at once); the SQLite source itself — its
+ * pinned read transaction, its checkpoints and its commit-count state file
+ * beside the database — is opened by the worker (`openSource`) when this
+ * instance holds the bucket lease, and closed when it loses or releases it.
+ * A standby instance on the same database (a second `backupd replicate`
+ * waiting for the lease) therefore never counts commits of its
+ * own: when it takes over, it starts from the count the previous holder left
+ * in the state file, beyond every restore point that holder wrote, instead of
+ * from the lower count it would have reached since it started (which made the
+ * worker refuse the prefix as rewound), and it never overwrites the holder's
+ * state file while waiting.
+ */
+import { closeSync, openSync, readSync } from 'node:fs';
+import { SqliteNotWalError, SqliteSource, type SqliteSourceOptions } from '@x/source-sqlite';
+import type { BackupdConfig } from './config.ts';
+import type { SourceFactory } from './daemon.ts';
+
+/**
+ * What the file at `path` is, read-only (it never creates the file): missing,
+ * not (yet) a SQLite database in WAL mode (too short, another header, or
+ * another journal mode), or a WAL database. Byte offsets 18 and 19 of a
+ * SQLite header are the file format versions, both 2 in WAL mode: the
+ * `journal_mode=WAL` setting as the file stores it.
+ */
+export function sqliteFileState(path: string): 'missing' | 'not-wal' | 'wal' {
+  let descriptor: number;
+  try {
+    descriptor = openSync(path, 'r');
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'not-wal';
+  }
+  try {
+    const header = Buffer.alloc(100);
+    const read = readSync(descriptor, header, 0, 100, 0);
+    return read === 100 &&
+      header.toString('latin1', 0, 16) === 'SQLite format 3\u0000' &&
+      header[18] === 2 &&
+      header[19] === 2
+      ? 'wal'
+      : 'not-wal';
+  } finally {
+    closeSync(descriptor);
+  }
+}
+
+/** Whether `path` is a SQLite database in WAL mode ({@link sqliteFileState}). */
+export function isWalDatabase(path: string): boolean {
+  return sqliteFileState(path) === 'wal';
+}
+
+/**
+ * Polls `path` until it is a SQLite database in WAL mode (read-only: never
+ * creates it). Resolves true then, or false once `gaveUp()` says to stop
+ * waiting (checked after a last look at the file).
+ */
+export async function waitForWalDatabase(
+  path: string,
+  options: { readonly gaveUp: () => boolean; readonly intervalMs?: number },
+): Promise<boolean> {
+  for (;;) {
+    const stop = options.gaveUp();
+    if (isWalDatabase(path)) return true;
+    if (stop) return false;
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
+  }
+}
+
+export function sqliteSourceFactory(_config: BackupdConfig): SourceFactory {
+  return async (database) => {
+    // Checked here so `replicate` on a database that is not in WAL mode (or
+    // does not exist) fails at start, as opening the source would, without
+    // opening it (and without creating an empty file at a mistyped path).
+    if (!isWalDatabase(database.path)) throw new SqliteNotWalError(database.path, 'delete');
+    const options: SqliteSourceOptions = {
+      path: database.path,
+      passiveCheckpointPages: database.checkpoint.passivePages,
+      truncateCheckpointPages: database.checkpoint.truncatePages,
+    };
+    // Opened by the worker once it holds the lease (see the module comment).
+    return { openSource: async () => SqliteSource.open(options) };
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * The worker's source and its lifecycle.
+ *
+ * A worker is given either a source that is already open (`source`: the
+ * caller opened it and closes it) or a way to open one (`openSource`: the
+ * worker opens it when it holds the lease and is about to step, and closes
+ * it when the lease is dropped or released). The second form is for engines
+ * whose open has effects a standby instance must not have: the SQLite source
+ * pins a read transaction, runs checkpoints and keeps a commit-count state
+ * file beside the database, so a second `replicate` waiting for the lease
+ * must not open it (it would count commits of its own and overwrite the
+ * holder's state).
+ *
+ * Guarantees: an opened source is closed exactly once, before the next one
+ * is opened; a source given ready-made is never closed by the worker. While
+ * nothing is open, the position is unknown (health sees no lag of its own).
+ */
+import { BackupError, messageOf } from './errors.ts';
+import type { BackupSource, OpenSource, SourceCallOptions } from './source.ts';
+import type { BackupLogger } from './worker-options.ts';
+
+export class SourceSlot {
+  readonly #given: BackupSource | null;
+  readonly #open: OpenSource | null;
+  #opened: BackupSource | null = null;
+
+  constructor(given: BackupSource | undefined, open: OpenSource | undefined) {
+    if ((given === undefined) === (open === undefined))
+      throw new BackupError('a BackupWorker needs exactly one of `source` and `openSource`');
+    this.#given = given ?? null;
+    this.#open = open ?? null;
+  }
+
+  /** The open source, or null while the worker has none open (`openSource`, lease not held). */
+  get current(): BackupSource | null {
+    return this.#given ?? this.#opened;
+  }
+
+  /** The open source; throws when none is (a step always opens it first). */
+  get required(): BackupSource {
+    const source = this.current;
+    if (source === null) throw new BackupError('the backup source is not open');
+    return source;
+  }
+
+  /** The open source, opening it first with `openSource` when none is. */
+  async ensureOpen(options: SourceCallOptions): Promise<BackupSource> {
+    const current = this.current;
+    if (current !== null) return current;
+    // Checked when the slot was made: with no source given, `#open` is set.
+    this.#opened = await (this.#open as OpenSource)(options);
+    return this.#opened;
+  }
+
+  /**
+   * Closes the source `openSource` opened, if any (a given source stays
+   * open). A failing close is logged, not thrown: the lease is already gone
+   * and the next open starts afresh.
+   */
+  async closeOpened(logger: BackupLogger): Promise<void> {
+    const opened = this.#opened;
+    if (opened === null) return;
+    this.#opened = null;
+    try {
+      await opened.close?.();
+    } catch (error) {
+      logger.warn('backup.source_close_failed', { error: messageOf(error) });
+    }
+  }
+}

@@ -1,0 +1,83 @@
+import * as workerErrors from '@x/backup-worker';
+import * as restoreErrors from '@x/restore';
+import * as sqliteErrors from '@x/source-sqlite';
+import { describe, expect, it } from 'vitest';
+
+// The marker strings are the compatibility contract between two installed
+// copies of this package: an error made by one copy carries only these
+// symbols, so each class must go on recognising exactly these strings.
+const released: { module: object; namespace: string; classes: string[] }[] = [
+  {
+    module: workerErrors,
+    namespace: 'x.backup-worker.error',
+    classes: [
+      'BackupError',
+      'LineageRefusedError',
+      'WriterConflictError',
+      'OperationTimeoutError',
+      'WriteFencedError',
+      'BucketStateError',
+      'SimulatedCrashError',
+      'ShutdownAbandonedError',
+      'WorkerPanicError',
+    ],
+  },
+  {
+    module: restoreErrors,
+    namespace: 'x.backup-worker.restore.error',
+    classes: [
+      'RestoreError',
+      'RestoreOptionsError',
+      'RestoreTargetNotEmptyError',
+      'RestoreTargetUnsafeError',
+      'NoRestorePointError',
+      'RestorePointRejectedError',
+      'ObjectMissingError',
+      'ObjectCorruptError',
+      'RestoreIncompleteError',
+    ],
+  },
+  {
+    module: sqliteErrors,
+    namespace: 'x.backup-worker.sqlite.error',
+    classes: [
+      'SqliteBackupError',
+      'SqliteNotWalError',
+      'SqliteDatabaseMissingError',
+      'SqliteNotAFileError',
+      'SqliteNotADatabaseError',
+      'SqliteDatabaseUnreadableError',
+      'SqliteReadOnlyLocationError',
+      'SqliteDatabaseReplacedError',
+      'SqliteDatabaseTruncatedError',
+      'SqliteCorruptWalFrameError',
+      'SqliteWalRestartedUnderneathError',
+      'SqliteRestoreTargetExistsError',
+      'SqliteRestorePointUnavailableError',
+      'SqliteRestoreCorruptError',
+    ],
+  },
+];
+
+type ErrorClass = { isInstance(value: unknown): boolean };
+
+function errorClassesOf(module: object): string[] {
+  return Object.entries(module)
+    .filter(([, value]) => typeof value === 'function' && 'isInstance' in value)
+    .map(([name]) => name)
+    .sort();
+}
+
+describe('backup-worker error markers', () => {
+  for (const { module, namespace, classes } of released) {
+    it(`lists every error class of ${namespace}`, () => {
+      expect(errorClassesOf(module)).toEqual([...classes].sort());
+    });
+
+    it.each(classes)(`%s recognises an error from another copy by ${namespace}.%s`, (name) => {
+      const errorClass = (module as Record<string, ErrorClass>)[name]!;
+      expect(errorClass.isInstance({ [Symbol.for(`${namespace}.${name}`)]: true })).toBe(true);
+      expect(errorClass.isInstance({})).toBe(false);
+    });
+  }
+});

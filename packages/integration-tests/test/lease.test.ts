@@ -1,0 +1,196 @@
+/**
+ * The lease: two workers on one prefix (exactly one uploads; the other is
+ * unhealthy naming the holder; the holder dies and the other takes over and
+ * its first restore point verifies), and a lease lost mid-upload (the upload
+ * is aborted; nothing the successor's manifests name is overwritten).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BackupHandle, BackupWorker } from '@x/backup-worker';
+import { FakeClock, leaseKey } from '@x/lease';
+import { latestKey } from '@x/manifest';
+import { FramedDirSource } from '@x/source-framed';
+import type { ObjectStore } from '@x/store';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { checkBucket } from './helpers/check-bucket.ts';
+import { waitFor } from './helpers/drive.ts';
+import { FramedTestEngine } from './helpers/framed-engine.ts';
+import { realStoreCases } from './helpers/real-stores.ts';
+import { CountingStore, localStoreCases, untilAborted } from './helpers/stores.ts';
+
+const TTL_S = 6;
+
+for (const storeCase of [...localStoreCases(), ...realStoreCases()]) {
+  describe(`the bucket lease (${storeCase.name})`, () => {
+    let directory: string;
+    let inner: ObjectStore;
+    let prefix: string;
+    let close: () => Promise<void>;
+    let engine: FramedTestEngine;
+    let clock: FakeClock;
+    const handles: BackupHandle[] = [];
+
+    beforeEach(async () => {
+      directory = await mkdtemp(join(tmpdir(), 'backup-worker-lease-'));
+      ({ store: inner, prefix, close } = await storeCase.open());
+      engine = await FramedTestEngine.create(directory);
+      await engine.commit(3);
+      clock = new FakeClock();
+    });
+    afterEach(async () => {
+      for (const handle of handles.splice(0)) {
+        let stopped = false;
+        void handle.shutdown().then(() => {
+          stopped = true;
+        });
+        await waitFor(clock, () => stopped, { stepMs: 500, maxMs: 60_000, what: 'shutdown' });
+      }
+      await rm(directory, { recursive: true, force: true });
+      await close();
+    });
+
+    function start(
+      store: CountingStore,
+      options: { operationTimeoutMs?: number } = {},
+    ): { worker: BackupWorker; handle: BackupHandle } {
+      const worker = new BackupWorker({
+        store,
+        prefix,
+        source: new FramedDirSource({ directory, engine }),
+        clock,
+        leaseTtlSeconds: TTL_S,
+        walIntervalMs: 1_000,
+        manifestIntervalMs: 0,
+        operationTimeoutMs: options.operationTimeoutMs ?? 2_000,
+        shutdownGraceMs: 3_000,
+      });
+      const handle = worker.start();
+      handles.push(handle);
+      return { worker, handle };
+    }
+
+    it('lets exactly one of two workers upload; the other takes over within a TTL of the holder dying', async () => {
+      const storeA = new CountingStore(inner);
+      const storeB = new CountingStore(inner);
+      const a = start(storeA);
+      await waitFor(
+        clock,
+        async () => a.handle.health().leaseHeld && (await inner.get(latestKey(prefix))) !== null,
+        {
+          what: 'A to back up',
+        },
+      );
+      const b = start(storeB);
+      await waitFor(clock, () => b.handle.health().reason !== null, { what: 'B to report' });
+      const reason = b.handle.health().reason!;
+      expect(reason).toContain(`held by another instance (${a.worker.instanceId}`);
+      expect(reason).toContain('this instance uploads nothing while it is');
+      expect(b.handle.health().healthy).toBe(false);
+      expect(b.handle.health().leaseHeld).toBe(false);
+
+      // A keeps shipping; B keeps out for a while (several TTLs).
+      for (let i = 0; i < 4; i += 1) {
+        await engine.commit(1);
+        await waitFor(clock, () => false, { maxMs: TTL_S * 1000 }).catch(() => {});
+      }
+      expect(storeB.writes.filter((w) => !w.endsWith('/LEASE'))).toEqual([]);
+      expect(a.handle.health().healthy).toBe(true);
+
+      // A dies: the bucket stops answering it (a kill as seen from the bucket).
+      storeA.hang = true;
+      const takeover = await waitFor(clock, () => b.handle.health().leaseHeld, {
+        what: 'B to take over',
+      });
+      // The lease expires a TTL after A's last renewal (before the kill); B
+      // looks every third of a TTL and at the moment it may expire.
+      // On a real server the fake clock keeps advancing while B's requests
+      // are in flight, so B's look at the moment of expiry can land on its
+      // next third-of-a-TTL retry instead: one TTL plus one retry interval
+      // bounds it there; the local stores answer within the same turn.
+      const local = localStoreCases().some((local) => local.name === storeCase.name);
+      expect(takeover).toBeLessThanOrEqual(TTL_S * 1000 + (local ? 200 : (TTL_S * 1000) / 3));
+      // B's first restore point: LATEST names a manifest of B's generation
+      // (LATEST itself is rewritten only when it must name another manifest).
+      await waitFor(
+        clock,
+        async () => {
+          if (!storeB.writes.some((w) => w.startsWith(`PUT ${prefix}/manifest/`))) return false;
+          const seen = await checkBucket(inner, prefix, { content: false });
+          return (seen.manifests.get(seen.latest!)?.walGeneration ?? 0) > 0;
+        },
+        { what: "B's first restore point" },
+      );
+      // Its first restore point verifies and holds everything durable.
+      const check = await checkBucket(inner, prefix, { content: true });
+      expect(check.manifests.get(check.latest!)!.commitSeq).toBe(engine.durableCommits);
+      expect(check.manifests.get(check.latest!)!.walGeneration).toBeGreaterThan(0);
+      // Healthy once the step that wrote it has been evaluated.
+      await waitFor(clock, () => b.handle.health().healthy, { what: 'B healthy' });
+      expect(a.handle.health().healthy).toBe(false);
+    });
+
+    it('aborts an upload in flight when the lease is lost, and overwrites nothing of the successor', async () => {
+      // A snapshot large enough for several read chunks.
+      await engine.commit(1, { payloadBytes: 9 * 1024 * 1024 });
+      await engine.snapshot();
+      await engine.commit(1);
+      const storeA = new CountingStore(inner);
+      let reached!: () => void;
+      const reachedUpload = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
+      storeA.onUploadChunk = async (key, index, signal) => {
+        if (index === 1 && key.includes('/archives/')) {
+          reached();
+          // Held here until the worker's fence aborts the upload.
+          await untilAborted(signal);
+        }
+      };
+      const a = start(storeA);
+      let upload = false;
+      void reachedUpload.then(() => {
+        upload = true;
+      });
+      await waitFor(clock, () => upload, { what: 'the archive upload to be in flight' });
+      // A is partitioned from the bucket mid-upload: its renewals fail, its
+      // fence fires two thirds of a TTL after the last renewal.
+      storeA.hang = true;
+      await waitFor(clock, () => storeA.abortedUploads.length > 0, {
+        what: 'the upload to be aborted',
+      });
+      const abortedKey = storeA.abortedUploads[0]!;
+      expect(await inner.head(abortedKey)).toBeNull();
+
+      // A successor takes over after the TTL and writes its restore point.
+      // B uploads the 9 MiB archive for real while the fake clock runs some
+      // twenty times faster than real time (100 ms per five event-loop
+      // turns): its operation deadline has to cover a slow real upload.
+      const storeB = new CountingStore(inner);
+      const b = start(storeB, { operationTimeoutMs: 30_000 });
+      await waitFor(clock, () => b.handle.health().leaseHeld, { what: 'B to take the lease' });
+      await waitFor(clock, () => storeB.writes.includes(`PUT ${latestKey(prefix)}`), {
+        what: "B's manifest",
+      });
+      const successor = await checkBucket(inner, prefix, { content: true });
+      const named = new Map<string, string>();
+      for (const m of successor.manifests.values())
+        for (const e of [...m.files, ...m.segments])
+          named.set(e.key, JSON.stringify((await inner.head(e.key))!.version));
+
+      // A's partition heals: it finds its lease lost, stays out, names B.
+      const writesBefore = storeA.writes.length;
+      storeA.hang = false;
+      await waitFor(clock, () => (a.handle.health().reason ?? '').includes(b.worker.instanceId), {
+        what: 'A to name B',
+      });
+      const lateWrites = storeA.writes
+        .slice(writesBefore)
+        .filter((w) => !w.endsWith(leaseKey(prefix)));
+      expect(lateWrites).toEqual([]);
+      for (const [key, version] of named)
+        expect(JSON.stringify((await inner.head(key))!.version), key).toBe(version);
+      await checkBucket(inner, prefix, { content: true });
+    });
+  });
+}

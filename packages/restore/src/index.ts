@@ -1,0 +1,39 @@
+export { listRestorePoints, type RestorePointInfo } from './list-restore-points.ts';
+export type { RestoreMaterializer, StagedRestore, WalCutter } from './materializer.ts';
+export type { RestoreProgress, VerifyProgress } from './progress.ts';
+export {
+  type RestoreOptions,
+  type RestoreResult,
+  restore,
+} from './restore.ts';
+export {
+  NoRestorePointError,
+  ObjectCorruptError,
+  ObjectMissingError,
+  type RestorableRange,
+  RestoreError,
+  type RestoreErrorCode,
+  RestoreIncompleteError,
+  RestoreOptionsError,
+  RestorePointRejectedError,
+  RestoreTargetNotEmptyError,
+  RestoreTargetUnsafeError,
+} from './restore-errors.ts';
+export { fileNameProblem } from './restore-point-checks.ts';
+export { type LatestReading, readLatest } from './restore-points.ts';
+export {
+  type FindUnnamedNewerDataOptions,
+  findUnnamedNewerData,
+  findUnnamedNewerDataAfter,
+  holdsUnnamedNewerData,
+  type UnnamedNewerData,
+} from './unnamed-newer-data.ts';
+export {
+  type ManifestVerification,
+  type VerifyOptions,
+  type VerifyProblem,
+  type VerifyProblemKind,
+  type VerifyReport,
+  verify,
+} from './verify.ts';
+export { FramedWalCutter, type FrameWeight } from './wal-frame-cutter.ts';

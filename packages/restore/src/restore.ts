@@ -1,0 +1,506 @@
+/**
+ * restore(): a restore point from the bucket to a directory, verified before
+ * any of it is used.
+ *
+ * Order of work, and what each step guarantees:
+ * 1. The target is checked (a directory or missing, no symbolic link, empty
+ *    unless `force`) before the bucket is read.
+ * 2. The restore point is picked — LATEST, a manifest key, or the manifest
+ *    that covers a commit — and refused unless it parses, its lineage is
+ *    consistent and every name and key in it is safe.
+ * 3. Every object it needs is streamed into a staging directory inside the
+ *    target while its size and CRC-32 are checked; the WAL is rebuilt from
+ *    the segments in order and cut after the frame that brings the count to
+ *    the requested commit, and each segment's frame count is checked against
+ *    the manifest. Any refusal removes the staging directory: the target is
+ *    left as it was.
+ * 4. Only then are the files moved into place (fsync, rename, fsync of the
+ *    directory), and the parent record is written last.
+ *
+ * Memory stays bounded: objects are streamed chunk by chunk, never held whole.
+ */
+import {
+  type FileEntry,
+  type Manifest,
+  type ParentRecord,
+  parseManifestKey,
+  type SegmentEntry,
+} from '@x/manifest';
+import { normalizePrefix, type ObjectStore } from '@x/store';
+import type { RestoreMaterializer } from './materializer.ts';
+import { PROGRESS_BYTE_STEP, type RestoreProgress } from './progress.ts';
+import {
+  NoRestorePointError,
+  RestoreError,
+  RestoreIncompleteError,
+  RestoreOptionsError,
+  RestorePointRejectedError,
+} from './restore-errors.ts';
+import { fileNameProblem, messageOf } from './restore-point-checks.ts';
+import {
+  type LoadedRestorePoint,
+  latestRestorePoint,
+  loadRestorePoint,
+  restorePointForCommit,
+} from './restore-points.ts';
+import {
+  type CommitPlan,
+  checkCommit,
+  commitStaged,
+  createStagedFile,
+  createStaging,
+  discardStaging,
+  prepareTarget,
+  type Staging,
+  syncStagedFile,
+} from './target-directory.ts';
+import { downloadVerified } from './verified-download.ts';
+
+export interface RestoreOptions {
+  /** Restore from this manifest (a full key under the prefix) instead of LATEST's. */
+  readonly manifestKey?: string;
+  /**
+   * Restore exactly this commit: the restore point covering it, with the WAL
+   * cut after its frame. With `manifestKey`, that manifest must cover it.
+   */
+  readonly commitSeq?: number;
+  /** Restore into a non-empty target, replacing the store files in it. */
+  readonly force?: boolean;
+  /** Accepted for symmetry with verify; restore always checks every CRC-32. */
+  readonly deep?: boolean;
+  readonly signal?: AbortSignal;
+  readonly onProgress?: (progress: RestoreProgress) => void;
+  /**
+   * How the restore point becomes files: the engine's layout (for example
+   * `framedStoreMaterializer` of `@x/source-framed`, `sqliteMaterializer` of
+   * `@x/source-sqlite`). Restore knows no engine, so there is no default.
+   */
+  readonly materializer: RestoreMaterializer;
+}
+
+export interface RestoreResult {
+  /** Absolute path of the target directory. */
+  readonly targetDir: string;
+  readonly manifestKey: string;
+  /** The commit count restored (the manifest's, or the one asked for). */
+  readonly commitSeq: number;
+  readonly lineage: string;
+  readonly walGeneration: number;
+  /** Files written into the target, the parent record last. */
+  readonly files: readonly string[];
+  /** Objects downloaded and checked. */
+  readonly objects: number;
+  /** Bytes downloaded and checked. */
+  readonly bytes: number;
+  readonly parent: ParentRecord;
+}
+
+interface PlannedFile {
+  readonly entry: FileEntry;
+  readonly name: string;
+}
+
+function validateOptions(prefix: string, options: RestoreOptions): string {
+  let normalized: string;
+  try {
+    normalized = normalizePrefix(prefix);
+  } catch (error) {
+    throw new RestoreOptionsError('prefix', messageOf(error));
+  }
+  if (normalized === '') throw new RestoreOptionsError('prefix', 'must not be empty');
+  const { commitSeq, manifestKey } = options;
+  if (commitSeq !== undefined && (!Number.isSafeInteger(commitSeq) || commitSeq < 0)) {
+    throw new RestoreOptionsError(
+      'commitSeq',
+      `must be a non-negative integer, got ${String(commitSeq)}`,
+    );
+  }
+  if (
+    manifestKey !== undefined &&
+    (typeof manifestKey !== 'string' || parseManifestKey(normalized, manifestKey) === undefined)
+  ) {
+    throw new RestoreOptionsError(
+      'manifestKey',
+      `must be a manifest key of this prefix (${normalized}/manifest/{20-digit commit}.json)`,
+    );
+  }
+  return normalized;
+}
+
+async function pickRestorePoint(
+  store: ObjectStore,
+  prefix: string,
+  options: RestoreOptions,
+): Promise<LoadedRestorePoint> {
+  const { manifestKey, commitSeq, signal } = options;
+  if (manifestKey !== undefined) {
+    const point = await loadRestorePoint(store, prefix, manifestKey, signal);
+    if (point === null) throw new NoRestorePointError(prefix, `${manifestKey} does not exist`);
+    if (
+      commitSeq !== undefined &&
+      (commitSeq < point.restorableFrom || commitSeq > point.manifest.commitSeq)
+    ) {
+      throw new NoRestorePointError(
+        prefix,
+        `${manifestKey} restores commits ${point.restorableFrom} to ${point.manifest.commitSeq}, not ${commitSeq}`,
+        {
+          requestedCommitSeq: commitSeq,
+          available: [{ manifestKey, from: point.restorableFrom, to: point.manifest.commitSeq }],
+        },
+      );
+    }
+    return point;
+  }
+  if (commitSeq !== undefined) return restorePointForCommit(store, prefix, commitSeq, signal);
+  return latestRestorePoint(store, prefix, signal);
+}
+
+/** The file entries to download and their target names, checked. */
+function planFiles(point: LoadedRestorePoint, materializer: RestoreMaterializer): PlannedFile[] {
+  const reserved = new Set([materializer.walFileName, materializer.parentRecordName]);
+  const planned: PlannedFile[] = [];
+  const names = new Set<string>();
+  const problems: string[] = [];
+  for (const entry of point.manifest.files) {
+    let name: string | null;
+    try {
+      name = materializer.targetName(entry, point.manifest);
+    } catch (error) {
+      if (RestorePointRejectedError.isInstance(error)) problems.push(...error.problems);
+      else problems.push(messageOf(error));
+      continue;
+    }
+    if (name === null) continue;
+    const problem = fileNameProblem(name);
+    if (problem !== undefined) problems.push(`file name ${JSON.stringify(name)} ${problem}`);
+    else if (reserved.has(name)) problems.push(`a file entry would overwrite ${name}`);
+    else if (names.has(name)) problems.push(`two entries restore to ${name}`);
+    else {
+      names.add(name);
+      planned.push({ entry, name });
+    }
+  }
+  if (problems.length > 0) throw new RestorePointRejectedError(point.key, problems);
+  return planned;
+}
+
+/** The segments needed for `walCommits` commits of WAL: a prefix of the manifest's list. */
+function planSegments(manifest: Manifest, walCommits: number): SegmentEntry[] {
+  const needed: SegmentEntry[] = [];
+  let frames = 0;
+  for (const segment of manifest.segments) {
+    if (frames >= walCommits) break;
+    needed.push(segment);
+    frames += segment.frames;
+  }
+  return needed;
+}
+
+/**
+ * Restores a restore point of `prefix` into `targetDir`.
+ *
+ * @throws RestoreOptionsError — contradictory or out-of-range options.
+ * @throws RestoreTargetNotEmptyError — the target holds files and `force` is not set.
+ * @throws RestoreTargetUnsafeError — the target is not a directory, or is or holds a symbolic link.
+ * @throws NoRestorePointError — nothing to restore, or no restore point covers `commitSeq` (names the nearest).
+ * @throws RestorePointRejectedError — LATEST or the manifest is unreadable, inconsistent or unsafe.
+ * @throws ObjectMissingError, ObjectCorruptError — an object is missing or differs from the manifest.
+ * Store errors and aborts propagate as they are. In every case but a failure
+ * while files are being moved into place, the target is left as it was.
+ */
+export async function restore(
+  store: ObjectStore,
+  prefix: string,
+  targetDir: string,
+  options: RestoreOptions,
+): Promise<RestoreResult> {
+  // Checked at run time too: a caller from plain JavaScript gets a typed
+  // error naming the option rather than a TypeError from deep inside.
+  const materializer = (options as Partial<RestoreOptions> | undefined)?.materializer;
+  if (materializer === undefined) {
+    throw new RestoreOptionsError(
+      'materializer',
+      'is required: restore knows no engine (use framedStoreMaterializer, sqliteMaterializer or your own)',
+    );
+  }
+  const normalizedPrefix = validateOptions(prefix, options);
+  for (const name of [materializer.walFileName, materializer.parentRecordName]) {
+    const problem = fileNameProblem(name);
+    if (problem !== undefined) {
+      throw new RestoreOptionsError('materializer', `file name ${JSON.stringify(name)} ${problem}`);
+    }
+  }
+  const { signal, onProgress } = options;
+  const force = options.force === true;
+  const target = await prepareTarget(
+    targetDir,
+    force,
+    materializer.sharesDirectory ? (name) => materializer.ownsName(name) : undefined,
+  );
+  signal?.throwIfAborted();
+
+  onProgress?.({ phase: 'select', bytesDone: 0, bytesTotal: 0, objectsDone: 0, objectsTotal: 0 });
+  const point = await pickRestorePoint(store, normalizedPrefix, options);
+  const manifest = point.manifest;
+  const commitSeq = options.commitSeq ?? manifest.commitSeq;
+  const walCommits = commitSeq - point.restorableFrom;
+  const files = planFiles(point, materializer);
+  const segments = planSegments(manifest, walCommits);
+
+  const objectsTotal = files.length + segments.length;
+  let bytesTotal = 0;
+  for (const file of files) bytesTotal += file.entry.size;
+  for (const segment of segments) bytesTotal += segment.size;
+  let bytesDone = 0;
+  let objectsDone = 0;
+  const report = (phase: RestoreProgress['phase'], key?: string, name?: string): void => {
+    onProgress?.({
+      phase,
+      bytesDone,
+      bytesTotal,
+      objectsDone,
+      objectsTotal,
+      ...(key === undefined ? {} : { key }),
+      ...(name === undefined ? {} : { name }),
+    });
+  };
+  // Stops prefetches and parallel downloads when this restore fails.
+  const internal = new AbortController();
+  const downloadSignal =
+    signal === undefined ? internal.signal : AbortSignal.any([signal, internal.signal]);
+  const download: Downloader = async (expected, name, sink) => {
+    let counted = 0;
+    let reported = 0;
+    report('download', expected.key, name);
+    await downloadVerified(store, expected, sink, {
+      manifestKey: point.key,
+      signal: downloadSignal,
+      onBytes: (read) => {
+        bytesDone += read - counted;
+        counted = read;
+        if (read - reported >= PROGRESS_BYTE_STEP) {
+          reported = read;
+          report('download', expected.key, name);
+        }
+      },
+    });
+    objectsDone += 1;
+    report('download', expected.key, name);
+  };
+
+  const staging = await createStaging(target);
+  try {
+    await inParallel(files, PARALLEL_FILES, async (file) => {
+      const writer = await createStagedFile(staging, file.name);
+      try {
+        await download(file.entry, file.name, (chunk) => writer.write(chunk));
+        await writer.finish();
+      } finally {
+        await writer.abandon();
+      }
+    });
+    await rebuildWal(
+      staging,
+      materializer,
+      point,
+      segments,
+      walCommits,
+      download,
+      normalizedPrefix,
+    );
+
+    let names = [...files.map((file) => file.name), materializer.walFileName];
+    if (materializer.finish !== undefined) {
+      names = [
+        ...(await materializer.finish(
+          { directory: staging.directory, names, manifest, commitSeq },
+          signal === undefined ? {} : { signal },
+        )),
+      ];
+      const parentName = materializer.parentRecordName;
+      for (const name of names) {
+        const problem = fileNameProblem(name);
+        if (problem !== undefined || name === parentName) {
+          throw new RestoreError(
+            `materializer ${materializer.name} produced an unusable file name ${JSON.stringify(name)}`,
+          );
+        }
+        await syncStagedFile(staging, name);
+      }
+    }
+    signal?.throwIfAborted();
+
+    const parent: ParentRecord = { lineage: manifest.lineage, manifestKey: point.key, commitSeq };
+    const parentRecordName = materializer.parentRecordName;
+    const plan: CommitPlan = {
+      names,
+      parentRecord: {
+        name: parentRecordName,
+        bytes: new TextEncoder().encode(`${JSON.stringify(parent)}\n`),
+      },
+      ownsName: (name) => materializer.ownsName(name),
+      force,
+    };
+    await checkCommit(staging, plan);
+    report('commit');
+    try {
+      await commitStaged(staging, plan);
+    } catch (error) {
+      throw new RestoreIncompleteError(target.directory, error);
+    }
+    report('done');
+    return {
+      targetDir: target.directory,
+      manifestKey: point.key,
+      commitSeq,
+      lineage: manifest.lineage,
+      walGeneration: manifest.walGeneration,
+      files: [...names, parentRecordName],
+      objects: objectsDone,
+      bytes: bytesDone,
+      parent,
+    };
+  } catch (error) {
+    internal.abort();
+    // Before the commit this leaves the target as it was; during it, it
+    // removes only what was not moved yet (RestoreIncompleteError says so).
+    await discardStaging(staging).catch(() => {
+      // The original error is the one to act on. A staging directory that
+      // could not be removed is hidden (a leading "."), holds nothing the
+      // store reads, and a forced restore removes it.
+    });
+    throw error;
+  }
+}
+
+type Downloader = (
+  expected: { key: string; size: number; crc32: string },
+  name: string,
+  sink: (chunk: Uint8Array) => void | Promise<void>,
+) => Promise<void>;
+
+/** File entries downloaded at once (each into its own staged file). */
+const PARALLEL_FILES = 4;
+/** Segments fetched ahead of the one being written, at most. */
+const PREFETCH_SEGMENTS = 8;
+/** Bytes of fetched-ahead segments held in memory, at most. */
+const PREFETCH_BYTES = 64 * 1024 * 1024;
+/** Larger segments are never fetched ahead: they stream straight to disk in their turn. */
+const PREFETCH_SEGMENT_MAX_BYTES = 8 * 1024 * 1024;
+
+/** Runs `work` over `items`, at most `limit` at a time; rejects with the first failure. */
+async function inParallel<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const worker = async (): Promise<void> => {
+    while (!failed && next < items.length) {
+      const item = items[next]!;
+      next += 1;
+      try {
+        await work(item);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  const workers = Array.from({ length: Math.min(limit, items.length) }, () => worker());
+  const results = await Promise.allSettled(workers);
+  for (const result of results) if (result.status === 'rejected') throw result.reason;
+}
+
+/**
+ * Streams the needed segments, in order, through the cutter into the staged
+ * WAL file. Small segments are fetched (and verified) up to
+ * {@link PREFETCH_SEGMENTS} ahead within {@link PREFETCH_BYTES} of memory,
+ * so many small objects do not cost one round trip each in sequence; large
+ * ones stream in their turn. Each segment's frame count is checked.
+ */
+async function rebuildWal(
+  staging: Staging,
+  materializer: RestoreMaterializer,
+  point: LoadedRestorePoint,
+  segments: readonly SegmentEntry[],
+  walCommits: number,
+  download: Downloader,
+  prefix: string,
+): Promise<void> {
+  const name = materializer.walFileName;
+  const cutter = materializer.createWalCutter(walCommits);
+  const writer = await createStagedFile(staging, name);
+  const prefetched = new Map<number, Promise<Uint8Array[]>>();
+  let prefetchedBytes = 0;
+  let ahead = 0;
+  const fetchAhead = (from: number): void => {
+    for (let index = Math.max(from, ahead); index < segments.length; index += 1) {
+      const segment = segments[index]!;
+      if (prefetched.size >= PREFETCH_SEGMENTS) break;
+      if (segment.size > PREFETCH_SEGMENT_MAX_BYTES) {
+        // Streams in its turn; nothing past it is fetched before then, so
+        // memory stays bounded and the order of requests stays simple.
+        break;
+      }
+      if (prefetchedBytes + segment.size > PREFETCH_BYTES) break;
+      const chunks: Uint8Array[] = [];
+      const fetched = download(segment, name, (chunk) => {
+        chunks.push(chunk);
+      }).then(() => chunks);
+      // Awaited in its turn; until then a failure must not count as unhandled.
+      fetched.catch(() => {});
+      prefetched.set(index, fetched);
+      prefetchedBytes += segment.size;
+      ahead = index + 1;
+    }
+  };
+  const write = async (chunk: Uint8Array): Promise<void> => {
+    const keep = cutter.push(chunk);
+    if (keep > 0) await writer.write(keep === chunk.byteLength ? chunk : chunk.subarray(0, keep));
+  };
+  try {
+    for (const [index, segment] of segments.entries()) {
+      const seenBefore = cutter.commitsSeen;
+      fetchAhead(index);
+      const fetched = prefetched.get(index);
+      if (fetched === undefined) {
+        await download(segment, name, write);
+        ahead = Math.max(ahead, index + 1);
+      } else {
+        const chunks = await fetched;
+        prefetched.delete(index);
+        prefetchedBytes -= segment.size;
+        for (const chunk of chunks) await write(chunk);
+      }
+      const frames = cutter.commitsSeen - seenBefore;
+      if (frames !== segment.frames) {
+        throw new RestorePointRejectedError(point.key, [
+          `segment ${segment.key} holds ${frames} complete frames, the manifest records ${segment.frames}`,
+        ]);
+      }
+    }
+    const batch = cutter.straddledBatch;
+    if (batch) {
+      const base = point.restorableFrom;
+      throw new NoRestorePointError(
+        prefix,
+        `commit ${base + walCommits} was shipped inside a batch of commits ${base + batch.first} to ${base + batch.last} (written as one record while the backup was behind the application), so it is restorable only with the whole batch`,
+        {
+          requestedCommitSeq: base + walCommits,
+          nearestBelow: base + batch.first - 1,
+          nearestAbove: base + batch.last,
+        },
+      );
+    }
+    if (cutter.commitsKept !== walCommits) {
+      throw new RestorePointRejectedError(point.key, [
+        `the WAL holds ${cutter.commitsKept} commits, ${walCommits} needed for commit ${point.restorableFrom + walCommits}`,
+      ]);
+    }
+    await writer.finish();
+  } finally {
+    await writer.abandon();
+  }
+}

@@ -1,0 +1,261 @@
+/**
+ * findUnnamedNewerData(): shipped objects newer than a restore point, which a
+ * restore of that point leaves behind.
+ *
+ * The worker ships WAL segments about every second and writes a manifest (a
+ * restore point) naming them only now and then; a heavy writer can also start
+ * a new WAL generation (a new snapshot) before any manifest names it. A
+ * restore of "the latest" restores the manifest LATEST names, so whatever was
+ * shipped after it is silently not restored. This module counts it, so the
+ * caller can say so.
+ *
+ * Newer, relative to a manifest of WAL generation G whose segments end at
+ * byte E of G's WAL (E = 0 when it names no segment, only a snapshot):
+ * - a segment of G that holds bytes past E (its end is past E: one starting at
+ *   or after E, or a stray one straddling E);
+ * - every segment of a generation above G;
+ * - every snapshot of a generation above G.
+ *
+ * Guarantees:
+ * - it reads the bucket only, with LIST requests: `wal/` with delimiter `/`
+ *   (one entry per generation), then only the generations at or above G,
+ *   each with delimiter `/`, then `snapshots/` and `manifest/` with delimiter
+ *   `/`. It never reads an object's body (beyond the manifest itself, in
+ *   {@link findUnnamedNewerDataAfter});
+ * - a key under those prefixes that is not one the layout produces (a
+ *   hostile name, another padding, a nested folder) is ignored, never thrown
+ *   on;
+ * - sizes are what the listing reports, not what a key's range claims.
+ *
+ * Not guaranteed: the answer is a snapshot of a moving bucket. A live writer
+ * keeps shipping while this lists, and retention may delete objects; the
+ * counts are what the listings saw. Whether a newer manifest names some of
+ * the data is not worked out object by object: `newerRestorePoints` says how
+ * many manifests above the given one exist, so a caller can tell "in no
+ * restore point" from "in a newer one".
+ */
+import {
+  type Manifest,
+  objectKey,
+  parseManifestKey,
+  parseSegmentGenerationPrefix,
+  parseSegmentKey,
+  parseSnapshotKey,
+  segmentGenerationPrefix,
+} from '@x/manifest';
+import { compareKeys, normalizePrefix, type ObjectStore } from '@x/store';
+import { RestoreOptionsError } from './restore-errors.ts';
+import { messageOf } from './restore-point-checks.ts';
+import { loadRestorePoint } from './restore-points.ts';
+
+/** What a bucket holds beyond a restore point. All counts are 0 when nothing is newer. */
+export interface UnnamedNewerData {
+  /** The restore point measured against: its commit and WAL generation. */
+  readonly commitSeq: number;
+  readonly walGeneration: number;
+  /** Where the restore point's WAL ends in its generation (0 when it names no segment). */
+  readonly walEnd: number;
+  /** Newer segments: past `walEnd` in `walGeneration`, or of a later generation. */
+  readonly segments: number;
+  readonly segmentBytes: number;
+  /** Snapshots of a generation later than `walGeneration`. */
+  readonly snapshots: number;
+  readonly snapshotBytes: number;
+  /** `segmentBytes + snapshotBytes`. */
+  readonly bytes: number;
+  /**
+   * The first and last newer object, in the order a restore would use them
+   * (by generation; a generation's snapshot before its segments; segments by
+   * offset). Absent when nothing is newer.
+   */
+  readonly firstKey?: string;
+  readonly lastKey?: string;
+  /** The newest generation that holds newer data. Absent when nothing is newer. */
+  readonly newestGeneration?: number;
+  /**
+   * Manifest keys of a commit above the restore point's. When 0, the newer
+   * data is in no restore point at all; otherwise some of it may be in one of
+   * those (for example one written while a restore was running).
+   */
+  readonly newerRestorePoints: number;
+}
+
+export interface FindUnnamedNewerDataOptions {
+  readonly signal?: AbortSignal;
+}
+
+/** One newer object, with where it sits in restore order. */
+interface NewerObject {
+  readonly key: string;
+  readonly size: number;
+  readonly kind: 'snapshot' | 'segment';
+  readonly generation: number;
+  /** A segment's start offset; -1 for a snapshot (it comes before the generation's segments). */
+  readonly offset: number;
+}
+
+function normalized(prefix: string): string {
+  let result: string;
+  try {
+    result = normalizePrefix(prefix);
+  } catch (error) {
+    throw new RestoreOptionsError('prefix', messageOf(error));
+  }
+  if (result === '') throw new RestoreOptionsError('prefix', 'must not be empty');
+  return result;
+}
+
+function callOptions(
+  options: FindUnnamedNewerDataOptions,
+  delimiter?: string,
+): { signal?: AbortSignal; delimiter?: string } {
+  return {
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    ...(delimiter === undefined ? {} : { delimiter }),
+  };
+}
+
+/** The end offset of the manifest's WAL: the last segment's end, or 0. */
+function walEndOf(prefix: string, manifest: Pick<Manifest, 'walGeneration' | 'segments'>): number {
+  let end = 0;
+  for (const segment of manifest.segments) {
+    const parsed = parseSegmentKey(prefix, segment.key);
+    // A loaded manifest's segments all parse and chain; a hand-made one that
+    // does not is measured by what does parse (never a throw).
+    if (parsed !== undefined && parsed.generation === manifest.walGeneration) {
+      end = Math.max(end, parsed.end);
+    }
+  }
+  return end;
+}
+
+/**
+ * The shipped segments and snapshots under `prefix` that are newer than
+ * `manifest` (see the module comment for what counts), and how many restore
+ * points above it exist.
+ *
+ * @throws RestoreOptionsError for an empty or invalid prefix. Store errors and
+ * aborts propagate as they are. Keys that do not parse are ignored.
+ */
+export async function findUnnamedNewerData(
+  store: ObjectStore,
+  prefix: string,
+  manifest: Pick<Manifest, 'commitSeq' | 'walGeneration' | 'segments'>,
+  options: FindUnnamedNewerDataOptions = {},
+): Promise<UnnamedNewerData> {
+  const base = normalized(prefix);
+  const generation = manifest.walGeneration;
+  const walEnd = walEndOf(base, manifest);
+  const newer: NewerObject[] = [];
+
+  const generations = await store.list(objectKey(base, 'wal/'), callOptions(options, '/'));
+  const laterGenerations: number[] = [];
+  for (const listed of generations.commonPrefixes) {
+    const number = parseSegmentGenerationPrefix(base, listed);
+    if (number !== undefined && number >= generation) laterGenerations.push(number);
+  }
+  laterGenerations.sort((a, b) => a - b);
+  for (const number of laterGenerations) {
+    const listing = await store.list(
+      segmentGenerationPrefix(base, number),
+      callOptions(options, '/'),
+    );
+    for (const object of listing.objects) {
+      const parsed = parseSegmentKey(base, object.key);
+      if (parsed === undefined || parsed.generation !== number) continue;
+      if (number === generation && parsed.end <= walEnd) continue;
+      newer.push({
+        key: object.key,
+        size: object.size,
+        kind: 'segment',
+        generation: number,
+        offset: parsed.start,
+      });
+    }
+  }
+
+  const snapshots = await store.list(objectKey(base, 'snapshots/'), callOptions(options, '/'));
+  for (const object of snapshots.objects) {
+    const parsed = parseSnapshotKey(base, object.key);
+    if (parsed === undefined || parsed.generation <= generation) continue;
+    newer.push({
+      key: object.key,
+      size: object.size,
+      kind: 'snapshot',
+      generation: parsed.generation,
+      offset: -1,
+    });
+  }
+
+  const manifests = await store.list(objectKey(base, 'manifest/'), callOptions(options, '/'));
+  let newerRestorePoints = 0;
+  for (const object of manifests.objects) {
+    const commitSeq = parseManifestKey(base, object.key);
+    if (commitSeq !== undefined && commitSeq > manifest.commitSeq) newerRestorePoints += 1;
+  }
+
+  newer.sort(
+    (a, b) => a.generation - b.generation || a.offset - b.offset || compareKeys(a.key, b.key),
+  );
+  let segments = 0;
+  let segmentBytes = 0;
+  let snapshotCount = 0;
+  let snapshotBytes = 0;
+  for (const object of newer) {
+    if (object.kind === 'segment') {
+      segments += 1;
+      segmentBytes += object.size;
+    } else {
+      snapshotCount += 1;
+      snapshotBytes += object.size;
+    }
+  }
+  const first = newer[0];
+  const last = newer.at(-1);
+  return {
+    commitSeq: manifest.commitSeq,
+    walGeneration: generation,
+    walEnd,
+    segments,
+    segmentBytes,
+    snapshots: snapshotCount,
+    snapshotBytes,
+    bytes: segmentBytes + snapshotBytes,
+    ...(first === undefined ? {} : { firstKey: first.key }),
+    ...(last === undefined
+      ? {}
+      : {
+          lastKey: last.key,
+          // Sorted by generation first: the last object is of the newest one.
+          newestGeneration: last.generation,
+        }),
+    newerRestorePoints,
+  };
+}
+
+/**
+ * {@link findUnnamedNewerData} for the manifest at `manifestKey`, read and
+ * checked as restore reads it.
+ *
+ * @returns `null` when the manifest does not exist (any more: retention may
+ * have deleted it since it was chosen).
+ * @throws RestoreOptionsError for an invalid prefix.
+ * @throws RestorePointRejectedError when the manifest is unreadable or unsafe.
+ * Store errors and aborts propagate as they are.
+ */
+export async function findUnnamedNewerDataAfter(
+  store: ObjectStore,
+  prefix: string,
+  manifestKey: string,
+  options: FindUnnamedNewerDataOptions = {},
+): Promise<UnnamedNewerData | null> {
+  const base = normalized(prefix);
+  const point = await loadRestorePoint(store, base, manifestKey, options.signal);
+  if (point === null) return null;
+  return findUnnamedNewerData(store, base, point.manifest, options);
+}
+
+/** True when the bucket holds anything newer than the restore point. */
+export function holdsUnnamedNewerData(found: UnnamedNewerData): boolean {
+  return found.segments + found.snapshots > 0;
+}

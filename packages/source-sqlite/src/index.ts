@@ -1,0 +1,52 @@
+export {
+  COMMIT_RECORD_HEADER_BYTES,
+  COMMIT_RECORD_MAGIC,
+  type CommitRecord,
+  decodeCommitRecord,
+  encodeCommitFrame,
+  splitLogFrames,
+} from './commit-record.ts';
+export { sqliteContentHash } from './content-hash.ts';
+export {
+  type ByteSource,
+  integrityCheck,
+  restoreSqliteDatabase,
+  type SqliteRestoreOptions,
+  type SqliteRestoreResult,
+} from './rebuild-database.ts';
+export { type SqliteCommitAtTime, sqliteCommitAtTime } from './restore-point-at-time.ts';
+export {
+  SqliteBackupError,
+  type SqliteBackupErrorCode,
+  SqliteCorruptWalFrameError,
+  SqliteDatabaseMissingError,
+  SqliteDatabaseReplacedError,
+  SqliteDatabaseTruncatedError,
+  SqliteDatabaseUnreadableError,
+  SqliteNotADatabaseError,
+  SqliteNotAFileError,
+  SqliteNotWalError,
+  SqliteReadOnlyLocationError,
+  SqliteRestoreCorruptError,
+  SqliteRestorePointUnavailableError,
+  SqliteRestoreTargetExistsError,
+  SqliteWalRestartedUnderneathError,
+} from './sqlite-errors.ts';
+export { type SqliteMaterializerOptions, sqliteMaterializer } from './sqlite-materializer.ts';
+export {
+  DEFAULT_CAPTURE_INTERVAL_MS,
+  SQLITE_LINEAGE_SUFFIX,
+  SQLITE_PARENT_SUFFIX,
+  SQLITE_SNAPSHOT_NAME,
+  SQLITE_STATE_SUFFIX,
+  SqliteSource,
+  type SqliteSourceOptions,
+} from './sqlite-source.ts';
+export {
+  type CheckpointReport,
+  DEFAULT_PASSIVE_CHECKPOINT_PAGES,
+  DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
+  type SqliteSnapshot,
+  SqliteTap,
+  type SqliteTapOptions,
+} from './tap.ts';

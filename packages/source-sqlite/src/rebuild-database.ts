@@ -1,0 +1,282 @@
+/**
+ * Restore of a SQLite database from a snapshot (the database image at a
+ * generation's start) and the commit log after it (see `commit-record.ts`).
+ *
+ * Guarantees:
+ * - The result is the database exactly as it was after the chosen commit:
+ *   every page a commit wrote replaces the snapshot's, in order, and the file
+ *   is cut to the database size the commit recorded.
+ * - Atomic: the image is built and checked in a temporary file beside the
+ *   target, fsynced, and renamed over the target; a failure leaves no target.
+ * - Checked: every log frame's CRC-32, every record's page size, and (unless
+ *   `verify: false`) `PRAGMA integrity_check` must answer `ok`, or nothing is
+ *   written at the target.
+ * - Refuses to replace an existing database, or one with a `-wal`/`-shm`
+ *   beside it, unless `force`; with `force` it removes the old `-wal` and
+ *   `-shm` first, so SQLite can never replay an old WAL onto the restored file.
+ *
+ * Limits: the target must not be open by any process (with `force` it is
+ * replaced underneath them). The restored file is in WAL mode, like the source.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
+import { access, open, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { decodeCommitRecord, LOG_FRAME_HEADER_BYTES, splitLogFrames } from './commit-record.ts';
+import {
+  SqliteRestoreCorruptError,
+  SqliteRestorePointUnavailableError,
+  SqliteRestoreTargetExistsError,
+} from './sqlite-errors.ts';
+
+export type ByteSource = Uint8Array | AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+
+export interface SqliteRestoreOptions {
+  /** Path of the database file to create. */
+  readonly targetPath: string;
+  /** The database image at the generation's start. */
+  readonly snapshot: ByteSource;
+  /** The generation's commit log, from its first byte (segments concatenated in order). */
+  readonly log: ByteSource;
+  /**
+   * Apply exactly this many commits of the log (0: the snapshot alone).
+   * Default: every complete commit in `log`. Fails when the log holds fewer.
+   */
+  readonly commits?: number;
+  /**
+   * Apply the commits recorded at or before this wall-clock time (ms since
+   * the epoch): the newest commit at or before it. Combined with `commits`,
+   * the earlier of the two wins.
+   */
+  readonly time?: number;
+  /**
+   * When the snapshot was taken (ms). With `time` before it, the restore
+   * fails instead of returning a database newer than asked for.
+   */
+  readonly snapshotTime?: number;
+  /** Replace an existing database at the target. Default false. */
+  readonly force?: boolean;
+  /** Run `PRAGMA integrity_check` before renaming into place. Default true. */
+  readonly verify?: boolean;
+  readonly signal?: AbortSignal;
+}
+
+export interface SqliteRestoreResult {
+  readonly path: string;
+  readonly pageSize: number;
+  readonly databasePages: number;
+  /** Commits of the log applied onto the snapshot. */
+  readonly commitsApplied: number;
+  /** Commit time of the last applied commit; `null` when none was applied. */
+  readonly lastCommitTime: number | null;
+}
+
+async function* chunksOf(source: ByteSource): AsyncIterable<Uint8Array> {
+  if (source instanceof Uint8Array) {
+    yield source;
+    return;
+  }
+  yield* source as AsyncIterable<Uint8Array>;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path, fsConstants.F_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function pageSizeOf(header: Uint8Array, targetPath: string): number {
+  if (header.byteLength < 100)
+    throw new SqliteRestoreCorruptError(
+      targetPath,
+      'the snapshot is shorter than a database header',
+    );
+  const magic = new TextDecoder().decode(header.subarray(0, 16));
+  if (magic !== 'SQLite format 3\u0000')
+    throw new SqliteRestoreCorruptError(targetPath, 'the snapshot is not a SQLite database image');
+  const raw = (header[16]! << 8) | header[17]!;
+  return raw === 1 ? 65536 : raw;
+}
+
+/**
+ * Builds the database at the chosen commit and moves it into place.
+ * @throws SqliteRestoreTargetExistsError without `force` when the target exists.
+ * @throws SqliteRestorePointUnavailableError when `commits` exceeds the log,
+ *   or `time` precedes `snapshotTime`.
+ * @throws SqliteRestoreCorruptError when a check fails (nothing left at the target).
+ */
+export async function restoreSqliteDatabase(
+  options: SqliteRestoreOptions,
+): Promise<SqliteRestoreResult> {
+  const target = options.targetPath;
+  const force = options.force ?? false;
+  const siblings = [target, `${target}-wal`, `${target}-shm`];
+  if (!force) {
+    for (const path of siblings) {
+      if (await exists(path)) throw new SqliteRestoreTargetExistsError(target);
+    }
+  }
+  if (
+    options.time !== undefined &&
+    options.snapshotTime !== undefined &&
+    options.time < options.snapshotTime
+  ) {
+    throw new SqliteRestorePointUnavailableError(
+      target,
+      `time ${new Date(options.time).toISOString()} is before this restore point's snapshot (${new Date(options.snapshotTime).toISOString()})`,
+    );
+  }
+  const temporary = join(
+    dirname(target),
+    `.${basename(target)}.restore-${randomBytes(6).toString('hex')}`,
+  );
+  const handle = await open(temporary, 'wx', 0o644);
+  let handleOpen = true;
+  try {
+    // 1. The snapshot, as is.
+    let written = 0;
+    let header: Uint8Array | null = null;
+    for await (const chunk of chunksOf(options.snapshot)) {
+      options.signal?.throwIfAborted();
+      if (header === null) header = chunk.slice(0, 100);
+      await handle.write(chunk, 0, chunk.byteLength, written);
+      written += chunk.byteLength;
+    }
+    const pageSize = pageSizeOf(header ?? new Uint8Array(0), target);
+    if (written % pageSize !== 0)
+      throw new SqliteRestoreCorruptError(
+        target,
+        `the snapshot (${written} bytes) is not a whole number of ${pageSize}-byte pages`,
+      );
+    let databasePages = written / pageSize;
+
+    // 2. The commits, in order, up to the chosen one.
+    const limit = options.commits ?? Number.POSITIVE_INFINITY;
+    let applied = 0;
+    let lastCommitTime: number | null = null;
+    let carry: Uint8Array = new Uint8Array(0);
+    let done = limit === 0;
+    for await (const chunk of chunksOf(options.log)) {
+      if (done) break;
+      options.signal?.throwIfAborted();
+      const joined: Uint8Array = carry.byteLength === 0 ? chunk : concatenate(carry, chunk);
+      let split: ReturnType<typeof splitLogFrames>;
+      try {
+        split = splitLogFrames(joined);
+      } catch (error) {
+        throw new SqliteRestoreCorruptError(target, (error as Error).message, { cause: error });
+      }
+      carry = split.rest.slice();
+      for (const payload of split.payloads) {
+        let record: ReturnType<typeof decodeCommitRecord>;
+        try {
+          record = decodeCommitRecord(payload);
+        } catch (error) {
+          throw new SqliteRestoreCorruptError(target, (error as Error).message, { cause: error });
+        }
+        if (record.pageSize !== pageSize)
+          throw new SqliteRestoreCorruptError(
+            target,
+            `commit ${applied + 1} has ${record.pageSize}-byte pages, the snapshot ${pageSize}`,
+          );
+        if (options.time !== undefined && record.commitTime > options.time) {
+          done = true;
+          break;
+        }
+        const commits = record.commits ?? 1;
+        if (applied + commits > limit)
+          throw new SqliteRestorePointUnavailableError(
+            target,
+            `commit ${limit} of this generation is inside a batch of commits ${applied + 1} to ${applied + commits}, shipped as one record while the backup was behind: restorable are ${applied} and ${applied + commits}`,
+          );
+        for (const [pageNumber, page] of record.pages) {
+          await handle.write(page, 0, page.byteLength, (pageNumber - 1) * pageSize);
+        }
+        databasePages = record.databasePages;
+        lastCommitTime = record.commitTime;
+        applied += commits;
+        if (applied >= limit) {
+          done = true;
+          break;
+        }
+      }
+    }
+    if (!done && carry.byteLength >= LOG_FRAME_HEADER_BYTES && options.commits !== undefined)
+      throw new SqliteRestoreCorruptError(target, 'the log ends inside a commit record');
+    if (options.commits !== undefined && applied < options.commits)
+      throw new SqliteRestorePointUnavailableError(
+        target,
+        `asked for commit ${options.commits} of this generation, the log holds ${applied}`,
+      );
+    await handle.truncate(databasePages * pageSize);
+    await handle.sync();
+    await handle.close();
+    handleOpen = false;
+
+    // 3. Check it as SQLite sees it.
+    if (options.verify ?? true) {
+      let answer: string;
+      try {
+        answer = integrityCheck(temporary);
+      } catch (error) {
+        throw new SqliteRestoreCorruptError(
+          target,
+          `SQLite cannot read the image: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+      if (answer !== 'ok')
+        throw new SqliteRestoreCorruptError(target, `PRAGMA integrity_check answered: ${answer}`);
+    }
+
+    // 4. Into place. Old -wal/-shm go first: SQLite would replay an old WAL
+    // onto the new file.
+    if (force) {
+      await rm(`${target}-wal`, { force: true });
+      await rm(`${target}-shm`, { force: true });
+    }
+    await rename(temporary, target);
+    await syncDirectory(dirname(target));
+    return { path: target, pageSize, databasePages, commitsApplied: applied, lastCommitTime };
+  } catch (error) {
+    if (handleOpen) await handle.close().catch(() => undefined);
+    await rm(temporary, { force: true });
+    await rm(`${temporary}-wal`, { force: true });
+    await rm(`${temporary}-shm`, { force: true });
+    throw error;
+  }
+}
+
+function concatenate(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const joined = new Uint8Array(a.byteLength + b.byteLength);
+  joined.set(a, 0);
+  joined.set(b, a.byteLength);
+  return joined;
+}
+
+/** `PRAGMA integrity_check` on a closed database file: `ok` or SQLite's first complaints. */
+export function integrityCheck(path: string): string {
+  const database = new DatabaseSync(path);
+  try {
+    const rows = database.prepare('PRAGMA integrity_check').all() as { integrity_check: string }[];
+    return rows.map((row) => row.integrity_check).join('; ');
+  } finally {
+    // Closing the only connection checkpoints and removes the -wal it created.
+    database.close();
+  }
+}
+
+async function syncDirectory(path: string): Promise<void> {
+  const directory = await open(path, 'r');
+  try {
+    await directory.sync();
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename is still atomic.
+  } finally {
+    await directory.close();
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * Restore to a time: the newest commit recorded at or before it, found in a
+ * SQLite backup prefix, to pass to `restore()` as `commitSeq` + `manifestKey`.
+ *
+ * Commit times are in the commit records themselves (the wall-clock time the
+ * tap first saw each commit; see `commit-record.ts`). The search takes the
+ * newest valid restore point of each bucket generation, newest generation
+ * first, and reads that generation's segments (CRC-checked) until it finds
+ * the commit. Commits of a newer generation are always later than those of
+ * an older one, so the first generation holding a commit at or before the
+ * time has the answer.
+ *
+ * Limit: when the time falls between a generation's snapshot and its first
+ * commit record, the snapshot's own time is not known, so the answer comes
+ * from the previous generation (or is `null`): never a state newer than asked.
+ */
+import { parseManifest } from '@x/manifest';
+import { listRestorePoints } from '@x/restore';
+import type { ObjectStore } from '@x/store';
+import { decodeCommitRecord, splitLogFrames } from './commit-record.ts';
+import { SqliteRestoreCorruptError } from './sqlite-errors.ts';
+
+export interface SqliteCommitAtTime {
+  /** Pass to `restore()` as `commitSeq`. */
+  readonly commitSeq: number;
+  /** Pass to `restore()` as `manifestKey`: a restore point that covers `commitSeq`. */
+  readonly manifestKey: string;
+  /** The commit's recorded time (ms since the epoch), at or before the time asked for. */
+  readonly commitTime: number;
+}
+
+/**
+ * The newest commit recorded at or before `time` (ms since the epoch), or
+ * `null` when no restore point holds one.
+ * @throws SqliteRestoreCorruptError when a segment fails its CRC or holds no commit record.
+ */
+export async function sqliteCommitAtTime(
+  store: ObjectStore,
+  prefix: string,
+  time: number,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<SqliteCommitAtTime | null> {
+  const points = await listRestorePoints(store, prefix, options);
+  const newestPerGeneration = new Map<number, (typeof points)[number]>();
+  for (const point of points) {
+    if (point.status !== 'ok' || point.walGeneration === undefined) continue;
+    const known = newestPerGeneration.get(point.walGeneration);
+    if (known === undefined || point.commitSeq > known.commitSeq)
+      newestPerGeneration.set(point.walGeneration, point);
+  }
+  const generations = [...newestPerGeneration.values()].sort((a, b) => b.commitSeq - a.commitSeq);
+  for (const point of generations) {
+    const object = await store.get(point.manifestKey, options);
+    if (object === null) continue; // Deleted by retention since the listing.
+    const manifest = parseManifest(object.body, { prefix });
+    let commitSeq =
+      manifest.oldestCommitSeq + manifest.files.reduce((sum, file) => sum + file.frames, 0);
+    let found: SqliteCommitAtTime | null = null;
+    let carry: Uint8Array = new Uint8Array(0);
+    for (const segment of manifest.segments) {
+      const body = await store.get(segment.key, options);
+      if (body === null) break;
+      const joined = new Uint8Array(carry.byteLength + body.body.byteLength);
+      joined.set(carry, 0);
+      joined.set(body.body, carry.byteLength);
+      let split: ReturnType<typeof splitLogFrames>;
+      try {
+        split = splitLogFrames(joined);
+      } catch (error) {
+        throw new SqliteRestoreCorruptError(segment.key, (error as Error).message, {
+          cause: error,
+        });
+      }
+      carry = split.rest.slice();
+      let past = false;
+      for (const payload of split.payloads) {
+        const record = decodeCommitRecord(payload);
+        if (record.commitTime > time) {
+          past = true;
+          break;
+        }
+        // A batch's time is its last commit's: the batch is restorable as a
+        // whole, at or after that time.
+        commitSeq += record.commits ?? 1;
+        found = { commitSeq, manifestKey: point.manifestKey, commitTime: record.commitTime };
+      }
+      if (past) break;
+    }
+    if (found !== null) return found;
+  }
+  return null;
+}

@@ -1,0 +1,100 @@
+/**
+ * The SQLite materializer for the package's `restore`: a restore point of a
+ * {@link SqliteSource} becomes one database file.
+ *
+ * Restore downloads and verifies the snapshot (staged as
+ * `<name>-backupd.snapshot`) and rebuilds the commit log cut after the wanted
+ * commit (staged as `<name>-backupd.log`); `finish` applies the log onto the
+ * snapshot with {@link restoreSqliteDatabase} (which runs
+ * `PRAGMA integrity_check`), drops both staged inputs, and hands restore the
+ * database and its state file (`<name>-backupd.state`, the commit count, so a
+ * `SqliteSource` opened on the restored file continues the count). Restore
+ * then writes the parent record `<name>-backupd.parent` and moves the files
+ * into the target directory.
+ *
+ * A forced restore over an existing database removes its old `-wal`, `-shm`
+ * and `-backupd.*` files (they are this layout's names): an old WAL left
+ * beside the restored file would be replayed onto it by SQLite.
+ */
+import { createReadStream } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { RestoreMaterializer } from '@x/restore';
+import { FramedWalCutter, RestorePointRejectedError } from '@x/restore';
+import { COMMIT_RECORD_HEADER_BYTES, commitsOfRecordHeader } from './commit-record.ts';
+import { restoreSqliteDatabase } from './rebuild-database.ts';
+import {
+  SQLITE_LINEAGE_SUFFIX,
+  SQLITE_PARENT_SUFFIX,
+  SQLITE_SNAPSHOT_NAME,
+  SQLITE_STATE_SUFFIX,
+} from './sqlite-source.ts';
+
+export interface SqliteMaterializerOptions {
+  /** File name of the restored database in the target directory, e.g. `app.db`. */
+  readonly databaseName: string;
+}
+
+export function sqliteMaterializer(options: SqliteMaterializerOptions): RestoreMaterializer {
+  const name = options.databaseName;
+  const snapshotName = `${name}-backupd.snapshot`;
+  const logName = `${name}-backupd.log`;
+  const stateName = `${name}${SQLITE_STATE_SUFFIX}`;
+  const owned = new Set([
+    name,
+    `${name}-wal`,
+    `${name}-shm`,
+    `${name}-journal`,
+    snapshotName,
+    logName,
+    stateName,
+    `${name}${SQLITE_LINEAGE_SUFFIX}`,
+    `${name}${SQLITE_PARENT_SUFFIX}`,
+  ]);
+  return {
+    name: 'sqlite',
+    // A database file lives in the application's directory, beside its other files.
+    sharesDirectory: true,
+    walFileName: logName,
+    parentRecordName: `${name}${SQLITE_PARENT_SUFFIX}`,
+    targetName(entry, manifest) {
+      if (entry.name === SQLITE_SNAPSHOT_NAME) return snapshotName;
+      throw new RestorePointRejectedError(`commit ${manifest.commitSeq}`, [
+        `the manifest names a file ${JSON.stringify(entry.name)}, which a SQLite restore point never carries`,
+      ]);
+    },
+    createWalCutter(commits) {
+      // The commit log uses the framed-log frame: one frame per commit, or
+      // per batch of commits (its header says how many).
+      return new FramedWalCutter(commits, {
+        headerBytes: COMMIT_RECORD_HEADER_BYTES,
+        commitsOf: commitsOfRecordHeader,
+      });
+    },
+    ownsName(candidate) {
+      return owned.has(candidate);
+    },
+    async finish(staged, finishOptions) {
+      if (!staged.names.includes(snapshotName)) {
+        throw new RestorePointRejectedError(`commit ${staged.commitSeq}`, [
+          'the restore point has no snapshot',
+        ]);
+      }
+      const directory = staged.directory;
+      await restoreSqliteDatabase({
+        targetPath: join(directory, name),
+        snapshot: createReadStream(join(directory, snapshotName)),
+        log: createReadStream(join(directory, logName)),
+        force: true,
+        ...(finishOptions.signal === undefined ? {} : { signal: finishOptions.signal }),
+      });
+      await rm(join(directory, snapshotName), { force: true });
+      await rm(join(directory, logName), { force: true });
+      await writeFile(
+        join(directory, stateName),
+        `${JSON.stringify({ commitCount: staged.commitSeq })}\n`,
+      );
+      return [name, stateName];
+    },
+  };
+}

@@ -1,0 +1,461 @@
+/**
+ * `SqliteSource`: a live SQLite database in WAL mode as the backup worker's
+ * source, built on {@link SqliteTap}.
+ *
+ * What the worker sees:
+ * - The "WAL" it ships is the tap's commit log (one framed record per SQLite
+ *   commit, see `commit-record.ts`), not the `-wal` file: SQLite restarts its
+ *   WAL after every complete checkpoint, the commit log runs on across those
+ *   restarts, so one snapshot serves a whole generation.
+ * - A generation is one unbroken run of captured commits. It starts when the
+ *   source opens, and again when continuity breaks (the `-wal` file replaced
+ *   underneath, the database file replaced, or the worker asking for a
+ *   restore point the tap no longer holds). `engineGeneration`, `snapshot`
+ *   and `wal` all carry the generation's id, so any break is a new restore
+ *   point for the worker.
+ * - The snapshot is the database image at the generation's start (page for
+ *   page, read under the tap's pinned reader); the worker ships the log from
+ *   offset 0 beside it.
+ * - Commit count: `generationBase + commits captured`, where `generationBase`
+ *   is one more than the count this database last reported (kept in
+ *   `<db>-backupd.state`, written before any commit it counts can be
+ *   shipped). A database whose state file was lost reports fewer commits
+ *   than its restore points, and the worker refuses the prefix instead of
+ *   burying newer history.
+ *
+ * Files it keeps beside the database (never inside it; no tables):
+ * `<db>-backupd.lineage` (the lineage id), `<db>-backupd.state` (the commit
+ * count), and it reads `<db>-backupd.parent` (the parent record a restore
+ * left). Side files: none.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { link, rename, unlink, writeFile } from 'node:fs/promises';
+import type {
+  BackupSource,
+  DurablePosition,
+  FileObservation,
+  FrameCounting,
+  OpenedRestorePoint,
+  ParentRecord,
+  ShippedProgress,
+  SideFileRead,
+  SourceCallOptions,
+  WalRange,
+} from '@x/backup-worker';
+import { FrameCounter } from '@x/wal-segment';
+import { SqliteDatabaseReplacedError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
+import { SqliteTap, type SqliteTapOptions } from './tap.ts';
+
+/** Default of `captureIntervalMs`. */
+export const DEFAULT_CAPTURE_INTERVAL_MS = 50;
+/** The shortest delay between two capture ticks, however fast the WAL grows. */
+const MIN_CAPTURE_INTERVAL_MS = 2;
+
+/**
+ * When the next capture tick should run: once the WAL will have grown by
+ * `targetFrames` at the rate it grew over the last `elapsedMs` (the time
+ * actually passed since the previous tick, which need not be the timer's
+ * interval), never later than `intervalMs` nor sooner than
+ * {@link MIN_CAPTURE_INTERVAL_MS}. A WAL smaller after the tick than before
+ * it restarted in between and grew from nothing to `framesAfter`.
+ */
+export function nextCaptureDelayMs(tick: {
+  framesBefore: number;
+  framesAfter: number;
+  elapsedMs: number;
+  targetFrames: number;
+  intervalMs: number;
+}): number {
+  const { framesBefore, framesAfter, elapsedMs, intervalMs } = tick;
+  const grown = framesAfter >= framesBefore ? framesAfter - framesBefore : framesAfter;
+  if (grown === 0) return intervalMs;
+  const target = Math.max(1, tick.targetFrames);
+  return Math.min(intervalMs, Math.max(MIN_CAPTURE_INTERVAL_MS, (target * elapsedMs) / grown));
+}
+
+/** Name the snapshot travels under (the manifest's file entry). */
+export const SQLITE_SNAPSHOT_NAME = 'sqlite.snapshot';
+/** Suffixes of the files kept beside the database. */
+export const SQLITE_LINEAGE_SUFFIX = '-backupd.lineage';
+export const SQLITE_STATE_SUFFIX = '-backupd.state';
+export const SQLITE_PARENT_SUFFIX = '-backupd.parent';
+
+export interface SqliteSourceOptions extends SqliteTapOptions {
+  /** Path of the database file. */
+  readonly path: string;
+  /**
+   * How often the tap captures new commits, moves its read transaction
+   * forward and runs its checkpoints past their thresholds, between the
+   * worker's steps, in ms. Short keeps each capture small (its reads and
+   * copies share the machine with the application's commits; see the SQLite
+   * README's overhead measurements), keeps the frames read hot in the page
+   * cache, and lets the application's own checkpoints copy in small steps
+   * behind the reader. 0 turns it off (only the worker's steps capture).
+   * Default 50.
+   */
+  readonly captureIntervalMs?: number;
+}
+
+interface PersistedState {
+  readonly commitCount: number;
+}
+
+function readJson(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    // A damaged state file counts as missing: the worker then refuses the
+    // prefix (fewer commits than its restore points), which is the safe side.
+    if (error instanceof SyntaxError) return null;
+    throw error;
+  }
+}
+
+async function writeAtomically(path: string, text: string): Promise<void> {
+  const temporary = `${path}.tmp-${process.pid}`;
+  await writeFile(temporary, text);
+  await rename(temporary, path);
+}
+
+/**
+ * Writes `text` at `path` only if no file is there (a complete file or none:
+ * temporary file of its own, then a hard link, which never replaces). `false`
+ * when one was already there; it is left as it is.
+ */
+async function createExclusively(path: string, text: string): Promise<boolean> {
+  const temporary = `${path}.tmp-${process.pid}-${randomUUID()}`;
+  await writeFile(temporary, text, { flag: 'wx' });
+  try {
+    await link(temporary, path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  } finally {
+    await unlink(temporary);
+  }
+}
+
+export class SqliteSource implements BackupSource {
+  readonly description: string;
+  readonly sideFileNames: readonly string[] = [];
+  readonly path: string;
+  readonly #options: SqliteSourceOptions;
+  #tap: SqliteTap;
+  /** Commits before the current generation's snapshot. */
+  #generationBase: number;
+  #persistedCount: number;
+  #persisting: Promise<void> = Promise.resolve();
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #closed = false;
+  readonly #captureIntervalMs: number;
+  /** When the last capture tick ran (`performance.now()`), for the WAL's growth rate. */
+  #lastTickAt: number | null = null;
+  /** An error the capture timer met, rethrown to the worker at its next call. */
+  #timerError: unknown = null;
+
+  private constructor(options: SqliteSourceOptions) {
+    this.#options = options;
+    this.path = options.path;
+    this.description = `sqlite:${options.path}`;
+    const state = readJson(`${options.path}${SQLITE_STATE_SUFFIX}`) as PersistedState | null;
+    const last =
+      state !== null && Number.isSafeInteger(state.commitCount) && state.commitCount >= 0
+        ? state.commitCount
+        : null;
+    this.#tap = SqliteTap.open(options.path, options);
+    // A new generation counts one commit for the break, so its restore
+    // points never share a commit count with the previous generation's.
+    this.#generationBase = last === null ? 0 : last + 1;
+    this.#persistedCount = -1;
+    void this.#persist().catch(() => undefined);
+    this.#captureIntervalMs = options.captureIntervalMs ?? DEFAULT_CAPTURE_INTERVAL_MS;
+    if (this.#captureIntervalMs > 0) this.#schedule(this.#captureIntervalMs);
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#closed) return;
+    this.#timer = setTimeout(() => this.#tick(), delayMs);
+    this.#timer.unref();
+  }
+
+  /**
+   * One tick: capture, move the reader, checkpoint past the thresholds. The
+   * next tick comes sooner while the WAL grows fast (by half the restart
+   * threshold per tick at most), so the WAL restarts before it grows far
+   * past that threshold.
+   */
+  #tick(): void {
+    if (this.#timerError !== null) return;
+    const now = performance.now();
+    const elapsed = this.#lastTickAt === null ? this.#captureIntervalMs : now - this.#lastTickAt;
+    this.#lastTickAt = now;
+    const framesBefore = this.#tap.walFrames;
+    try {
+      this.#guarded(() => this.#tap.maintain());
+    } catch (error) {
+      this.#timerError = error;
+      return;
+    }
+    // Behind the WAL (the capture stopped at its byte budget): read on as
+    // soon as the event loop has had its turn.
+    if (!this.#tap.caughtUp) {
+      this.#schedule(MIN_CAPTURE_INTERVAL_MS);
+      return;
+    }
+    this.#schedule(
+      nextCaptureDelayMs({
+        framesBefore,
+        framesAfter: this.#tap.walFrames,
+        elapsedMs: elapsed,
+        targetFrames: this.#tap.options.truncateCheckpointPages / 2,
+        intervalMs: this.#captureIntervalMs,
+      }),
+    );
+  }
+
+  /**
+   * Opens the database (read transactions held from now on) and starts the
+   * first generation. Never creates the database file. Throws what
+   * {@link SqliteTap.open} throws: SqliteDatabaseMissingError,
+   * SqliteNotAFileError, SqliteNotADatabaseError,
+   * SqliteDatabaseUnreadableError, SqliteReadOnlyLocationError, and
+   * SqliteNotWalError only for a valid database in another journal mode.
+   */
+  static open(options: SqliteSourceOptions): SqliteSource {
+    return new SqliteSource(options);
+  }
+
+  /** The tap underneath (for metrics: checkpoint reports, WAL size). */
+  get tap(): SqliteTap {
+    return this.#tap;
+  }
+
+  get #commitCount(): number {
+    return this.#generationBase + this.#tap.commits;
+  }
+
+  /**
+   * Writes the commit count to the state file when it changed: queued behind
+   * the writes before it (one at a time, so the file never goes back to an
+   * older count), and each write takes the count as it is when it runs.
+   * Asynchronous on purpose: a synchronous write and rename on the event
+   * loop waited for the filesystem's journal, which an application
+   * committing back to back keeps busy, and stalled the lease's renewals
+   * with it. Awaited wherever a count can reach the worker.
+   */
+  #persist(): Promise<void> {
+    const write = this.#persisting.then(async () => {
+      const count = this.#commitCount;
+      if (count === this.#persistedCount) return;
+      await writeAtomically(
+        `${this.path}${SQLITE_STATE_SUFFIX}`,
+        `${JSON.stringify({ commitCount: count })}\n`,
+      );
+      this.#persistedCount = count;
+    });
+    // A failed write fails its callers; the next one tries again.
+    this.#persisting = write.catch(() => undefined);
+    return write;
+  }
+
+  #newGeneration(): void {
+    this.#generationBase = this.#commitCount + 1;
+    this.#tap.startGeneration();
+    // Not awaited here (a synchronous context); every path that hands the
+    // new count to the worker awaits the queue this joins.
+    void this.#persist().catch(() => undefined);
+  }
+
+  /**
+   * Captures new commits for the worker and seals the open batch (the worker
+   * is about to read the log's end); turns a break in continuity into a new
+   * generation.
+   */
+  #capture(): void {
+    if (this.#timerError !== null) {
+      const error = this.#timerError;
+      this.#timerError = null;
+      throw error;
+    }
+    this.#guarded(() => {
+      this.#tap.capture();
+      this.#tap.sealBatch();
+    });
+  }
+
+  /** Runs `action` on the tap; a break in continuity becomes a new generation, other errors propagate. */
+  #guarded(action: () => unknown): void {
+    try {
+      action();
+    } catch (error) {
+      if (SqliteWalRestartedUnderneathError.isInstance(error)) {
+        this.#newGeneration();
+      } else if (SqliteDatabaseReplacedError.isInstance(error)) {
+        const base = this.#commitCount + 1;
+        this.#tap.close();
+        this.#tap = SqliteTap.open(this.path, this.#options);
+        this.#generationBase = base;
+      } else {
+        throw error;
+      }
+    }
+  }
+
+  async durablePosition(): Promise<DurablePosition> {
+    // Every commit count the worker can ship passes through here (it ships
+    // log bytes up to the durable length it got here), so the count is on
+    // disk before any restore point can carry it. Not on every capture tick:
+    // a file created and renamed hundreds of times a second adds metadata to
+    // every journal commit the application's fsyncs wait for.
+    await this.#persist();
+    const id = this.#tap.generationId;
+    return {
+      engineGeneration: id,
+      snapshot: `${id}/snapshot`,
+      wal: `${id}/log`,
+      durableLength: this.#tap.logLength,
+      commitCount: this.#commitCount,
+      snapshotInProgress: false,
+    };
+  }
+
+  async observe(): Promise<FileObservation> {
+    this.#capture();
+    const id = this.#tap.generationId;
+    return {
+      snapshot: `${id}/snapshot`,
+      wal: `${id}/log`,
+      walLength: this.#tap.logLength,
+      intentPending: false,
+    };
+  }
+
+  /**
+   * Captures up to the WAL's end, in budgeted pieces with the event loop's
+   * turns in between (a shutdown's flush starts from here).
+   */
+  async catchUp(): Promise<void> {
+    this.#capture();
+    while (!this.#tap.caughtUp) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.#capture();
+    }
+  }
+
+  async openRestorePoint(): Promise<OpenedRestorePoint> {
+    let snapshot = this.#tap.snapshot();
+    if (snapshot === null) {
+      // The snapshot this generation started from was let go (it reached the
+      // bucket before) and the worker wants a restore point again: start a
+      // new generation; the worker sees the identities change and comes back.
+      this.#newGeneration();
+      snapshot = this.#tap.snapshot()!;
+    }
+    // The restore point carries the generation's base count: on disk first.
+    await this.#persist();
+    const id = this.#tap.generationId;
+    const image = snapshot;
+    return {
+      snapshot: {
+        name: SQLITE_SNAPSHOT_NAME,
+        size: image.size,
+        identity: `${id}/snapshot`,
+        read: (options) => image.read(options),
+      },
+      snapshotCommits: this.#generationBase,
+      archives: [],
+      chainFiles: [],
+      floor: 0,
+      close: async () => undefined,
+    };
+  }
+
+  async readWalRange(
+    start: number,
+    durableLength: number,
+    options: SourceCallOptions & { readonly maxBytes?: number } = {},
+  ): Promise<WalRange | null> {
+    // The bytes handed out may reach commits captured since durablePosition.
+    await this.#persist();
+    const end =
+      options.maxBytes === undefined
+        ? durableLength
+        : Math.min(durableLength, start + options.maxBytes);
+    const range = this.#tap.readLog(start, end) ?? this.#tap.readLog(start, durableLength, 1);
+    if (range === null) return null;
+    return {
+      start,
+      end: range.end,
+      bytes: range.bytes,
+      frames: range.commits,
+      crc32: range.crc32,
+    };
+  }
+
+  frameCounter(): FrameCounting {
+    return new FrameCounter();
+  }
+
+  async readSideFile(): Promise<SideFileRead | null> {
+    // No side files travel with a SQLite restore point.
+    return null;
+  }
+
+  async readLineage(): Promise<string | null> {
+    try {
+      const text = readFileSync(`${this.path}${SQLITE_LINEAGE_SUFFIX}`, 'utf8').trim();
+      return text === '' ? null : text;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Writes `<db>-backupd.lineage` unless one is already there (another
+   * backupd on this database created it first: its lineage stands, and the
+   * worker reads it back; see {@link BackupSource.createLineage}).
+   */
+  async createLineage(lineage: string): Promise<void> {
+    await createExclusively(`${this.path}${SQLITE_LINEAGE_SUFFIX}`, `${lineage}\n`);
+  }
+
+  async readParent(): Promise<ParentRecord | null> {
+    const record = readJson(`${this.path}${SQLITE_PARENT_SUFFIX}`) as ParentRecord | null;
+    if (
+      record === null ||
+      typeof record.lineage !== 'string' ||
+      typeof record.manifestKey !== 'string' ||
+      !Number.isSafeInteger(record.commitSeq)
+    )
+      return null;
+    return {
+      lineage: record.lineage,
+      manifestKey: record.manifestKey,
+      commitSeq: record.commitSeq,
+    };
+  }
+
+  /**
+   * What the bucket holds lets the tap go: the snapshot once the generation's
+   * restore point is there, log bytes once shipped. Then the tap moves its
+   * reader forward and checkpoints past its thresholds.
+   */
+  async afterStep(shipped: ShippedProgress | null): Promise<void> {
+    if (shipped !== null && shipped.engineGeneration === this.#tap.generationId) {
+      this.#tap.releaseSnapshot();
+      this.#tap.releaseLog(shipped.shippedLength);
+    }
+    this.#guarded(() => this.#tap.maintain());
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#tap.close();
+  }
+}

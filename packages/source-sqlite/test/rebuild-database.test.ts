@@ -1,0 +1,125 @@
+/**
+ * SQLite restore: to a commit number, to a time, atomic, refuses to overwrite
+ * without force, never leaves an old WAL beside the restored file, and leaves
+ * nothing behind when a check fails.
+ */
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sqliteContentHash as contentHash } from '../src/content-hash.ts';
+import { restoreSqliteDatabase } from '../src/rebuild-database.ts';
+import {
+  SqliteRestoreCorruptError,
+  SqliteRestorePointUnavailableError,
+  SqliteRestoreTargetExistsError,
+} from '../src/sqlite-errors.ts';
+import { SqliteTap } from '../src/tap.ts';
+import { hashOf } from './harness.ts';
+
+const directories: string[] = [];
+afterEach(() => {
+  for (const directory of directories.splice(0))
+    rmSync(directory, { recursive: true, force: true });
+});
+
+/** A database with 6 commits captured by a tap, commit times 1000, 2000, … 6000. */
+async function capturedDatabase() {
+  const directory = mkdtempSync(join(tmpdir(), 'backupd-sqlite-restore-'));
+  directories.push(directory);
+  const path = join(directory, 'app.db');
+  const application = new DatabaseSync(path);
+  application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+  let now = 0;
+  const tap = SqliteTap.open(path, { wallNow: () => now });
+  const snapshotChunks: Uint8Array[] = [];
+  for await (const chunk of tap.snapshot()!.read()) snapshotChunks.push(chunk);
+  const snapshot = Buffer.concat(snapshotChunks);
+  tap.releaseSnapshot();
+  const hashes = [contentHash(application)];
+  for (let commit = 1; commit <= 6; commit += 1) {
+    application.prepare('INSERT INTO t (v) VALUES (?)').run(`row ${commit}`);
+    now = commit * 1000;
+    tap.capture();
+    hashes.push(contentHash(application));
+  }
+  const log = tap.readLog(0, tap.logLength)!.bytes;
+  tap.close();
+  application.close();
+  return { directory, snapshot, log, hashes };
+}
+
+describe('restoreSqliteDatabase', () => {
+  it('restores every commit number exactly, and the newest commit at or before a time', async () => {
+    const { directory, snapshot, log, hashes } = await capturedDatabase();
+    for (let commit = 0; commit <= 6; commit += 1) {
+      const target = join(directory, `commit-${commit}.db`);
+      await restoreSqliteDatabase({ targetPath: target, snapshot, log, commits: commit });
+      expect(hashOf(target, contentHash)).toBe(hashes[commit]);
+    }
+    const byTime = join(directory, 'by-time.db');
+    const result = await restoreSqliteDatabase({ targetPath: byTime, snapshot, log, time: 3500 });
+    expect(result.commitsApplied).toBe(3);
+    expect(result.lastCommitTime).toBe(3000);
+    expect(hashOf(byTime, contentHash)).toBe(hashes[3]);
+    const latest = join(directory, 'latest.db');
+    expect(
+      (await restoreSqliteDatabase({ targetPath: latest, snapshot, log })).commitsApplied,
+    ).toBe(6);
+  });
+
+  it('refuses a commit the log does not hold, and a time before the snapshot', async () => {
+    const { directory, snapshot, log } = await capturedDatabase();
+    const target = join(directory, 'x.db');
+    await expect(
+      restoreSqliteDatabase({ targetPath: target, snapshot, log, commits: 7 }),
+    ).rejects.toThrow(SqliteRestorePointUnavailableError);
+    await expect(
+      restoreSqliteDatabase({ targetPath: target, snapshot, log, time: 5, snapshotTime: 10 }),
+    ).rejects.toThrow(SqliteRestorePointUnavailableError);
+    expect(readdirSync(directory).filter((name) => name.includes('x.db'))).toEqual([]);
+  });
+
+  it('refuses to overwrite a database (or a stray -wal) unless forced; forced, removes the old -wal first', async () => {
+    const { directory, snapshot, log, hashes } = await capturedDatabase();
+    const target = join(directory, 'target.db');
+    writeFileSync(`${target}-wal`, 'stale wal of another database');
+    await expect(restoreSqliteDatabase({ targetPath: target, snapshot, log })).rejects.toThrow(
+      SqliteRestoreTargetExistsError,
+    );
+    expect(existsSync(target)).toBe(false);
+    await restoreSqliteDatabase({ targetPath: target, snapshot, log, commits: 2, force: true });
+    expect(existsSync(`${target}-wal`)).toBe(false);
+    expect(hashOf(target, contentHash)).toBe(hashes[2]);
+    await expect(restoreSqliteDatabase({ targetPath: target, snapshot, log })).rejects.toThrow(
+      SqliteRestoreTargetExistsError,
+    );
+    await restoreSqliteDatabase({ targetPath: target, snapshot, log, force: true });
+    expect(hashOf(target, contentHash)).toBe(hashes[6]);
+  });
+
+  it('leaves nothing at the target when a log frame fails its CRC', async () => {
+    const { directory, snapshot, log } = await capturedDatabase();
+    const damaged = log.slice();
+    damaged[damaged.byteLength - 10]! ^= 0xff;
+    const target = join(directory, 'damaged.db');
+    await expect(
+      restoreSqliteDatabase({ targetPath: target, snapshot, log: damaged }),
+    ).rejects.toThrow(SqliteRestoreCorruptError);
+    expect(readdirSync(directory).filter((name) => name.includes('damaged'))).toEqual([]);
+  });
+
+  it('leaves nothing at the target when the image fails integrity_check', async () => {
+    const { directory, snapshot, log } = await capturedDatabase();
+    const broken = Buffer.from(snapshot);
+    // Garbage over the header of page 2 (the table's root page).
+    const pageSize = broken.readUInt16BE(16);
+    broken.fill(0x42, pageSize, pageSize + 8);
+    const target = join(directory, 'broken.db');
+    await expect(
+      restoreSqliteDatabase({ targetPath: target, snapshot: broken, log, commits: 0 }),
+    ).rejects.toThrow(SqliteRestoreCorruptError);
+    expect(readdirSync(directory).filter((name) => name.includes('broken'))).toEqual([]);
+  });
+});
