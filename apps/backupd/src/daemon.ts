@@ -158,6 +158,7 @@ export async function startDaemon(
               }
             : {}),
           ...(health.restorePoints !== null ? { restorePoints: health.restorePoints } : {}),
+          ...(health.refusal !== null ? { refusal: health.refusal } : {}),
           requests: replica.store.counters,
           stopped: replica.stopped,
           evaluationIntervalSeconds: replica.database.intervalMs / 1000,

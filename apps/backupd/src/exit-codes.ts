@@ -6,6 +6,10 @@
  * - 3: refused to overwrite (restore target exists; use --force or --if-missing);
  * - 4: `replicate` stopped gracefully but left captured commits in no restore
  *   point (the log says how many, and from when to when);
+ * - 5: `replicate` stopped on a refusal no retry can clear: the service
+ *   ignores preconditions (no exclusion between writers), or the prefix
+ *   belongs to another database (lineage). Without `--exec` only: while it
+ *   supervises an application, replicate stays up, unhealthy with the reason;
  * - 130: stopped by a second SIGINT/SIGTERM before the graceful shutdown finished.
  * `replicate --exec` exits with the child's code instead.
  */
@@ -14,4 +18,5 @@ export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 export const EXIT_REFUSED = 3;
 export const EXIT_INCOMPLETE = 4;
+export const EXIT_PERMANENT_REFUSAL = 5;
 export const EXIT_INTERRUPTED = 130;

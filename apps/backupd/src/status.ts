@@ -1,4 +1,5 @@
 /** What the daemon knows about each replica, as /healthz, /livez, /readyz, /metrics and the status page show it. */
+import type { PermanentRefusal } from '@x/backup-worker';
 import type { Operation, OperationCounters } from './instrumented-store.ts';
 
 export interface ReplicaStatus {
@@ -27,6 +28,8 @@ export interface ReplicaStatus {
   };
   /** This lineage's restore points after the last retention pass; absent before one ran. */
   readonly restorePoints?: number;
+  /** A refusal no retry can clear (see the worker's `BackupHealth.refusal`); absent otherwise. */
+  readonly refusal?: PermanentRefusal;
   readonly requests: Readonly<Record<Operation, OperationCounters>>;
   /**
    * Whether the worker has ended for good (shut down, or panicked): it will

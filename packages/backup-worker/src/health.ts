@@ -44,6 +44,21 @@ export interface BackupHealth {
   readonly latestRestorePoint: { readonly manifestKey: string; readonly commitSeq: number } | null;
   /** This lineage's restore points after the last retention pass; `null` before one ran (or with `retain: 0`). */
   readonly restorePoints: number | null;
+  /**
+   * A refusal that no retry of this worker can clear, while it stands: the
+   * prefix belongs to another lineage (permanent for this worker), or the
+   * service ignores preconditions (the worker re-probes every
+   * `MAX_BACKOFF_MS`, and clears this once a probe passes). A process that
+   * judges by exit code should stop on it; `null` otherwise.
+   */
+  readonly refusal: PermanentRefusal | null;
+}
+
+/** See {@link BackupHealth.refusal}. */
+export interface PermanentRefusal {
+  readonly kind: 'lineage' | 'preconditions-ignored';
+  /** The same text as the health reason. */
+  readonly reason: string;
 }
 
 /** The WAL a generation ships: engine generation plus snapshot and WAL identities. */
@@ -80,6 +95,8 @@ export class HealthTracker {
   lease: string | null = null;
   /** Why the worker refused the prefix; permanent. */
   lineage: string | null = null;
+  /** Why the last lease attempt failed closed: the service ignores preconditions. Cleared when a lease is taken. */
+  preconditionsIgnored: string | null = null;
   stopped: string | null = null;
   errorCount = 0;
   leaseHeld = false;
@@ -191,6 +208,14 @@ export class HealthTracker {
       leaseHeld: this.leaseHeld,
       unshippedBytes: this.#unshippedBytes,
       unrestorableCommits: this.#unrestorableCommits,
+      refusal: this.#refusal(),
     };
+  }
+
+  #refusal(): PermanentRefusal | null {
+    if (this.lineage !== null) return { kind: 'lineage', reason: this.lineage };
+    if (this.preconditionsIgnored !== null)
+      return { kind: 'preconditions-ignored', reason: this.preconditionsIgnored };
+    return null;
   }
 }

@@ -17,6 +17,7 @@ export {
   FIRST_BACKOFF_MS,
   MAX_BACKOFF_MS,
   MIN_UNHEALTHY_LAG_MS,
+  type PermanentRefusal,
   UNHEALTHY_AFTER_FAILURES,
 } from './health.ts';
 export type {

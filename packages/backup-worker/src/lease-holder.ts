@@ -145,6 +145,7 @@ export class LeaseHolder {
       if (PreconditionsIgnoredError.isInstance(error)) {
         o.logger.error('backup.not_started', { error: error.message });
         o.health.lease = error.message;
+        o.health.preconditionsIgnored = error.message;
         return MAX_BACKOFF_MS;
       }
       return o.failed(
@@ -190,25 +191,30 @@ export class LeaseHolder {
       if (deadline.signal.aborted) resolve('expired');
       deadline.signal.addEventListener('abort', () => resolve('expired'), { once: true });
     });
-    const release = async (): Promise<void> => {
+    // Without a keeper this instance holds no lease: it says nothing about
+    // a release unless one of its acquisitions had landed after all.
+    const held = keeper !== null;
+    const release = async (): Promise<boolean> => {
       // The keeper waits for a renewal in flight, and leaves a lost or
       // dropped lease alone: it is not ours to release.
-      if (keeper !== null) await keeper.release({ signal: deadline.signal });
-      else if (o.started()) {
-        // An acquisition that failed, timed out or was abandoned may have
-        // landed: remove a record naming this instance, never another's.
-        await releaseOwnRecord(o.store, o.prefix, o.instanceId, { signal: deadline.signal });
+      if (keeper !== null) {
+        await keeper.release({ signal: deadline.signal });
+        return true;
       }
+      if (!o.started()) return false;
+      // An acquisition that failed, timed out or was abandoned may have
+      // landed: remove a record naming this instance, never another's.
+      return releaseOwnRecord(o.store, o.prefix, o.instanceId, { signal: deadline.signal });
     };
     try {
-      const outcome = await Promise.race([release().then(() => 'released' as const), expired]);
-      if (outcome === 'released') o.logger.info('backup.lease_released', {});
-      else throw deadline.reason();
+      const outcome = await Promise.race([release(), expired]);
+      if (outcome === 'expired') throw deadline.reason();
+      if (outcome) o.logger.info('backup.lease_released', {});
     } catch (error) {
-      o.logger.warn('backup.lease_release_failed', {
-        error: messageOf(deadline.reason() ?? error),
-        note: 'it expires by itself',
-      });
+      const why = messageOf(deadline.reason() ?? error);
+      if (held)
+        o.logger.warn('backup.lease_release_failed', { error: why, note: 'it expires by itself' });
+      else o.logger.debug?.('backup.lease_release_skipped', { error: why });
     } finally {
       deadline.cancel();
     }
@@ -221,6 +227,7 @@ export class LeaseHolder {
     this.#tenures += 1;
     this.#foreign = null;
     health.lease = null;
+    health.preconditionsIgnored = null;
     health.leaseHeld = true;
     this.#keeper = keeper;
     const lease = keeper.lease;

@@ -24,6 +24,7 @@ import { isWalDatabase, waitForWalDatabase } from '../open-sqlite.ts';
 import { startApplication } from '../replicate/application.ts';
 import { loadReplicateConfig } from '../replicate/config-arguments.ts';
 import { restoreMissingDatabases } from '../replicate/first-boot-restore.ts';
+import { watchRefusals } from '../replicate/refusals.ts';
 import { stopReplication } from '../replicate/shutdown.ts';
 import { superviseUntilStopped } from '../replicate/signals.ts';
 import {
@@ -152,6 +153,7 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
       ...(application ? { application } : {}),
       stop: (code) => stopReplication(replication, logger, code),
       exit: (code) => process.exit(code),
+      watchRefusals: (onRefused) => watchRefusals(() => replication.daemon.statuses(), onRefused),
     });
   } finally {
     clearInterval(keepAlive);
@@ -208,6 +210,13 @@ async function firstBootReplicate(
     logger,
     signals: process,
     application,
+    watchRefusals: (onRefused) => {
+      let replication: Replication | undefined;
+      void starting.then((started) => {
+        replication = started;
+      });
+      return watchRefusals(() => replication?.daemon.statuses() ?? [], onRefused);
+    },
     stop: async (asked) => {
       const replication = await starting;
       if (replication) return stopReplication(replication, logger, asked);

@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { recordingLogger } from '../../test/helpers/recording-logger.ts';
-import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK } from '../exit-codes.ts';
+import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PERMANENT_REFUSAL } from '../exit-codes.ts';
 import type { Application } from './application.ts';
+import type { ReplicaRefusal } from './refusals.ts';
 import { type SignalSource, superviseUntilStopped } from './signals.ts';
 
 class FakeSignals extends EventEmitter implements SignalSource {
@@ -26,6 +27,8 @@ class FakeApplication extends EventEmitter implements Application {
 
 function supervise(application?: FakeApplication) {
   const signals = new FakeSignals();
+  let refuse: ((refusal: ReplicaRefusal) => void) | undefined;
+  let watching = false;
   const stops: number[] = [];
   const exits: number[] = [];
   const { logger, events } = recordingLogger();
@@ -38,9 +41,31 @@ function supervise(application?: FakeApplication) {
       return code + 100;
     },
     exit: (code) => void exits.push(code),
+    watchRefusals: (onRefused) => {
+      refuse = onRefused;
+      watching = true;
+      return () => {
+        watching = false;
+      };
+    },
   });
-  return { signals, stops, exits, events, done };
+  return {
+    signals,
+    stops,
+    exits,
+    events,
+    done,
+    refuse: (refusal: ReplicaRefusal) => refuse?.(refusal),
+    watching: () => watching,
+  };
 }
+
+const LINEAGE_REFUSAL: ReplicaRefusal = {
+  database: '/data/app.db',
+  replica: 'file:///backups',
+  kind: 'lineage',
+  reason: 'this backup prefix holds another database',
+};
 
 describe('superviseUntilStopped', () => {
   it('stops gracefully on the first SIGTERM (or SIGINT) and resolves with the stop’s code', async () => {
@@ -98,5 +123,36 @@ describe('superviseUntilStopped', () => {
     application.emit('error', new Error('spawn /bin/sh ENOENT'));
     expect(await run.done).toBe(EXIT_FAILED + 100);
     expect(run.events().at(-1)).toMatchObject({ event: 'application-failed-to-start' });
+  });
+
+  it('stops with exit code 5 on a refusal no retry can clear, naming it, and stops watching', async () => {
+    const run = supervise();
+    expect(run.watching()).toBe(true);
+    run.refuse(LINEAGE_REFUSAL);
+    expect(await run.done).toBe(EXIT_PERMANENT_REFUSAL + 100);
+    expect(run.stops).toEqual([EXIT_PERMANENT_REFUSAL]);
+    expect(run.watching()).toBe(false);
+    expect(run.events()).toContainEqual(
+      expect.objectContaining({
+        event: 'replica-refused',
+        kind: 'lineage',
+        database: '/data/app.db',
+        reason: 'this backup prefix holds another database',
+      }),
+    );
+  });
+
+  it('stays up on a refusal while it supervises an application, and says so', async () => {
+    const application = new FakeApplication();
+    const run = supervise(application);
+    run.refuse(LINEAGE_REFUSAL);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(run.stops).toEqual([]);
+    expect(run.events()).toContainEqual(
+      expect.objectContaining({ event: 'replica-refused', kind: 'lineage' }),
+    );
+    application.end(0);
+    expect(await run.done).toBe(EXIT_OK + 100);
+    expect(run.stops).toEqual([EXIT_OK]);
   });
 });

@@ -5,12 +5,15 @@
  *   exits); SIGHUP is forwarded to the application;
  * - a second SIGTERM or SIGINT exits at once with code 130;
  * - the application's exit stops backupd with the application's code
- *   (1 when it could not be started).
+ *   (1 when it could not be started);
+ * - without an application, a replica's refusal that no retry can clear
+ *   stops backupd with code 5 (with one, backupd stays up and logs it).
  * The stop runs once, whatever triggers it first.
  */
-import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK } from '../exit-codes.ts';
+import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PERMANENT_REFUSAL } from '../exit-codes.ts';
 import { errorFields, type Logger } from '../logger.ts';
 import { type Application, applicationExitCode } from './application.ts';
+import type { ReplicaRefusal } from './refusals.ts';
 
 /** Where signals arrive: `process` in the command. */
 export interface SignalSource {
@@ -25,6 +28,12 @@ export interface Supervision {
   readonly stop: (code: number) => Promise<number>;
   /** Ends the process at once (a second signal). */
   readonly exit: (code: number) => void;
+  /**
+   * Watches for a refusal no retry can clear (see refusals.ts): without an
+   * application it stops replicate with `EXIT_PERMANENT_REFUSAL`; with one,
+   * replicate stays up (unhealthy, with the reason) and says so once.
+   */
+  readonly watchRefusals?: (onRefused: (refusal: ReplicaRefusal) => void) => () => void;
 }
 
 /** Resolves with the exit code once the stop has finished. */
@@ -32,9 +41,11 @@ export function superviseUntilStopped(supervision: Supervision): Promise<number>
   const { logger, signals, application } = supervision;
   return new Promise((resolve) => {
     let stopping = false;
+    let stopWatching: (() => void) | undefined;
     const stopOnce = (code: number) => {
       if (stopping) return;
       stopping = true;
+      stopWatching?.();
       void supervision.stop(code).then(resolve);
     };
     let received = 0;
@@ -57,6 +68,24 @@ export function superviseUntilStopped(supervision: Supervision): Promise<number>
     };
     signals.on('SIGTERM', onSignal);
     signals.on('SIGINT', onSignal);
+    stopWatching = supervision.watchRefusals?.((refusal) => {
+      const fields = {
+        event: 'replica-refused',
+        database: refusal.database,
+        replica: refusal.replica,
+        kind: refusal.kind,
+        reason: refusal.reason,
+      };
+      if (application) {
+        logger.error({
+          ...fields,
+          note: 'backupd stays up while it supervises the application; this replica uploads nothing',
+        });
+        return;
+      }
+      logger.error({ ...fields, note: `stopping with exit code ${EXIT_PERMANENT_REFUSAL}` });
+      stopOnce(EXIT_PERMANENT_REFUSAL);
+    });
     if (!application) return;
     signals.on('SIGHUP', () => application.kill('SIGHUP'));
     application.on('exit', (code, signal) => {
