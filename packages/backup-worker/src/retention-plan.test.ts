@@ -88,6 +88,45 @@ describe('selectManifests', () => {
     expect(selection.foreign.has(snapshotKey(P, 7, 0))).toBe(true);
   });
 
+  it('keeps the manifest just written when a newer one by key is there and LATEST names another', () => {
+    const all = [restorePoint(0, 1), restorePoint(0, 2), restorePoint(0, 3), restorePoint(0, 100)];
+    const selection = selectManifests({
+      manifests: all,
+      lineage: OURS,
+      retain: 1,
+      justWritten: all[1]!.key,
+      latestTarget: all[0]!.key,
+    });
+    expect(selection.kept.map((m) => m.key)).toEqual([all[0]!.key, all[1]!.key, all[3]!.key]);
+    expect(selection.dropped.map((m) => m.key)).toEqual([all[2]!.key]);
+  });
+
+  it("keeps LATEST's target when it is neither the newest nor the one just written", () => {
+    const all = [restorePoint(0, 1), restorePoint(0, 2), restorePoint(0, 3), restorePoint(0, 100)];
+    const selection = selectManifests({
+      manifests: all,
+      lineage: OURS,
+      retain: 1,
+      justWritten: all[2]!.key,
+      latestTarget: all[1]!.key,
+    });
+    expect(selection.kept.map((m) => m.key)).toEqual([all[1]!.key, all[2]!.key, all[3]!.key]);
+    expect(selection.dropped.map((m) => m.key)).toEqual([all[0]!.key]);
+  });
+
+  it('turns doubtful when a manifest does not parse, and still names the surplus to drop', () => {
+    const all: ListedManifest[] = [
+      restorePoint(0, 1),
+      { key: manifestKey(P, 2), manifest: null },
+      restorePoint(1, 3),
+      restorePoint(2, 4),
+    ];
+    const selection = select(all, 2);
+    expect(selection.doubt).toBe(true);
+    expect(selection.dropped.map((m) => m.key)).toEqual([all[0]!.key]);
+    expect(selection.kept.map((m) => m.key)).toEqual([all[2]!.key, all[3]!.key]);
+  });
+
   it('turns doubtful when a manifest does not parse, and drops nothing when under the limit', () => {
     const all: ListedManifest[] = [{ key: manifestKey(P, 1), manifest: null }, restorePoint(0, 2)];
     const selection = select(all, 5);
