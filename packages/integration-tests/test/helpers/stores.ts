@@ -6,22 +6,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  type CallOptions,
-  type DeleteOptions,
   FsStore,
-  type GetResult,
-  type GetStreamResult,
-  type ListOptions,
-  type ListResult,
   MemoryStore,
-  type ObjectInfo,
   type ObjectStore,
   type ObjectVersion,
-  type PutOptions,
-  type StoreCapabilities,
   type UploadOptions,
   type UploadSource,
 } from '@x/store';
+import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
 
 export interface StoreCase {
   readonly name: string;
@@ -76,13 +68,26 @@ function never(signal: AbortSignal | undefined): Promise<never> {
   });
 }
 
+/** How a forwarded call is counted (`getStream` is a GET; `listPages` a LIST per page). */
+const COUNTED_AS: Record<StoreOperation, Operation> = {
+  get: 'GET',
+  getStream: 'GET',
+  head: 'HEAD',
+  put: 'PUT',
+  delete: 'DELETE',
+  list: 'LIST',
+  listPages: 'LIST',
+  upload: 'UPLOAD',
+};
+
 /**
  * Wraps a store: counts requests by operation, records LIST prefixes, and
  * when `hang` is set answers nothing (each request waits for its signal).
  * `onUploadChunk` runs for each chunk an upload pulls (to act mid-upload).
+ * A paged listing counts one LIST per page it returns, as a service would
+ * see one request per page.
  */
-export class CountingStore implements ObjectStore {
-  readonly inner: ObjectStore;
+export class CountingStore extends ForwardingStore {
   readonly counts: Record<Operation, number> = {
     PUT: 0,
     GET: 0,
@@ -103,15 +108,16 @@ export class CountingStore implements ObjectStore {
   abortedUploads: string[] = [];
 
   constructor(inner: ObjectStore) {
-    this.inner = inner;
+    super(inner, { description: `counting(${inner.description})` });
   }
 
-  get description(): string {
-    return `counting(${this.inner.description})`;
-  }
-
-  get capabilities(): StoreCapabilities {
-    return this.inner.capabilities;
+  #count(operation: StoreOperation, key: string): void {
+    const counted = COUNTED_AS[operation];
+    this.counts[counted] += 1;
+    if (counted === 'LIST') this.listPrefixes.push(key);
+    else if (operation === 'get') this.reads.push(`GET ${key}`);
+    else if (counted === 'PUT' || counted === 'DELETE' || counted === 'UPLOAD')
+      this.writes.push(`${counted} ${key}`);
   }
 
   #gate(signal: AbortSignal | undefined): Promise<never> | null {
@@ -119,56 +125,30 @@ export class CountingStore implements ObjectStore {
     return this.deaf ? new Promise<never>(() => {}) : never(signal);
   }
 
-  async get(key: string, options?: CallOptions): Promise<GetResult | null> {
-    this.counts.GET += 1;
-    this.reads.push(`GET ${key}`);
-    return (await this.#gate(options?.signal)) ?? this.inner.get(key, options);
-  }
-
-  async getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
-    this.counts.GET += 1;
-    return (await this.#gate(options?.signal)) ?? this.inner.getStream(key, options);
-  }
-
-  async head(key: string, options?: CallOptions): Promise<ObjectInfo | null> {
-    this.counts.HEAD += 1;
-    return (await this.#gate(options?.signal)) ?? this.inner.head(key, options);
-  }
-
-  async put(
+  protected override async intercept<T>(
+    operation: StoreOperation,
     key: string,
-    body: Uint8Array,
-    options?: PutOptions,
-  ): Promise<{ version: ObjectVersion }> {
-    this.counts.PUT += 1;
-    this.writes.push(`PUT ${key}`);
-    return (await this.#gate(options?.signal)) ?? this.inner.put(key, body, options);
+    signal: AbortSignal | undefined,
+    proceed: () => Promise<T>,
+  ): Promise<T> {
+    // A page step is counted once it brings a page (the step that finds the
+    // listing finished sends no request).
+    if (operation !== 'listPages') this.#count(operation, key);
+    const gate = this.#gate(signal);
+    if (gate) return gate;
+    const result = await proceed();
+    if (operation === 'listPages' && !(result as IteratorResult<unknown>).done)
+      this.#count(operation, key);
+    return result;
   }
 
-  async delete(key: string, options?: DeleteOptions): Promise<void> {
-    this.counts.DELETE += 1;
-    this.writes.push(`DELETE ${key}`);
-    return (await this.#gate(options?.signal)) ?? this.inner.delete(key, options);
-  }
-
-  async list(prefix: string, options?: ListOptions): Promise<ListResult> {
-    this.counts.LIST += 1;
-    this.listPrefixes.push(prefix);
-    return (await this.#gate(options?.signal)) ?? this.inner.list(prefix, options);
-  }
-
-  async upload(
+  override upload(
     key: string,
     source: UploadSource,
     options?: UploadOptions,
   ): Promise<{ version: ObjectVersion; size: number }> {
-    this.counts.UPLOAD += 1;
-    this.writes.push(`UPLOAD ${key}`);
-    const gate = this.#gate(options?.signal);
-    if (gate) return gate;
     const hook = this.onUploadChunk;
     const signal = options?.signal;
-    const aborted = this.abortedUploads;
     async function* watched(): AsyncIterable<Uint8Array> {
       let index = 0;
       const chunks = source instanceof Uint8Array ? [source] : source;
@@ -179,11 +159,13 @@ export class CountingStore implements ObjectStore {
         yield chunk;
       }
     }
-    try {
-      return await this.inner.upload(key, watched(), options);
-    } catch (error) {
-      if (signal?.aborted) aborted.push(key);
-      throw error;
-    }
+    return this.intercept('upload', key, signal, async () => {
+      try {
+        return await this.inner.upload(key, watched(), options);
+      } catch (error) {
+        if (signal?.aborted) this.abortedUploads.push(key);
+        throw error;
+      }
+    });
   }
 }

@@ -27,7 +27,7 @@ const PREFIX = 'backups/many';
 const LINEAGE = 'manysegments';
 
 /** Counts concurrent `getStream` bodies being read. */
-class CountingStore extends MemoryStore {
+class ConcurrentBodiesStore extends MemoryStore {
   inFlight = 0;
   maxInFlight = 0;
 
@@ -112,7 +112,7 @@ describe('restore of many segments', () => {
   });
 
   it('writes the WAL in order for every cut, with a bounded number of requests in flight', async () => {
-    const store = new CountingStore();
+    const store = new ConcurrentBodiesStore();
     const { frames } = await writeManySegments(store);
     for (const commitSeq of [0, 1, 17, 33, 34, 35, 36, frames.length]) {
       const target = join(scratch.path, `c${commitSeq}`);
@@ -129,7 +129,7 @@ describe('restore of many segments', () => {
   });
 
   it('a corrupt segment fetched ahead is refused; nothing is left behind', async () => {
-    const store = new CountingStore();
+    const store = new ConcurrentBodiesStore();
     const { segments } = await writeManySegments(store);
     const victim = segments[30]!;
     const damaged = new Uint8Array((await store.get(victim.key))!.body);
