@@ -25,9 +25,9 @@ import {
   type LeaseLogger,
   readLease,
 } from '@x/lease';
+import { AzureBlobStore } from '@x/store-azure';
 import { type AzureTestServer, randomPrefix, testServers } from '@x/test-servers';
 import { describe, expect, it } from 'vitest';
-import { AzureBlobStore } from '../src/index.ts';
 
 const servers = testServers();
 const azurite: AzureTestServer | undefined = servers.azure[0];
