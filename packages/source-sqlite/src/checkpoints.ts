@@ -1,0 +1,240 @@
+/**
+ * The tap's own checkpoints (see the module comment of tap.ts): a PASSIVE
+ * copy without any lock, and the WAL restart under a brief write lock,
+ * optionally followed by a TRUNCATE that empties the `-wal` file.
+ *
+ * Guarantees: a restart is tried only once every frame was read; the
+ * write lock is never released without a reader of the tap's held (between
+ * the two an application checkpoint could copy and drop uncaptured frames);
+ * the TRUNCATE runs only when everything is in the database file and the
+ * held reader has mark 0, so it can only drop captured frames. The caller
+ * refuses checkpoints while the snapshot is pinned.
+ */
+import type { DatabaseSync } from 'node:sqlite';
+import {
+  type CheckpointResult,
+  checkpointOn,
+  copyUnderWriteLock,
+  takeWriteLock,
+} from './checkpoint-calls.ts';
+import type { CopyProgress } from './copy-progress.ts';
+import { type HeldReaders, READER_BUSY_TIMEOUT_MS } from './held-readers.ts';
+import type { SqliteTapOptions } from './tap-options.ts';
+import type { WalCapture } from './wal-capture.ts';
+
+/** Tries at a restart with nothing left to copy under the lock before copying under it. */
+const RESTART_LOCK_ATTEMPTS = 3;
+
+export interface CheckpointReport {
+  readonly mode: 'passive' | 'truncate';
+  /** True when SQLite could not copy everything (readers, or the write lock was busy). */
+  readonly busy: boolean;
+  /** Frames in the WAL and frames copied into the database, as SQLite answered. */
+  readonly walFrames: number;
+  readonly checkpointedFrames: number;
+  /** The longest the tap held the write lock (truncate mode only; `null` when it never got it). */
+  readonly writeLockHeldMs: number | null;
+  /** How long the final TRUNCATE checkpoint took (it holds the write lock itself, briefly). */
+  readonly truncateMs: number | null;
+  /**
+   * True when everything was copied into the database file and the tap's
+   * reader reads the database file only: the next commit restarts the WAL
+   * from its start (truncate mode).
+   */
+  readonly walRestartable: boolean;
+  /** True when the WAL file was emptied (`truncateWalFile`). */
+  readonly truncated: boolean;
+}
+
+/** What a checkpoint needs from the tap. */
+export interface CheckpointContext {
+  readonly options: Required<SqliteTapOptions>;
+  readonly readers: HeldReaders;
+  /** The tap's writer connection: it only takes the write lock. */
+  readonly writer: DatabaseSync;
+  readonly capture: WalCapture;
+  readonly progress: CopyProgress;
+  /** The tap's advance: captures, then moves the held reader when caught up. */
+  readonly advance: () => void;
+  /** Reads the WAL into the generation's log, at most `budgetBytes` (no file checks). */
+  readonly captureIntoLog: (budgetBytes: number) => void;
+}
+
+/** The report of a checkpoint refused while the snapshot is pinned. */
+export function refusedCheckpoint(
+  mode: 'passive' | 'truncate',
+  walFrames: number,
+): CheckpointReport {
+  return {
+    mode,
+    busy: true,
+    walFrames,
+    checkpointedFrames: 0,
+    writeLockHeldMs: null,
+    truncateMs: null,
+    walRestartable: false,
+    truncated: false,
+  };
+}
+
+/** Runs one of the tap's own checkpoints now; the snapshot must not be pinned. */
+export function runCheckpoint(
+  mode: 'passive' | 'truncate',
+  context: CheckpointContext,
+): CheckpointReport {
+  context.advance();
+  const passive = checkpointOn(context.readers.idle(), 'PASSIVE');
+  noteCopied(context, passive);
+  // A restart is tried only once every frame was read: otherwise the
+  // capture under the write lock would read the backlog while the
+  // application waits for the lock.
+  if (mode === 'passive' || !context.capture.caughtUp) {
+    return {
+      mode,
+      busy: passive.busy !== 0 || mode !== 'passive',
+      walFrames: passive.log,
+      checkpointedFrames: passive.checkpointed,
+      writeLockHeldMs: null,
+      truncateMs: null,
+      walRestartable: false,
+      truncated: false,
+    };
+  }
+  const restart = restartUnderWriteLock(context, passive);
+  if (!restart.locked) {
+    // The application held the write lock for longer than busyTimeoutMs:
+    // skip this time; the WAL stays bounded by the next attempt.
+    return {
+      mode,
+      busy: true,
+      walFrames: restart.copy.log,
+      checkpointedFrames: restart.copy.checkpointed,
+      writeLockHeldMs: restart.writeLockHeldMs === 0 ? null : restart.writeLockHeldMs,
+      truncateMs: null,
+      walRestartable: false,
+      truncated: false,
+    };
+  }
+  const last = restart.copy;
+  let truncateMs: number | null = null;
+  let truncated = false;
+  const walRestartable = last.busy === 0 && last.log === last.checkpointed;
+  if (walRestartable && context.options.truncateWalFile) {
+    ({ truncateMs, truncated } = truncateWal(context));
+  }
+  context.captureIntoLog(context.options.captureBudgetBytes);
+  return {
+    mode,
+    busy: last.busy !== 0 || last.log !== last.checkpointed,
+    walFrames: last.log,
+    checkpointedFrames: last.checkpointed,
+    writeLockHeldMs: restart.writeLockHeldMs,
+    truncateMs,
+    walRestartable,
+    truncated,
+  };
+}
+
+/**
+ * How a restart ended: `locked` false when the write lock could not be
+ * taken (`copy` is then the last copy made without it), else `copy` is the
+ * last copy, made under the lock.
+ */
+interface RestartOutcome {
+  readonly locked: boolean;
+  readonly copy: CheckpointResult;
+  readonly writeLockHeldMs: number;
+}
+
+/** The restart, under the write lock, after the PASSIVE copy `passive`. */
+function restartUnderWriteLock(
+  context: CheckpointContext,
+  passive: CheckpointResult,
+): RestartOutcome {
+  const { options, readers, writer, capture } = context;
+  // While the write lock is held no commit can land,
+  // so the capture inside reaches the WAL's true end. When commits landed
+  // after the copy just made, copying them under the lock would put a
+  // checkpoint's fsyncs inside it: let go, copy them without the lock, and
+  // try again; only the last attempt copies under the lock.
+  let passiveBefore = passive;
+  let last = passive;
+  let writeLockHeldMs = 0;
+  for (let attempt = 1; ; attempt += 1) {
+    if (!takeWriteLock(writer, options.busyTimeoutMs, options.monotonicNow)) {
+      return { locked: false, copy: passiveBefore, writeLockHeldMs };
+    }
+    const lockedAt = options.monotonicNow();
+    let retry = false;
+    try {
+      // Cheapest first: when the wal-index already counts commits the copy
+      // just made did not include, let go at once (an application that
+      // meets the held lock sleeps at least 1 ms, so every microsecond it
+      // is held counts), before reading anything.
+      if (attempt < RESTART_LOCK_ATTEMPTS && !nothingNewSince(capture, passiveBefore)) {
+        retry = true;
+      } else {
+        // Unbounded: the restart below needs every frame read.
+        context.captureIntoLog(Number.POSITIVE_INFINITY);
+        const copiedAlready =
+          passiveBefore.busy === 0 &&
+          passiveBefore.checkpointed === passiveBefore.log &&
+          capture.walFrames === passiveBefore.log;
+        if (!copiedAlready && attempt < RESTART_LOCK_ATTEMPTS) {
+          retry = true;
+        } else {
+          readers.letGo();
+          last = copyUnderWriteLock(readers.first, options.monotonicNow);
+          noteCopied(context, last);
+        }
+      }
+    } finally {
+      // Never release the write lock without a reader held: between the two
+      // an application checkpoint could copy and drop uncaptured frames.
+      readers.holdAgain();
+      writer.exec('ROLLBACK');
+      writeLockHeldMs = Math.max(writeLockHeldMs, options.monotonicNow() - lockedAt);
+    }
+    if (!retry) return { locked: true, copy: last, writeLockHeldMs };
+    context.advance();
+    passiveBefore = checkpointOn(readers.idle(), 'PASSIVE');
+    noteCopied(context, passiveBefore);
+  }
+}
+
+/** Empties the `-wal` file after a restart that copied everything. */
+function truncateWal(context: CheckpointContext): { truncateMs: number; truncated: boolean } {
+  const { options } = context;
+  // Everything is in the database file and the held reader has mark 0:
+  // a TRUNCATE now can only drop captured frames. No busy wait: it holds
+  // the write lock while it waits, which would stall the application.
+  const other = context.readers.second;
+  other.exec('PRAGMA busy_timeout=0');
+  const started = options.monotonicNow();
+  let truncated = false;
+  let truncateMs: number;
+  try {
+    const result = checkpointOn(other, 'TRUNCATE');
+    truncated = result.busy === 0;
+  } finally {
+    truncateMs = options.monotonicNow() - started;
+    other.exec(`PRAGMA busy_timeout=${READER_BUSY_TIMEOUT_MS}`);
+  }
+  return { truncateMs, truncated };
+}
+
+/**
+ * True when the wal-index counts no frame past the ones a checkpoint saw,
+ * and that checkpoint copied them all (or the index cannot be read: the
+ * caller then finds out by capturing).
+ */
+function nothingNewSince(capture: WalCapture, copy: CheckpointResult): boolean {
+  if (copy.busy !== 0 || copy.checkpointed !== copy.log) return false;
+  const index = capture.readWalIndex();
+  return index === null || index.committedFrames === copy.log;
+}
+
+/** Remembers how much of the WAL SQLite says is copied (the PASSIVE threshold counts from there). */
+function noteCopied(context: CheckpointContext, result: CheckpointResult): void {
+  context.progress.noteCopied(result, context.capture.walFrames);
+}

@@ -1,0 +1,220 @@
+/**
+ * The commit log of one generation, held in memory from the first byte the
+ * worker has not yet confirmed in the bucket: one record per commit, or, past
+ * `maxHeldLogBytes`, one batch record per {@link HeldLog.sealBatch} merging
+ * the commits captured in between.
+ *
+ * Guarantees: records stay in commit order (once a batch is open, every
+ * commit joins it until it is sealed); reads and releases find their first
+ * record by binary search, so their cost does not grow with the records
+ * held; a read returns whole records only.
+ */
+import { commitsOfFrame, encodeCommitFrame, logCrc32 } from './commit-record.ts';
+import type { WalHeader, WalTransaction } from './wal-file.ts';
+
+/** Commits being merged into one batch record (see `maxHeldLogBytes`). */
+interface OpenBatch {
+  /** Newest version of each page the batched commits wrote (copies, owned by the batch). */
+  readonly pages: Map<number, Uint8Array>;
+  commits: number;
+  databasePages: number;
+  commitTime: number;
+  walSalt1: number;
+  walSalt2: number;
+  commitFrame: number;
+}
+
+/** Log bytes read by {@link HeldLog.read}. */
+export interface HeldLogRange {
+  bytes: Uint8Array;
+  commits: number;
+  end: number;
+  crc32: number;
+}
+
+export class HeldLog {
+  readonly #pageSize: number;
+  readonly #maxHeldLogBytes: number;
+  /** Log bytes from `logStart` on, in chunks (one per commit). */
+  #chunks: Uint8Array[] = [];
+  /**
+   * Log offset of each chunk, in step with `chunks`: a read or release finds
+   * its first record by binary search, so its cost does not grow with the
+   * records held (hundreds of thousands under a writer that outruns the
+   * worker; a linear scan made every read quadratic).
+   */
+  #chunkOffsets: number[] = [];
+  #logStart = 0;
+  #logEnd = 0;
+  /** Commits in the log (sealed records only; see `batch`). */
+  #commits = 0;
+  /** Commits captured while the held log was over `maxHeldLogBytes`, not yet sealed into the log. */
+  #batch: OpenBatch | null = null;
+
+  constructor(pageSize: number, maxHeldLogBytes: number) {
+    this.#pageSize = pageSize;
+    this.#maxHeldLogBytes = maxHeldLogBytes;
+  }
+
+  /** Commits in the log (not counting an unsealed batch). */
+  get commits(): number {
+    return this.#commits;
+  }
+
+  /** Commits captured into the open batch, not yet in the log (0 without one). */
+  get batchedCommits(): number {
+    return this.#batch?.commits ?? 0;
+  }
+
+  /** Offset of the first log byte still held in memory. */
+  get logStart(): number {
+    return this.#logStart;
+  }
+
+  /** Offset after the last commit record. */
+  get logEnd(): number {
+    return this.#logEnd;
+  }
+
+  /** Adds one captured transaction: a record of its own, or into the open batch. */
+  add(header: WalHeader, transaction: WalTransaction, capturedAt: number): void {
+    // Once a batch is open, every commit joins it until it is sealed:
+    // records stay in commit order.
+    if (this.#batch !== null || this.#logEnd - this.#logStart >= this.#maxHeldLogBytes) {
+      this.#batchTransaction(header, transaction, capturedAt);
+    } else {
+      this.#appendRecord(
+        encodeCommitFrame({
+          pageSize: header.pageSize,
+          databasePages: transaction.databasePages,
+          commitTime: capturedAt,
+          walSalt1: header.salt1,
+          walSalt2: header.salt2,
+          commitFrame: transaction.commitFrame,
+          pages: transaction.pages,
+        }),
+        1,
+      );
+    }
+  }
+
+  /** Ends the open batch (if any): its commits become one record at the end of the log. */
+  sealBatch(): void {
+    const batch = this.#batch;
+    if (batch === null) return;
+    this.#batch = null;
+    this.#appendRecord(
+      encodeCommitFrame({
+        pageSize: this.#pageSize,
+        databasePages: batch.databasePages,
+        commitTime: batch.commitTime,
+        walSalt1: batch.walSalt1,
+        walSalt2: batch.walSalt2,
+        commitFrame: batch.commitFrame,
+        pages: batch.pages,
+        commits: batch.commits,
+      }),
+      batch.commits,
+    );
+  }
+
+  #appendRecord(frame: Uint8Array, commits: number): void {
+    this.#chunks.push(frame);
+    this.#chunkOffsets.push(this.#logEnd);
+    this.#logEnd += frame.byteLength;
+    this.#commits += commits;
+  }
+
+  /** Merges one captured transaction into the open batch (its pages are copied). */
+  #batchTransaction(header: WalHeader, transaction: WalTransaction, capturedAt: number): void {
+    let batch = this.#batch;
+    if (batch === null) {
+      batch = {
+        pages: new Map(),
+        commits: 0,
+        databasePages: transaction.databasePages,
+        commitTime: capturedAt,
+        walSalt1: header.salt1,
+        walSalt2: header.salt2,
+        commitFrame: transaction.commitFrame,
+      };
+      this.#batch = batch;
+    }
+    for (const [pageNumber, page] of transaction.pages) {
+      const kept = batch.pages.get(pageNumber);
+      if (kept) kept.set(page);
+      else batch.pages.set(pageNumber, page.slice());
+    }
+    batch.commits += 1;
+    batch.databasePages = transaction.databasePages;
+    batch.commitTime = capturedAt;
+    batch.walSalt1 = header.salt1;
+    batch.walSalt2 = header.salt2;
+    batch.commitFrame = transaction.commitFrame;
+  }
+
+  /**
+   * Log bytes in `[start, end)`, whole records only; with `atLeast`, that
+   * many records even when they reach past `end`. `crc32` is the CRC-32 of
+   * `bytes`, combined from the CRC each record carries in its header (see
+   * {@link logCrc32}) rather than read again.
+   */
+  read(start: number, end: number, atLeast = 0): HeldLogRange | null {
+    const chunks = this.#chunks;
+    const offsets = this.#chunkOffsets;
+    if (start < this.#logStart)
+      throw new RangeError(`log bytes before ${this.#logStart} were released (asked for ${start})`);
+    const first = firstChunkAtOrAfter(offsets, start);
+    if (first > 0) {
+      const before = offsets[first - 1]! + chunks[first - 1]!.byteLength;
+      if (before > start) throw new RangeError(`offset ${start} is inside a commit record`);
+    }
+    const parts: Uint8Array[] = [];
+    let commits = 0;
+    let reached = start;
+    for (let index = first; index < chunks.length; index += 1) {
+      const chunk = chunks[index]!;
+      const chunkEnd = offsets[index]! + chunk.byteLength;
+      if (chunkEnd > end && parts.length >= atLeast) break;
+      parts.push(chunk);
+      commits += commitsOfFrame(chunk);
+      reached = chunkEnd;
+    }
+    if (parts.length === 0) return null;
+    const bytes = new Uint8Array(reached - start);
+    let at = 0;
+    for (const part of parts) {
+      bytes.set(part, at);
+      at += part.byteLength;
+    }
+    return { bytes, commits, end: reached, crc32: logCrc32(parts) };
+  }
+
+  /** Drops log bytes before `offset` (they are in the bucket). */
+  release(offset: number): void {
+    const chunks = this.#chunks;
+    const offsets = this.#chunkOffsets;
+    // Records that end at or before `offset`: those that start before it,
+    // less the last of them when `offset` falls inside it.
+    let drop = firstChunkAtOrAfter(offsets, offset);
+    if (drop > 0 && offsets[drop - 1]! + chunks[drop - 1]!.byteLength > offset) drop -= 1;
+    if (drop === 0) return;
+    const start = offsets[drop - 1]! + chunks[drop - 1]!.byteLength;
+    // One splice, not a shift per record: tens of thousands of records per step.
+    chunks.splice(0, drop);
+    offsets.splice(0, drop);
+    this.#logStart = start;
+  }
+}
+
+/** Index of the first offset in the ascending `offsets` that is `>= at` (`offsets.length` when none is). */
+function firstChunkAtOrAfter(offsets: readonly number[], at: number): number {
+  let low = 0;
+  let high = offsets.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (offsets[middle]! < at) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}

@@ -1,0 +1,95 @@
+/**
+ * The tap's options, their defaults, and the options resolved with them.
+ * Every option has a default; nothing here is checked against the database
+ * (that happens when the tap opens it).
+ */
+
+/** Default of `passiveCheckpointPages`. */
+export const DEFAULT_PASSIVE_CHECKPOINT_PAGES = 1000;
+/** Default of `truncateCheckpointPages`. */
+export const DEFAULT_TRUNCATE_CHECKPOINT_PAGES = 10_000;
+/** Default of `captureBudgetBytes`. */
+export const DEFAULT_CAPTURE_BUDGET_BYTES = 16 * 1024 * 1024;
+/** Default of `maxHeldLogBytes`. */
+export const DEFAULT_MAX_HELD_LOG_BYTES = 64 * 1024 * 1024;
+
+export interface SqliteTapOptions {
+  /**
+   * Frames landed since the last copy (the tap's or the application's) past
+   * which the tap runs a PASSIVE checkpoint (no lock), unless the
+   * application's own checkpoints copied since the tap's previous call.
+   * Default 1000.
+   */
+  readonly passiveCheckpointPages?: number;
+  /**
+   * WAL size in frames past which the tap restarts the WAL under a brief write
+   * lock (see `truncateWalFile` to also empty the file). Default 10 000
+   * (40 MiB at 4 KiB pages). Every restart costs an application that is
+   * committing one wait on the write lock (SQLite's busy handler sleeps at
+   * least 1 ms), so restarting seldom costs it less than keeping the WAL
+   * under SQLite's auto-checkpoint size (1000 pages); past that size the
+   * application's own auto-checkpoints copy up to the tap's reader after its
+   * commits, as they would without backupd.
+   */
+  readonly truncateCheckpointPages?: number;
+  /**
+   * After a restart checkpoint, also empty the `-wal` file with a
+   * `wal_checkpoint(TRUNCATE)`. Off by default: SQLite reuses the file from
+   * its start at the next commit anyway, and the truncate holds the write
+   * lock for as long as the filesystem takes to shrink and sync the file
+   * (tens of ms measured here), while the restart needs no lock at all.
+   */
+  readonly truncateWalFile?: boolean;
+  /**
+   * How long the tap waits for the write lock before skipping a restart until
+   * its next tick. Default 50 ms. Short on purpose: while it waits the tap
+   * cannot move its reader, and an application's FULL/RESTART/TRUNCATE
+   * checkpoint holds the write lock while it waits for exactly that.
+   */
+  readonly busyTimeoutMs?: number;
+  /**
+   * Log bytes held in memory (captured, not yet released as shipped) past
+   * which newly captured commits are batched: merged into one record holding
+   * the newest version of each page they wrote, sealed at the next
+   * {@link SqliteTap.sealBatch}, instead of one record each. Default
+   * {@link DEFAULT_MAX_HELD_LOG_BYTES} (64 MiB).
+   *
+   * Why: an application that commits faster than the bucket takes the log
+   * (tens of thousands of small commits a second, each a whole page image)
+   * would otherwise grow the held log, and what the worker must ship,
+   * without limit. A batch is bounded by the database's size (one version of
+   * each page at most), so memory and the bytes shipped stay bounded however
+   * far behind the worker is, and nothing committed is lost: what is given
+   * up is restoring to a commit inside a batch (its edges stay restorable).
+   */
+  readonly maxHeldLogBytes?: number;
+  /**
+   * WAL bytes one {@link SqliteTap.capture} reads at most; the rest is read
+   * by the next. Default {@link DEFAULT_CAPTURE_BUDGET_BYTES} (16 MiB).
+   * Captures are synchronous: one that read a backlog of hundreds of
+   * megabytes whole (an application writing faster than the tap reads)
+   * held the event loop for seconds, and the lease renewals with it. The
+   * reader is moved, and the WAL restarted, only once a capture has reached
+   * the WAL's end (see {@link SqliteTap.caughtUp}), so a bounded capture
+   * never lets SQLite overwrite a frame it has not read.
+   */
+  readonly captureBudgetBytes?: number;
+  /** Wall clock for commit times (ms since the epoch). Default `Date.now`. */
+  readonly wallNow?: () => number;
+  /** Monotonic clock (ms) for lock timings. Default `performance.now`. */
+  readonly monotonicNow?: () => number;
+}
+
+/** `options` with every default filled in. */
+export function resolveTapOptions(options: SqliteTapOptions): Required<SqliteTapOptions> {
+  return {
+    passiveCheckpointPages: options.passiveCheckpointPages ?? DEFAULT_PASSIVE_CHECKPOINT_PAGES,
+    truncateCheckpointPages: options.truncateCheckpointPages ?? DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
+    busyTimeoutMs: options.busyTimeoutMs ?? 50,
+    maxHeldLogBytes: options.maxHeldLogBytes ?? DEFAULT_MAX_HELD_LOG_BYTES,
+    captureBudgetBytes: options.captureBudgetBytes ?? DEFAULT_CAPTURE_BUDGET_BYTES,
+    truncateWalFile: options.truncateWalFile ?? false,
+    wallNow: options.wallNow ?? Date.now,
+    monotonicNow: options.monotonicNow ?? (() => performance.now()),
+  };
+}

@@ -1,0 +1,365 @@
+/**
+ * Capture of the WAL: reads new committed transactions of the `-wal` file,
+ * cycle by cycle, into the held log (or, at a generation's start, into the
+ * snapshot's overlay), at most a byte budget per call.
+ *
+ * Guarantees:
+ * - frames are read only up to what the wal-index counts as committed in
+ *   this cycle (or the first invalid frame), and never skipped: what a call
+ *   leaves is read by the next, and {@link WalCapture.caughtUp} says whether
+ *   the call reached the end;
+ * - pages are copied out of the very bytes whose checksums were verified,
+ *   never read again later by offset;
+ * - a `-wal` file replaced underneath, or a cycle of another page size, is a
+ *   {@link SqliteWalRestartedUnderneathError}; a committed frame failing its
+ *   checksum a {@link SqliteCorruptWalFrameError}, after keeping every
+ *   commit before it.
+ */
+import { closeSync, fstatSync, readSync } from 'node:fs';
+import type { CopyProgress } from './copy-progress.ts';
+import type { HeldLog } from './held-log.ts';
+import { maybeUnlinked, type QuietOpener } from './quiet-descriptors.ts';
+import { SqliteCorruptWalFrameError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
+import {
+  parseWalHeader,
+  readAt,
+  readWalIndexCommitted,
+  scanWalFrames,
+  WAL_FRAME_HEADER_BYTES,
+  WAL_HEADER_BYTES,
+  type WalHeader,
+  type WalTransaction,
+  walCycleId,
+} from './wal-file.ts';
+
+/** Frames read from the WAL per piece (about 4 MiB at 4 KiB pages). */
+const READ_CHUNK_FRAMES = 1024;
+
+/** What a {@link WalCapture} needs from the tap that owns it. */
+export interface WalCaptureContext {
+  /** The database's path (the `-wal` and `-shm` files are beside it). */
+  readonly path: string;
+  readonly pageSize: number;
+  readonly opener: QuietOpener;
+  /** Wall clock for commit times (ms since the epoch). */
+  readonly wallNow: () => number;
+  /** Told the wal-index's copy count at each read, and reset with each cycle. */
+  readonly progress: CopyProgress;
+  /** Commits kept in the current generation (for {@link SqliteCorruptWalFrameError}). */
+  readonly keptCommits: () => number;
+}
+
+export class WalCapture {
+  readonly #context: WalCaptureContext;
+  readonly #walPath: string;
+  readonly #shmPath: string;
+  /** The `-wal` file, kept open across captures (see quiet-descriptors.ts); `null` until read. */
+  #walFd: number | null = null;
+  /**
+   * The `-shm` file, open for the tap's whole life once opened: closing any
+   * descriptor of a file drops every POSIX lock this process holds on it,
+   * which would silently end the tap's read transactions (SQLite's read
+   * marks are locks on `-shm`).
+   */
+  #shmFd: number | null = null;
+
+  // The WAL cycle being read.
+  #walHeader: WalHeader | null = null;
+  /**
+   * Inode of the WAL file. SQLite restarts and truncates the WAL in place; a
+   * WAL file with another inode was deleted or replaced by someone else, and
+   * frames may have gone with the old one.
+   */
+  #walInode: number | null = null;
+  #walOffset = WAL_HEADER_BYTES;
+  #walFrame = 0;
+  #walChecksum: [number, number] = [0, 0];
+  /**
+   * Pages the current WAL cycle holds a committed version of (the database
+   * file may lack them: see checkDatabaseUnchanged). Numbers only: the hot path
+   * copies each page once, into its commit record.
+   */
+  #walPages = new Set<number>();
+  #databasePages = 0;
+  /** See #readInto. */
+  #readBuffer = new Uint8Array(0);
+  /** See {@link caughtUp}. */
+  #caughtUp = true;
+
+  constructor(context: WalCaptureContext) {
+    this.#context = context;
+    this.#walPath = `${context.path}-wal`;
+    this.#shmPath = `${context.path}-shm`;
+  }
+
+  /** Frames in the WAL cycle being read, up to its last captured commit. */
+  get walFrames(): number {
+    return this.#walFrame;
+  }
+
+  /** Pages the current WAL cycle holds a committed version of. */
+  get walPages(): ReadonlySet<number> {
+    return this.#walPages;
+  }
+
+  /** Database size in pages after the last captured commit. */
+  get databasePages(): number {
+    return this.#databasePages;
+  }
+
+  /** Header of the WAL cycle being read (`null` before the first, or when there is none). */
+  get walHeader(): WalHeader | null {
+    return this.#walHeader;
+  }
+
+  /**
+   * True when the last read reached every frame the WAL index counted as
+   * committed (false after one that stopped at its byte budget).
+   */
+  get caughtUp(): boolean {
+    return this.#caughtUp;
+  }
+
+  /** The database size before any WAL frame is read (a generation's start: the file's header). */
+  startFromDatabasePages(pages: number): void {
+    this.#databasePages = pages;
+  }
+
+  /** Forgets the WAL cycle: the next read starts at the WAL's beginning. */
+  reset(): void {
+    this.#walHeader = null;
+    this.#walInode = null;
+    this.#closeWal();
+    this.#walOffset = WAL_HEADER_BYTES;
+    this.#walFrame = 0;
+    this.#walChecksum = [0, 0];
+    this.#walPages = new Set();
+    this.#context.progress.forget();
+  }
+
+  /** Closes the `-shm` and `-wal` descriptors (only after the tap's SQLite connections). */
+  close(): void {
+    if (this.#shmFd !== null) closeSync(this.#shmFd);
+    this.#closeWal();
+  }
+
+  /**
+   * Reads new commits from the WAL file. Given the held log, appends them to
+   * it; given a map instead (generation start), copies the newest version of
+   * each page into it, the snapshot's overlay. Reads at most `budgetBytes`
+   * (whole pieces); see {@link caughtUp}.
+   *
+   * Pages are copied out of the very bytes whose checksums were verified,
+   * never read again later by offset: while the tap's reader holds read mark
+   * 0 (the WAL completely checkpointed when it began), the application's next
+   * commit may restart the WAL and overwrite its frames at any moment, and a
+   * second read could return another page's bytes.
+   * @returns the number of commits read.
+   */
+  read(into: HeldLog | Map<number, Uint8Array>, budgetBytes: number): number {
+    this.#caughtUp = true;
+    const fd = this.#walDescriptor();
+    if (fd === null) {
+      this.#walEmptied();
+      return 0;
+    }
+    const header = parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES));
+    if (header === null) {
+      // Empty (after TRUNCATE) or being created: nothing committed in it.
+      this.#walEmptied();
+      return 0;
+    }
+    if (this.#walHeader === null || walCycleId(header) !== walCycleId(this.#walHeader)) {
+      this.#enterCycle(header);
+    }
+    // Read before the WAL bytes: frames the index counts as committed now
+    // were completely written before the reads below.
+    const index = this.readWalIndex();
+    const indexOfThisCycle =
+      index !== null && index.salt1 === header.salt1 && index.salt2 === header.salt2;
+    if (indexOfThisCycle) this.#context.progress.noteBackfilled(index.backfilledFrames);
+    const frameBytes = WAL_FRAME_HEADER_BYTES + header.pageSize;
+    // Read only as far as the index counts committed frames of this cycle:
+    // after a restart the file keeps the previous cycle's frames past the
+    // new end, and reading that tail on every capture (megabytes per tick
+    // at high commit rates) was most of the tap's reads and allocations.
+    // Nothing is skipped: frames past the count are read by the next
+    // capture, and the count never goes back within a cycle. When the
+    // index describes another cycle (a restart between the two reads) or
+    // cannot be read, read to the file's end, stopping at the first
+    // invalid frame. (The file's size is not asked for: see
+    // quiet-descriptors.ts.)
+    const readEnd = indexOfThisCycle
+      ? WAL_HEADER_BYTES + index.committedFrames * frameBytes
+      : Number.POSITIVE_INFINITY;
+    if (readEnd <= this.#walOffset) return 0;
+    // In pieces, so a large WAL is never read whole into memory; at most
+    // `budgetBytes` per call (whole pieces), so the event loop is not held.
+    let chunkBytes = READ_CHUNK_FRAMES * frameBytes;
+    let captured = 0;
+    let spent = 0;
+    const capturedAt = this.#context.wallNow();
+    for (;;) {
+      const start = this.#walOffset;
+      const wanted = Math.min(readEnd - start, chunkBytes);
+      const bytes = this.#readInto(fd, start, wanted);
+      const scan = scanWalFrames(header, bytes, start, this.#walFrame, this.#walChecksum);
+      for (const transaction of scan.transactions)
+        this.#take(header, transaction, into, capturedAt);
+      captured += scan.transactions.length;
+      this.#walOffset = scan.endOffset;
+      this.#walFrame = scan.endFrame;
+      this.#walChecksum = scan.checksum;
+      if (scan.badFrame !== null) {
+        if (indexOfThisCycle && index.committedFrames >= scan.badFrame) {
+          throw new SqliteCorruptWalFrameError(
+            this.#context.path,
+            scan.badFrame,
+            scan.endOffset,
+            this.#context.keptCommits(),
+          );
+        }
+      }
+      // Stop at an invalid frame, at the end asked for, or at the file's end.
+      if (scan.stoppedEarly || start + bytes.byteLength >= readEnd || bytes.byteLength < wanted)
+        break;
+      spent += bytes.byteLength;
+      if (spent >= budgetBytes) {
+        this.#caughtUp = false;
+        break;
+      }
+      // A transaction larger than the piece: read a bigger one.
+      if (scan.transactions.length === 0) chunkBytes *= 2;
+    }
+    return captured;
+  }
+
+  /** One verified transaction: its pages into the overlay (copies), or the transaction into the log. */
+  #take(
+    header: WalHeader,
+    transaction: WalTransaction,
+    into: HeldLog | Map<number, Uint8Array>,
+    capturedAt: number,
+  ): void {
+    const overlay = into instanceof Map ? into : null;
+    for (const [pageNumber, page] of transaction.pages) {
+      this.#walPages.add(pageNumber);
+      if (overlay !== null) overlay.set(pageNumber, page.slice());
+    }
+    this.#databasePages = transaction.databasePages;
+    if (!(into instanceof Map)) into.add(header, transaction, capturedAt);
+  }
+
+  /** The `-wal` file's header as it is now (`null`: no file, empty, or being written). */
+  walHeaderOnDisk(): WalHeader | null {
+    const fd = this.#context.opener.openIfExists(this.#walPath);
+    if (fd === null) return null;
+    try {
+      return parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES));
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** The wal-index header's counts (`null` when the `-shm` file is missing or unreadable). */
+  readWalIndex(): ReturnType<typeof readWalIndexCommitted> {
+    if (this.#shmFd === null) {
+      try {
+        this.#shmFd = this.#context.opener.open(this.#shmPath);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw error;
+      }
+    }
+    return readWalIndexCommitted(this.#shmFd);
+  }
+
+  /**
+   * The `-wal` file's descriptor, kept open across captures (`null`: there
+   * is no file). Opened again when the file it refers to was unlinked; an
+   * inode other than the one this cycle was read from means the file was
+   * replaced underneath.
+   * @throws SqliteWalRestartedUnderneathError when it was replaced.
+   */
+  #walDescriptor(): number | null {
+    if (this.#walFd !== null) {
+      if (!maybeUnlinked(this.#walFd)) return this.#walFd;
+      this.#closeWal();
+    }
+    const fd = this.#context.opener.openIfExists(this.#walPath);
+    if (fd === null) return null;
+    const { ino } = fstatSync(fd);
+    if (this.#walInode !== null && ino !== this.#walInode) {
+      closeSync(fd);
+      const before = this.#walInode;
+      this.reset();
+      throw new SqliteWalRestartedUnderneathError(
+        this.#context.path,
+        `the -wal file was replaced (inode ${before} became ${ino})`,
+      );
+    }
+    this.#walInode = ino;
+    this.#walFd = fd;
+    return fd;
+  }
+
+  #closeWal(): void {
+    if (this.#walFd !== null) closeSync(this.#walFd);
+    this.#walFd = null;
+  }
+
+  /**
+   * Reads into one buffer kept across captures (grown as needed): the bytes
+   * are only valid until the next read, which is enough, because every page
+   * taken from them is copied (into a commit record, or the snapshot's
+   * overlay) before it.
+   */
+  #readInto(fd: number, offset: number, length: number): Uint8Array {
+    if (this.#readBuffer.byteLength < length) this.#readBuffer = new Uint8Array(length);
+    const buffer = this.#readBuffer;
+    let done = 0;
+    while (done < length) {
+      const n = readSync(fd, buffer, done, length - done, offset + done);
+      if (n === 0) break;
+      done += n;
+    }
+    return buffer.subarray(0, done);
+  }
+
+  #walEmptied(): void {
+    this.#walHeader = null;
+    this.#walOffset = WAL_HEADER_BYTES;
+    this.#walFrame = 0;
+    this.#context.progress.forget();
+  }
+
+  #enterCycle(header: WalHeader): void {
+    // A new cycle (new salts) needs no check of its own: SQLite restarts the
+    // WAL only when every frame is in the database file and no read mark
+    // above 0 is held, which the tap's readers allow only for captured frames
+    // (see the module comment of tap.ts). The header's checkpoint sequence cannot be
+    // used as a check: SQLite keeps it per connection, and a connection that
+    // has not restarted the WAL itself writes 0 and fresh salts.
+    if (header.pageSize !== this.#context.pageSize) {
+      throw new SqliteWalRestartedUnderneathError(
+        this.#context.path,
+        `WAL page size ${header.pageSize} differs from the database's ${this.#context.pageSize}`,
+      );
+    }
+    // The previous cycle was completely checkpointed before SQLite restarted
+    // it, so the database file now holds all of it.
+    this.#walHeader = header;
+    this.#walOffset = WAL_HEADER_BYTES;
+    this.#walFrame = 0;
+    this.#walChecksum = [header.checksum1, header.checksum2];
+    this.#walPages = new Set();
+    this.#context.progress.forget();
+  }
+}
+
+/** Frames of `pageSize` bytes a WAL of `bytes` bytes holds. */
+export function walFramesOf(bytes: number, pageSize: number): number {
+  return bytes <= WAL_HEADER_BYTES
+    ? 0
+    : Math.floor((bytes - WAL_HEADER_BYTES) / (WAL_FRAME_HEADER_BYTES + pageSize));
+}
