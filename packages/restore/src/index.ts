@@ -20,7 +20,7 @@ export {
   RestoreTargetUnsafeError,
 } from './restore-errors.ts';
 export { fileNameProblem } from './restore-point-checks.ts';
-export { type LatestReading, readLatest } from './restore-points.ts';
+export { type LatestFallback, type LatestReading, readLatest } from './restore-points.ts';
 export {
   type FindUnnamedNewerDataOptions,
   findUnnamedNewerData,

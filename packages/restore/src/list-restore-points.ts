@@ -3,15 +3,18 @@
  * with the commits it restores, when it was made, how many bytes a restore
  * of it downloads, its generation and lineage, and whether LATEST names it.
  *
- * Reads LATEST, one listing of `manifest/` and each manifest; objects are
- * not checked (that is verify's job). A manifest that cannot be read or is
- * unsafe is listed with its problems instead of failing the listing; store
- * failures and aborts throw.
+ * Reads LATEST, one listing of `manifest/` and each manifest, and applies
+ * restore's checks to each (`checked: 'manifest'`); objects are not read
+ * unless `deep`, which runs `verify` with `deep` and takes its verdict per
+ * manifest (`checked: 'objects'`: every object exists with its size and
+ * CRC-32). A manifest that cannot be read or is unsafe is listed with its
+ * problems instead of failing the listing; store failures and aborts throw.
  */
 import { normalizePrefix, type ObjectStore } from '@x/store';
 import { RestoreOptionsError, RestorePointRejectedError } from './restore-errors.ts';
 import { messageOf } from './restore-point-checks.ts';
 import { listManifestKeys, loadRestorePoint, readLatest } from './restore-points.ts';
+import { verify } from './verify.ts';
 
 export interface RestorePointInfo {
   readonly manifestKey: string;
@@ -19,8 +22,18 @@ export interface RestorePointInfo {
   readonly commitSeq: number;
   /** Whether LATEST names this manifest. */
   readonly latest: boolean;
-  /** `ok`: readable and safe; `problems`: listed with what is wrong, not restorable. */
+  /**
+   * `ok`: the checks `checked` names passed; `problems`: listed with what is
+   * wrong, not restorable.
+   */
   readonly status: 'ok' | 'problems';
+  /**
+   * What `ok` rests on: `manifest` — the manifest was read and passed
+   * restore's checks (it parses, its lineage is consistent, every name, key
+   * and segment range is safe), its objects were not read; `objects` — also
+   * every object it names exists with the recorded size and CRC-32 (`deep`).
+   */
+  readonly checked: 'manifest' | 'objects';
   readonly problems: readonly string[];
   /** The lowest commit it restores to (its WAL cut to nothing); any commit in `[restorableFrom, commitSeq]` restores. */
   readonly restorableFrom?: number;
@@ -40,7 +53,7 @@ export interface RestorePointInfo {
 export async function listRestorePoints(
   store: ObjectStore,
   prefix: string,
-  options: { readonly signal?: AbortSignal } = {},
+  options: { readonly signal?: AbortSignal; readonly deep?: boolean } = {},
 ): Promise<RestorePointInfo[]> {
   let normalized: string;
   try {
@@ -53,6 +66,24 @@ export async function listRestorePoints(
   const latest = await readLatest(store, normalized, signal);
   const latestTarget = latest.state === 'ok' ? latest.manifestKey : undefined;
   const { manifests } = await listManifestKeys(store, normalized, signal);
+  const deep = options.deep === true;
+  // Object problems per manifest key, from verify's deep pass.
+  const objectProblems = new Map<string, string[]>();
+  if (deep) {
+    const report = await verify(
+      store,
+      normalized,
+      signal === undefined ? { deep } : { deep, signal },
+    );
+    for (const manifest of report.manifests) {
+      if (manifest.status === 'problems')
+        objectProblems.set(
+          manifest.key,
+          manifest.problems.map((problem) => problem.message),
+        );
+    }
+  }
+  const checked = deep ? 'objects' : 'manifest';
   const points: RestorePointInfo[] = [];
   for (const listed of manifests) {
     const isLatest = listed.key === latestTarget;
@@ -66,6 +97,7 @@ export async function listRestorePoints(
         commitSeq: listed.commitSeq,
         latest: isLatest,
         status: 'problems',
+        checked,
         problems: error.problems,
       });
       continue;
@@ -76,12 +108,14 @@ export async function listRestorePoints(
     let sizeBytes = 0;
     for (const entry of manifest.files) sizeBytes += entry.size;
     for (const entry of manifest.segments) sizeBytes += entry.size;
+    const problems = objectProblems.get(listed.key) ?? [];
     points.push({
       manifestKey: listed.key,
       commitSeq: manifest.commitSeq,
       latest: isLatest,
-      status: 'ok',
-      problems: [],
+      status: problems.length === 0 ? 'ok' : 'problems',
+      checked,
+      problems,
       restorableFrom: point.restorableFrom,
       createdAt: manifest.createdAt,
       lineage: manifest.lineage,

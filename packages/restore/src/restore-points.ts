@@ -4,7 +4,9 @@
  *
  * A manifest is read in bounded memory (at most `MAX_MANIFEST_BYTES`), and
  * accepted only when it parses, its lineage is consistent, and every name
- * and key in it is safe (`restore-point-checks.ts`).
+ * and key in it is safe (`restore-point-checks.ts`). When LATEST is unusable,
+ * the newest manifest that is accepted stands in for it, found by listing
+ * `manifest/` page by page with at most `FALLBACK_WINDOW` keys in memory.
  */
 import {
   latestKey,
@@ -15,7 +17,7 @@ import {
   parseManifest,
   parseManifestKey,
 } from '@x/manifest';
-import { getCapped, isTooLarge, type ObjectStore } from '@x/store';
+import { getCapped, isTooLarge, listPages, type ObjectStore } from '@x/store';
 import {
   NoRestorePointError,
   type RestorableRange,
@@ -127,33 +129,153 @@ export async function listManifestKeys(
   return { manifests, strays };
 }
 
+/** Why a restore of the latest state did not use the manifest LATEST names. */
+export interface LatestFallback {
+  /** The manifest key LATEST names, or `null` when it names none (missing, too large, garbage). */
+  readonly latest: string | null;
+  /** What is wrong with LATEST or with the manifest it names, as a sentence. */
+  readonly reason: string;
+}
+
+/** The restore point a restore of the latest state uses, and why it is not LATEST's when it is not. */
+export interface PickedLatest {
+  readonly point: LoadedRestorePoint;
+  /** Present when LATEST was unusable and the newest restore point that passes the checks was used instead. */
+  readonly fellBackFrom?: LatestFallback;
+}
+
 /**
- * The restore point LATEST names.
- * @throws NoRestorePointError when there is no LATEST.
- * @throws RestorePointRejectedError when LATEST or its manifest is unreadable or unsafe.
+ * Manifest keys held in memory at once while looking for the newest usable
+ * one: a window of the newest keys below a bound. When every key of a
+ * window is unusable, the prefix is listed again below it, so memory stays
+ * bounded however many manifests the prefix holds.
+ */
+export const FALLBACK_WINDOW = 1000;
+
+/** Rejections named in the error when nothing is usable (the rest are counted). */
+const REJECTIONS_NAMED = 5;
+
+/**
+ * The newest `limit` manifest keys under the prefix that sort below `below`
+ * (all when `undefined`), oldest first, and whether older ones were left
+ * out. One paged listing of `manifest/`; keys sort in commit order (every
+ * number in a key is zero-padded to 20 digits).
+ */
+async function newestManifestKeys(
+  store: ObjectStore,
+  prefix: string,
+  below: string | undefined,
+  limit: number,
+  signal: AbortSignal | undefined,
+): Promise<{ keys: string[]; older: boolean }> {
+  const keys: string[] = [];
+  let older = false;
+  for await (const page of listPages(store, `${prefix}/manifest/`, callOptions(signal))) {
+    for (const object of page.objects) {
+      if (below !== undefined && object.key >= below) continue;
+      if (parseManifestKey(prefix, object.key) === undefined) continue;
+      keys.push(object.key);
+    }
+    if (keys.length > limit) {
+      keys.splice(0, keys.length - limit);
+      older = true;
+    }
+  }
+  return { keys, older };
+}
+
+/**
+ * The newest manifest of the prefix that loads and passes restore's checks
+ * (`loadRestorePoint`), skipping `skip`; newest first, in bounded memory.
+ * Returns the rejections met on the way (for the error when none is usable).
+ * Store errors and aborts throw.
+ */
+export async function newestUsableRestorePoint(
+  store: ObjectStore,
+  prefix: string,
+  skip: string | null,
+  signal?: AbortSignal,
+  window: number = FALLBACK_WINDOW,
+): Promise<{
+  point: LoadedRestorePoint | null;
+  tried: number;
+  rejected: { key: string; problems: readonly string[] }[];
+}> {
+  const rejected: { key: string; problems: readonly string[] }[] = [];
+  let tried = 0;
+  let below: string | undefined;
+  for (;;) {
+    const { keys, older } = await newestManifestKeys(store, prefix, below, window, signal);
+    for (let index = keys.length - 1; index >= 0; index -= 1) {
+      const key = keys[index]!;
+      if (key === skip) continue;
+      tried += 1;
+      try {
+        const point = await loadRestorePoint(store, prefix, key, signal);
+        // Deleted between the listing and the read (retention): try the next.
+        if (point !== null) return { point, tried, rejected };
+      } catch (error) {
+        if (!RestorePointRejectedError.isInstance(error)) throw error;
+        rejected.push({ key, problems: error.problems });
+      }
+    }
+    if (!older || keys.length === 0) return { point: null, tried, rejected };
+    below = keys[0];
+  }
+}
+
+/**
+ * The restore point for a restore of the latest state: the one LATEST
+ * names; when LATEST is missing, too large, garbage, or names a manifest
+ * that is missing or fails restore's checks, the newest manifest of the
+ * prefix that passes them, with `fellBackFrom` saying what was wrong.
+ * @throws NoRestorePointError when there is no LATEST and no manifest (nothing was backed up).
+ * @throws RestorePointRejectedError (key: LATEST's) naming LATEST's problem and why no
+ *   manifest was usable, when there are manifests but none is.
  */
 export async function latestRestorePoint(
   store: ObjectStore,
   prefix: string,
   signal?: AbortSignal,
-): Promise<LoadedRestorePoint> {
+): Promise<PickedLatest> {
   const latest = await readLatest(store, prefix, signal);
-  if (latest.state === 'missing') {
+  let fellBackFrom: LatestFallback;
+  if (latest.state === 'ok') {
+    const target = latest.manifestKey;
+    try {
+      const loaded = await loadRestorePoint(store, prefix, target, signal);
+      if (loaded !== null) return { point: loaded };
+      fellBackFrom = { latest: target, reason: `LATEST names ${target}, which does not exist` };
+    } catch (error) {
+      if (!RestorePointRejectedError.isInstance(error)) throw error;
+      fellBackFrom = {
+        latest: target,
+        reason: `LATEST names ${target}, which is refused: ${error.problems.join('; ')}`,
+      };
+    }
+  } else if (latest.state === 'invalid') {
+    fellBackFrom = { latest: null, reason: latest.problem };
+  } else {
+    fellBackFrom = { latest: null, reason: `${latestKey(prefix)} does not exist` };
+  }
+  const found = await newestUsableRestorePoint(store, prefix, fellBackFrom.latest, signal);
+  if (found.point !== null) return { point: found.point, fellBackFrom };
+  if (latest.state === 'missing' && found.tried === 0) {
     throw new NoRestorePointError(
       prefix,
       `${latestKey(prefix)} does not exist (nothing was backed up here yet)`,
     );
   }
-  if (latest.state === 'invalid') {
-    throw new RestorePointRejectedError(latestKey(prefix), [latest.problem]);
-  }
-  const loaded = await loadRestorePoint(store, prefix, latest.manifestKey, signal);
-  if (loaded === null) {
-    throw new RestorePointRejectedError(latestKey(prefix), [
-      `LATEST names ${latest.manifestKey}, which does not exist`,
-    ]);
-  }
-  return loaded;
+  const named = found.rejected
+    .slice(0, REJECTIONS_NAMED)
+    .map((entry) => `${entry.key}: ${entry.problems.join(', ')}`);
+  const more = found.rejected.length - named.length;
+  throw new RestorePointRejectedError(latestKey(prefix), [
+    fellBackFrom.reason,
+    found.tried === 0
+      ? 'and there is no other manifest to fall back to'
+      : `and none of the ${found.tried} other manifest(s) passes restore's checks (${named.join('; ')}${more > 0 ? `; ${more} more` : ''})`,
+  ]);
 }
 
 /**

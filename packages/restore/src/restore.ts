@@ -7,7 +7,10 @@
  *    unless `force`) before the bucket is read.
  * 2. The restore point is picked — LATEST, a manifest key, or the manifest
  *    that covers a commit — and refused unless it parses, its lineage is
- *    consistent and every name and key in it is safe.
+ *    consistent and every name and key in it is safe. Only for the latest
+ *    state (neither `manifestKey` nor `commitSeq`), an unusable LATEST falls
+ *    back to the newest manifest that passes those checks, and the result
+ *    says so (`fellBackFrom`); a named manifest never falls back.
  * 3. Every object it needs is streamed into a staging directory inside the
  *    target while its size and CRC-32 are checked; the WAL is rebuilt from
  *    the segments in order and cut after the frame that brings the count to
@@ -38,9 +41,11 @@ import {
 } from './restore-errors.ts';
 import { fileNameProblem, messageOf } from './restore-point-checks.ts';
 import {
+  type LatestFallback,
   type LoadedRestorePoint,
   latestRestorePoint,
   loadRestorePoint,
+  type PickedLatest,
   restorePointForCommit,
 } from './restore-points.ts';
 import {
@@ -93,6 +98,13 @@ export interface RestoreResult {
   /** Bytes downloaded and checked. */
   readonly bytes: number;
   readonly parent: ParentRecord;
+  /**
+   * Present when the latest state was asked for and LATEST was unusable
+   * (missing, too large, garbage, or naming a manifest that is missing or
+   * refused): what was wrong with it, and that `manifestKey` (the newest
+   * restore point that passes restore's checks) was used instead.
+   */
+  readonly fellBackFrom?: LatestFallback;
 }
 
 interface PlannedFile {
@@ -131,7 +143,7 @@ async function pickRestorePoint(
   store: ObjectStore,
   prefix: string,
   options: RestoreOptions,
-): Promise<LoadedRestorePoint> {
+): Promise<PickedLatest> {
   const { manifestKey, commitSeq, signal } = options;
   if (manifestKey !== undefined) {
     const point = await loadRestorePoint(store, prefix, manifestKey, signal);
@@ -149,9 +161,10 @@ async function pickRestorePoint(
         },
       );
     }
-    return point;
+    return { point };
   }
-  if (commitSeq !== undefined) return restorePointForCommit(store, prefix, commitSeq, signal);
+  if (commitSeq !== undefined)
+    return { point: await restorePointForCommit(store, prefix, commitSeq, signal) };
   return latestRestorePoint(store, prefix, signal);
 }
 
@@ -203,7 +216,8 @@ function planSegments(manifest: Manifest, walCommits: number): SegmentEntry[] {
  * @throws RestoreTargetNotEmptyError — the target holds files and `force` is not set.
  * @throws RestoreTargetUnsafeError — the target is not a directory, or is or holds a symbolic link.
  * @throws NoRestorePointError — nothing to restore, or no restore point covers `commitSeq` (names the nearest).
- * @throws RestorePointRejectedError — LATEST or the manifest is unreadable, inconsistent or unsafe.
+ * @throws RestorePointRejectedError — the named manifest is unreadable, inconsistent or unsafe;
+ *   for the latest state, LATEST is unusable and no manifest passes the checks (both named).
  * @throws ObjectMissingError, ObjectCorruptError — an object is missing or differs from the manifest.
  * Store errors and aborts propagate as they are. In every case but a failure
  * while files are being moved into place, the target is left as it was.
@@ -240,7 +254,7 @@ export async function restore(
   signal?.throwIfAborted();
 
   onProgress?.({ phase: 'select', bytesDone: 0, bytesTotal: 0, objectsDone: 0, objectsTotal: 0 });
-  const point = await pickRestorePoint(store, normalizedPrefix, options);
+  const { point, fellBackFrom } = await pickRestorePoint(store, normalizedPrefix, options);
   const manifest = point.manifest;
   const commitSeq = options.commitSeq ?? manifest.commitSeq;
   const walCommits = commitSeq - point.restorableFrom;
@@ -359,6 +373,7 @@ export async function restore(
       objects: objectsDone,
       bytes: bytesDone,
       parent,
+      ...(fellBackFrom === undefined ? {} : { fellBackFrom }),
     };
   } catch (error) {
     internal.abort();

@@ -22,7 +22,7 @@ import type { VerifyProgress } from './progress.ts';
 import { PROGRESS_BYTE_STEP } from './progress.ts';
 import { ObjectCorruptError, ObjectMissingError, RestoreOptionsError } from './restore-errors.ts';
 import { classifiedProblems, messageOf } from './restore-point-checks.ts';
-import { listManifestKeys, readCapped, readLatest } from './restore-points.ts';
+import { type LatestReading, listManifestKeys, readCapped, readLatest } from './restore-points.ts';
 import { downloadVerified } from './verified-download.ts';
 
 export interface VerifyOptions {
@@ -113,15 +113,44 @@ function callOptions(signal: AbortSignal | undefined): { signal?: AbortSignal } 
   return signal === undefined ? {} : { signal };
 }
 
-/**
- * Verifies every restore point under `prefix` and returns a report.
- * @throws RestoreOptionsError for an invalid prefix; store errors and aborts as they are.
- */
-export async function verify(
-  store: ObjectStore,
-  prefix: string,
-  options: VerifyOptions = {},
-): Promise<VerifyReport> {
+/** The counters progress reports carry, and the reporting itself. */
+class VerifyCounters {
+  manifestsDone = 0;
+  manifestsTotal = 0;
+  objectsDone = 0;
+  objectsTotal = 0;
+  bytesDone = 0;
+  bytesTotal = 0;
+  readonly #onProgress: ((progress: VerifyProgress) => void) | undefined;
+
+  constructor(onProgress: ((progress: VerifyProgress) => void) | undefined) {
+    this.#onProgress = onProgress;
+  }
+
+  report(phase: VerifyProgress['phase'], key?: string): void {
+    this.#onProgress?.({
+      phase,
+      manifestsDone: this.manifestsDone,
+      manifestsTotal: this.manifestsTotal,
+      objectsDone: this.objectsDone,
+      objectsTotal: this.objectsTotal,
+      bytesDone: this.bytesDone,
+      bytesTotal: this.bytesTotal,
+      ...(key === undefined ? {} : { key }),
+    });
+  }
+}
+
+/** What the listing phase found: LATEST, the manifests listed, and stray keys as problems. */
+interface Listing {
+  readonly latest: LatestReading;
+  readonly listed: readonly { key: string }[];
+  /** Every manifest key to check: the listed ones, and LATEST's target when it was not listed. */
+  readonly keys: readonly string[];
+  readonly problems: VerifyProblem[];
+}
+
+function normalizedPrefix(prefix: string): string {
   let normalized: string;
   try {
     normalized = normalizePrefix(prefix);
@@ -129,75 +158,93 @@ export async function verify(
     throw new RestoreOptionsError('prefix', messageOf(error));
   }
   if (normalized === '') throw new RestoreOptionsError('prefix', 'must not be empty');
-  const { signal, onProgress } = options;
-  const deep = options.deep === true;
+  return normalized;
+}
 
+/** Phase 1: LATEST, then one listing of `manifest/`. */
+async function listPrefix(
+  store: ObjectStore,
+  prefix: string,
+  signal: AbortSignal | undefined,
+): Promise<Listing> {
   // LATEST before the listing: the worker writes a manifest before pointing
   // LATEST at it, so the listing then holds LATEST's target.
-  const latest = await readLatest(store, normalized, signal);
-  const { manifests: listed, strays } = await listManifestKeys(store, normalized, signal);
+  const latest = await readLatest(store, prefix, signal);
+  const { manifests: listed, strays } = await listManifestKeys(store, prefix, signal);
   const problems: VerifyProblem[] = strays.map((key) => ({
     kind: 'stray-manifest-key',
     key,
     message: `${key} is under manifest/ but is not a manifest key`,
   }));
-
-  const states = new Map<string, ManifestState>();
   const keys = listed.map((entry) => entry.key);
   if (latest.state === 'ok' && !keys.includes(latest.manifestKey)) keys.push(latest.manifestKey);
-  let manifestsDone = 0;
-  let objectsDone = 0;
-  let objectsTotal = 0;
-  let bytesDone = 0;
-  let bytesTotal = 0;
-  const report = (phase: VerifyProgress['phase'], key?: string): void => {
-    onProgress?.({
-      phase,
-      manifestsDone,
-      manifestsTotal: keys.length,
-      objectsDone,
-      objectsTotal,
-      bytesDone,
-      bytesTotal,
-      ...(key === undefined ? {} : { key }),
-    });
-  };
+  return { latest, listed, keys, problems };
+}
 
-  for (const key of keys) {
-    report('manifests', key);
-    const state: ManifestState = { key, vanished: false, problems: [] };
-    const bytes = await readCapped(store, key, MAX_MANIFEST_BYTES, signal);
-    manifestsDone += 1;
-    if (bytes === null) {
-      // Listed, then gone: retention removed it. (LATEST's target that does
-      // not exist is reported with LATEST.)
-      state.vanished = true;
-    } else if (bytes === 'too-large') {
+/** Phase 2, for one manifest: read it (capped), parse it, and apply restore's checks. */
+async function checkManifest(
+  store: ObjectStore,
+  prefix: string,
+  key: string,
+  signal: AbortSignal | undefined,
+): Promise<ManifestState> {
+  const state: ManifestState = { key, vanished: false, problems: [] };
+  const bytes = await readCapped(store, key, MAX_MANIFEST_BYTES, signal);
+  if (bytes === null) {
+    // Listed, then gone: retention removed it. (LATEST's target that does
+    // not exist is reported with LATEST.)
+    state.vanished = true;
+  } else if (bytes === 'too-large') {
+    state.problems.push({
+      kind: 'manifest-invalid',
+      message: `larger than ${MAX_MANIFEST_BYTES} bytes`,
+    });
+  } else {
+    try {
+      state.manifest = parseManifest(bytes, { prefix });
+    } catch (error) {
       state.problems.push({
         kind: 'manifest-invalid',
-        message: `larger than ${MAX_MANIFEST_BYTES} bytes`,
+        message: `does not parse: ${messageOf(error)}`,
       });
-    } else {
-      try {
-        state.manifest = parseManifest(bytes, { prefix: normalized });
-      } catch (error) {
-        state.problems.push({
-          kind: 'manifest-invalid',
-          message: `does not parse: ${messageOf(error)}`,
-        });
-      }
-      if (state.manifest !== undefined) {
-        for (const problem of classifiedProblems(normalized, key, state.manifest)) {
-          state.problems.push(problem);
-        }
+    }
+    if (state.manifest !== undefined) {
+      for (const problem of classifiedProblems(prefix, key, state.manifest)) {
+        state.problems.push(problem);
       }
     }
+  }
+  return state;
+}
+
+/** Phase 2: every manifest, in listing order. */
+async function checkManifests(
+  store: ObjectStore,
+  prefix: string,
+  keys: readonly string[],
+  counters: VerifyCounters,
+  signal: AbortSignal | undefined,
+): Promise<Map<string, ManifestState>> {
+  const states = new Map<string, ManifestState>();
+  for (const key of keys) {
+    counters.report('manifests', key);
+    const state = await checkManifest(store, prefix, key, signal);
+    counters.manifestsDone += 1;
     states.set(key, state);
   }
+  return states;
+}
 
-  // Every object named, once, with the manifests that name it.
+/**
+ * Phase 3a: every object named, once, with the manifests that name it; two
+ * manifests recording different sizes or CRCs for one key is a conflict.
+ */
+function claimObjects(
+  states: Map<string, ManifestState>,
+  prefix: string,
+): Map<string, ObjectClaim> {
   const claims = new Map<string, ObjectClaim>();
-  const prefixWithSlash = `${normalized}/`;
+  const prefixWithSlash = `${prefix}/`;
   for (const state of states.values()) {
     const manifest = state.manifest;
     if (manifest === undefined) continue;
@@ -221,14 +268,25 @@ export async function verify(
       }
     }
   }
-  objectsTotal = claims.size;
-  if (deep) for (const claim of claims.values()) bytesTotal += claim.size;
+  return claims;
+}
 
-  const blame = (claim: ObjectClaim, problem: VerifyProblem): void => {
-    for (const key of claim.manifests) states.get(key)?.problems.push(problem);
-  };
+/** Records `problem` against every manifest that names the claimed object. */
+function blame(
+  states: Map<string, ManifestState>,
+  claim: ObjectClaim,
+  problem: VerifyProblem,
+): void {
+  for (const key of claim.manifests) states.get(key)?.problems.push(problem);
+}
 
-  // Existence and size: one listing per directory of named objects.
+/** Phase 3b: existence and size, one listing per directory of named objects. */
+async function checkObjectsListed(
+  store: ObjectStore,
+  claims: Map<string, ObjectClaim>,
+  states: Map<string, ManifestState>,
+  signal: AbortSignal | undefined,
+): Promise<Map<string, ObjectInfo>> {
   const byDirectory = new Map<string, ObjectClaim[]>();
   for (const claim of claims.values()) {
     const directory = claim.key.slice(0, claim.key.lastIndexOf('/') + 1);
@@ -243,13 +301,13 @@ export async function verify(
     for (const claim of group) {
       const found = present.get(claim.key);
       if (found === undefined) {
-        blame(claim, {
+        blame(states, claim, {
           kind: 'object-missing',
           key: claim.key,
           message: `${claim.key} does not exist`,
         });
       } else if (found.size !== claim.size) {
-        blame(claim, {
+        blame(states, claim, {
           kind: 'object-size',
           key: claim.key,
           message: `${claim.key} is ${found.size} bytes, the manifest records ${claim.size}`,
@@ -257,35 +315,51 @@ export async function verify(
       }
     }
   }
+  return present;
+}
 
+/**
+ * Phase 3c: with `deep`, every object present with its recorded size is
+ * streamed once and its CRC-32 checked. Counts every object done either way.
+ * Returns the bytes read.
+ */
+async function checkObjectsDeep(
+  store: ObjectStore,
+  claims: Map<string, ObjectClaim>,
+  present: Map<string, ObjectInfo>,
+  states: Map<string, ManifestState>,
+  deep: boolean,
+  counters: VerifyCounters,
+  signal: AbortSignal | undefined,
+): Promise<number> {
   let bytesRead = 0;
   for (const claim of claims.values()) {
     const found = present.get(claim.key);
     if (deep && found !== undefined && found.size === claim.size) {
-      const before = bytesDone;
+      const before = counters.bytesDone;
       let reported = 0;
-      report('objects', claim.key);
+      counters.report('objects', claim.key);
       try {
         await downloadVerified(store, claim, () => {}, {
           manifestKey: [...claim.manifests][0] ?? '',
           ...callOptions(signal),
           onBytes: (read) => {
-            bytesDone = before + read;
+            counters.bytesDone = before + read;
             if (read - reported >= PROGRESS_BYTE_STEP) {
               reported = read;
-              report('objects', claim.key);
+              counters.report('objects', claim.key);
             }
           },
         });
       } catch (error) {
         if (ObjectCorruptError.isInstance(error)) {
-          blame(claim, {
+          blame(states, claim, {
             kind: error.property === 'crc32' ? 'object-crc' : 'object-size',
             key: claim.key,
             message: error.message,
           });
         } else if (ObjectMissingError.isInstance(error)) {
-          blame(claim, {
+          blame(states, claim, {
             kind: 'object-missing',
             key: claim.key,
             message: `${claim.key} does not exist`,
@@ -294,29 +368,46 @@ export async function verify(
           throw error;
         }
       }
-      bytesDone = before + claim.size;
-      bytesRead = bytesDone;
+      counters.bytesDone = before + claim.size;
+      bytesRead = counters.bytesDone;
     } else if (deep) {
       // Missing or of the wrong size: not read, so not part of the bytes to read.
-      bytesTotal -= claim.size;
+      counters.bytesTotal -= claim.size;
     }
-    objectsDone += 1;
-    report('objects', claim.key);
+    counters.objectsDone += 1;
+    counters.report('objects', claim.key);
   }
+  return bytesRead;
+}
 
-  // A manifest whose objects went missing may itself have been retired by
-  // retention meanwhile: then it is gone, not broken.
+/**
+ * Phase 3d: a manifest whose objects went missing may itself have been
+ * retired by retention meanwhile: then it is gone, not broken.
+ */
+async function markVanished(
+  store: ObjectStore,
+  states: Map<string, ManifestState>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   for (const state of states.values()) {
     if (state.problems.some((problem) => problem.kind === 'object-missing')) {
       if ((await store.head(state.key, callOptions(signal))) === null) state.vanished = true;
     }
   }
+}
 
-  const latestProblems: VerifyProblem[] = [];
-  let latestManifestKey: string | null = null;
-  const latestObjectKey = latestKey(normalized);
+/** Phase 4a: LATEST's part of the report, from what was found of its target. */
+function latestSection(
+  prefix: string,
+  listing: Listing,
+  states: Map<string, ManifestState>,
+): VerifyReport['latest'] {
+  const { latest, listed } = listing;
+  const problems: VerifyProblem[] = [];
+  let manifestKey: string | null = null;
+  const latestObjectKey = latestKey(prefix);
   if (latest.state === 'missing') {
-    latestProblems.push({
+    problems.push({
       kind: 'latest-missing',
       key: latestObjectKey,
       message:
@@ -325,32 +416,43 @@ export async function verify(
           : `${latestObjectKey} does not exist`,
     });
   } else if (latest.state === 'invalid') {
-    latestProblems.push({ kind: 'latest-invalid', key: latestObjectKey, message: latest.problem });
+    problems.push({ kind: 'latest-invalid', key: latestObjectKey, message: latest.problem });
   } else {
-    latestManifestKey = latest.manifestKey;
+    manifestKey = latest.manifestKey;
     const target = states.get(latest.manifestKey);
     if (target === undefined || target.vanished) {
-      latestProblems.push({
+      problems.push({
         kind: 'latest-dangling',
         key: latest.manifestKey,
         message: `LATEST names ${latest.manifestKey}, which does not exist`,
       });
     } else if (target.problems.length > 0) {
-      latestProblems.push({
+      problems.push({
         kind: 'latest-unverified',
         key: latest.manifestKey,
         message: `LATEST names ${latest.manifestKey}, which does not verify`,
       });
     }
   }
+  return { manifestKey, ok: problems.length === 0, problems };
+}
 
-  const manifests: ManifestVerification[] = [...states.values()]
+/**
+ * Phase 4b: one entry per manifest, key order. LATEST's target that does not
+ * exist and was never listed is reported with LATEST only.
+ */
+function manifestEntries(
+  listing: Listing,
+  states: Map<string, ManifestState>,
+  latestManifestKey: string | null,
+): ManifestVerification[] {
+  return [...states.values()]
     .filter(
       (state) =>
         !(
           state.vanished &&
           state.key === latestManifestKey &&
-          !listed.some((entry) => entry.key === state.key)
+          !listing.listed.some((entry) => entry.key === state.key)
         ),
     )
     .map(
@@ -369,23 +471,49 @@ export async function verify(
       }),
     )
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
 
-  report('done');
+/**
+ * Verifies every restore point under `prefix` and returns a report: the
+ * listing, each manifest's checks, the objects (listed, then with `deep`
+ * read), then the report.
+ * @throws RestoreOptionsError for an invalid prefix; store errors and aborts as they are.
+ */
+export async function verify(
+  store: ObjectStore,
+  prefix: string,
+  options: VerifyOptions = {},
+): Promise<VerifyReport> {
+  const normalized = normalizedPrefix(prefix);
+  const { signal, onProgress } = options;
+  const deep = options.deep === true;
+  const counters = new VerifyCounters(onProgress);
+
+  const listing = await listPrefix(store, normalized, signal);
+  counters.manifestsTotal = listing.keys.length;
+  const states = await checkManifests(store, normalized, listing.keys, counters, signal);
+
+  const claims = claimObjects(states, normalized);
+  counters.objectsTotal = claims.size;
+  if (deep) for (const claim of claims.values()) counters.bytesTotal += claim.size;
+  const present = await checkObjectsListed(store, claims, states, signal);
+  const bytesRead = await checkObjectsDeep(store, claims, present, states, deep, counters, signal);
+  await markVanished(store, states, signal);
+
+  const latest = latestSection(normalized, listing, states);
+  const manifests = manifestEntries(listing, states, latest.manifestKey);
+  counters.report('done');
   const ok =
-    latestProblems.length === 0 &&
-    problems.length === 0 &&
+    latest.ok &&
+    listing.problems.length === 0 &&
     manifests.every((manifest) => manifest.status !== 'problems');
   return {
     prefix: normalized,
     deep,
     ok,
-    latest: {
-      manifestKey: latestManifestKey,
-      ok: latestProblems.length === 0,
-      problems: latestProblems,
-    },
+    latest,
     manifests,
-    problems,
+    problems: listing.problems,
     objectsChecked: claims.size,
     bytesRead,
   };

@@ -341,7 +341,10 @@ for (const storeCase of localStores) {
           });
           const target = join(scratch.path, 'target');
           const before = await snapshotTree(scratch.path);
-          const error = await restoreFramedStore(store, PREFIX, target).catch((e: unknown) => e);
+          // Named: a restore of the latest state would fall back to an older point.
+          const error = await restoreFramedStore(store, PREFIX, target, {
+            manifestKey: latest.key,
+          }).catch((e: unknown) => e);
           expect(RestorePointRejectedError.isInstance(error), String(error)).toBe(true);
           expect((error as RestorePointRejectedError).key).toBe(latest.key);
           if (attack.problem !== undefined) {
@@ -357,7 +360,7 @@ for (const storeCase of localStores) {
         });
       }
 
-      it('LATEST naming a key outside the prefix', async () => {
+      it('LATEST naming a key outside the prefix is not followed (the newest restore point is used, and said so)', async () => {
         await store.put(
           `${PREFIX}/LATEST`,
           new TextEncoder().encode('backups/other/manifest/00000000000000000021.json'),
@@ -365,11 +368,10 @@ for (const storeCase of localStores) {
             mode: 'overwrite',
           },
         );
-        const error = await restoreFramedStore(store, PREFIX, join(scratch.path, 't')).catch(
-          (e: unknown) => e,
-        );
-        expect(RestorePointRejectedError.isInstance(error)).toBe(true);
-        expect((error as RestorePointRejectedError).key).toBe(`${PREFIX}/LATEST`);
+        const result = await restoreFramedStore(store, PREFIX, join(scratch.path, 't'));
+        expect(result.manifestKey).toBe(fixture.latestKey);
+        expect(result.fellBackFrom?.latest).toBeNull();
+        expect(result.fellBackFrom?.reason).toContain('does not hold one manifest key');
       });
 
       it('a manifest key option outside the prefix', async () => {

@@ -154,11 +154,9 @@ for (const storeCase of localStores) {
       const { byManifest, latest } = await kindsOf(false);
       expect(byManifest[fixture.latestKey]).toEqual(['manifest-invalid']);
       expect(latest).toEqual(['latest-unverified']);
-      const error = await restoreFramedStore(
-        store,
-        PREFIX,
-        join(tmpdir(), `never-${Date.now()}`),
-      ).catch((e: unknown) => e);
+      const error = await restoreFramedStore(store, PREFIX, join(tmpdir(), `never-${Date.now()}`), {
+        manifestKey: fixture.latestKey,
+      }).catch((e: unknown) => e);
       expect(RestorePointRejectedError.isInstance(error)).toBe(true);
       expect((error as Error).message).toContain(`larger than ${MAX_MANIFEST_BYTES} bytes`);
     });
@@ -235,6 +233,7 @@ describe('listRestorePoints', () => {
           commitSeq: entry.manifest.commitSeq,
           latest: entry.key === fixture.latestKey,
           status: 'ok',
+          checked: 'manifest',
           problems: [],
           restorableFrom: entry.generation.base,
           createdAt: entry.manifest.createdAt,
