@@ -63,6 +63,7 @@ import {
   MAX_BACKOFF_MS,
   sameWalKey,
 } from './health.ts';
+import { LatestUnusableError } from './latest-repair.ts';
 import { LeaseHolder } from './lease-holder.ts';
 import { decideLineage } from './lineage-decision.ts';
 import { ManifestWriter } from './manifest-writer.ts';
@@ -576,7 +577,10 @@ export class BackupWorker {
    * check the prefix is this store's lineage. `false`: not decidable yet.
    */
   async #resume(): Promise<boolean> {
-    const latest = await this.#writer.readLatest();
+    // No restore point to resume from (LATEST unusable, nothing to heal it with): permanent.
+    const latest = await this.#writer.readLatest().catch((error: unknown) => {
+      throw LatestUnusableError.isInstance(error) ? this.#refuse(error.message) : error;
+    });
     const local = await this.#source.required.readLineage();
     const parent = await this.#source.required.readParent();
     const facts = { latest, latestTarget: this.#tenure.latestTarget, local, parent };

@@ -1,7 +1,7 @@
 /**
  * The worker's writes of restore points: the manifest, then `LATEST`, then
  * retention (planned by `retention-plan.ts`, carried out here); and the read
- * of `LATEST` at resume.
+ * of `LATEST` at resume, healed when it is unusable (`latest-repair.ts`).
  *
  * Guarantees:
  * - A manifest is written replace-if-version against the version this tenure
@@ -16,10 +16,8 @@
  */
 import {
   latestKey,
-  MAX_LATEST_BYTES,
   MAX_MANIFEST_BYTES,
   type Manifest,
-  parseLatest,
   parseManifest,
   parseManifestKey,
   segmentGenerationPrefix,
@@ -35,7 +33,7 @@ import {
   sameVersion,
 } from '@x/store';
 import type { WorkerContext } from './context.ts';
-import { BucketStateError, messageOf } from './errors.ts';
+import { resumeLatest } from './latest-repair.ts';
 import { buildRestorePoint } from './restore-point-builder.ts';
 import {
   type ListedManifest,
@@ -87,47 +85,21 @@ export class ManifestWriter {
     if (this.#retain > 0) await this.#applyRetention(key);
   }
 
-  /** The manifest LATEST names, remembering LATEST's version and target. */
+  /**
+   * The manifest LATEST names, remembering LATEST's version and target. An
+   * unusable LATEST is healed first (`latest-repair.ts`): it then names the
+   * newest manifest that passes the checks.
+   * @throws LatestUnusableError when LATEST is unusable and no manifest passes.
+   */
   async readLatest(): Promise<Manifest | null> {
-    const { prefix, requests, tenure } = this.#ctx;
-    const latest = await requests.getCapped(latestKey(prefix), MAX_LATEST_BYTES);
-    if (latest === 'too-large')
-      throw new BucketStateError(
-        `LATEST does not name a manifest: it is larger than ${MAX_LATEST_BYTES} bytes`,
-      );
-    if (latest === null) {
-      tenure.latestVersion = null;
-      tenure.latestTarget = null;
-      return null;
-    }
+    const { tenure } = this.#ctx;
+    const latest = await resumeLatest(this.#ctx);
     tenure.latestVersion = latest.version;
-    let target: string;
-    try {
-      target = parseLatest(latest.body, { prefix });
-    } catch (error) {
-      throw new BucketStateError(`LATEST does not name a manifest: ${messageOf(error)}`, {
-        cause: error,
-      });
-    }
-    tenure.latestTarget = target;
-    this.#noteLatest(target);
-    const manifest = await requests.getCapped(target, MAX_MANIFEST_BYTES);
-    if (manifest === 'too-large')
-      throw new BucketStateError(
-        `LATEST names ${target}, which does not parse: larger than ${MAX_MANIFEST_BYTES} bytes`,
-      );
-    if (manifest === null)
-      throw new BucketStateError(`LATEST names ${target}, which does not exist`);
-    try {
-      return parseManifest(manifest.body, { prefix });
-    } catch (error) {
-      throw new BucketStateError(
-        `LATEST names ${target}, which does not parse: ${messageOf(error)}`,
-        {
-          cause: error,
-        },
-      );
-    }
+    tenure.latestTarget = latest.target;
+    // Health names only a restore point that was read and checked: never a
+    // corrupt one that LATEST happened to name.
+    if (latest.target !== null && latest.manifest !== null) this.#noteLatest(latest.target);
+    return latest.manifest;
   }
 
   /**

@@ -1,0 +1,277 @@
+/**
+ * Reading `LATEST` at resume, and healing it when it is unusable.
+ *
+ * LATEST is unusable when it is larger than `MAX_LATEST_BYTES`, does not
+ * hold one manifest key of the prefix (truncated, garbage), or names a
+ * manifest that is missing, too large, does not parse, names another
+ * lineage in its entries, or whose body's commit differs from its key's.
+ * Then the lease holder:
+ * - looks for the newest manifest under `manifest/` (key order is commit
+ *   order) that passes the same checks; one LIST of `manifest/` (keys only,
+ *   as retention lists it), then one GET per manifest tried, newest first;
+ * - when that manifest is of this store's lineage (its own, or before it has
+ *   one, the lineage it was restored from), points LATEST at it with a
+ *   conditional write against the version it read (`backup.latest_repaired`);
+ *   when it is another lineage's, writes nothing and resumes from it, so the
+ *   lineage rules refuse the prefix as they would with a readable LATEST;
+ * - when no manifest passes, throws {@link LatestUnusableError}, which the
+ *   worker turns into a permanent refusal of the prefix (health says why).
+ *
+ * A rewrite that loses a race (LATEST changed since it was read) is not an
+ * error: another writer fixed it or wrote a newer one, so LATEST is read
+ * again and whatever it now names is used. Nothing is ever deleted here, and
+ * a LATEST that is merely missing is left to the next manifest write (an
+ * empty prefix, or a crash before the first LATEST).
+ */
+import {
+  latestKey,
+  MAX_LATEST_BYTES,
+  MAX_MANIFEST_BYTES,
+  type Manifest,
+  parseLatest,
+  parseManifest,
+  parseManifestKey,
+  serializeLatest,
+  verifyLineage,
+} from '@x/manifest';
+import {
+  AlreadyExistsError,
+  ConflictError,
+  errorMarker,
+  hasErrorMarker,
+  markError,
+  NotFoundError,
+  type ObjectVersion,
+  PreconditionFailedError,
+} from '@x/store';
+import type { WorkerContext } from './context.ts';
+import { BucketStateError, messageOf } from './errors.ts';
+
+const UNUSABLE_MARKER = errorMarker('x.backup-worker.error', 'LatestUnusableError');
+
+/**
+ * LATEST is unusable and no manifest of the prefix passes the checks, so
+ * there is no restore point to resume from. Permanent: retrying cannot
+ * change it; the worker refuses the prefix with this message, which says
+ * what is wrong and what the operator can do.
+ */
+export class LatestUnusableError extends BucketStateError {
+  /** What is wrong with LATEST. */
+  readonly latestProblem: string;
+  /** Manifests tried, newest first, with why each was refused (at most {@link REFUSALS_NAMED}). */
+  readonly refused: readonly { readonly key: string; readonly problem: string }[];
+
+  constructor(
+    prefix: string,
+    latestProblem: string,
+    tried: number,
+    refused: readonly { readonly key: string; readonly problem: string }[],
+  ) {
+    const named = refused.map((entry) => `${entry.key}: ${entry.problem}`).join('; ');
+    const manifests =
+      tried === 0
+        ? `there is no manifest under ${prefix}/manifest/ to point it at`
+        : `none of the ${tried} manifest(s) under ${prefix}/manifest/ can be read and checked (${named}${tried > refused.length ? `; ${tried - refused.length} more` : ''})`;
+    super(
+      `${latestProblem}, and ${manifests}: there is no restore point to resume from. Nothing is uploaded or deleted. ` +
+        `Point the worker at a new prefix, or put a readable manifest back and point ${latestKey(prefix)} at it, or delete ${latestKey(prefix)} to back up into this prefix afresh`,
+    );
+    this.name = 'LatestUnusableError';
+    this.latestProblem = latestProblem;
+    this.refused = refused;
+    markError(this, UNUSABLE_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is LatestUnusableError {
+    return hasErrorMarker(value, UNUSABLE_MARKER);
+  }
+}
+
+/** Refused manifests named in {@link LatestUnusableError}'s message; the rest are counted. */
+export const REFUSALS_NAMED = 5;
+
+/** Times LATEST is read again after a rewrite lost a race, before the step fails (and is retried). */
+const RACE_RETRIES = 3;
+
+/** What LATEST holds, as resume needs it. */
+export type LatestState =
+  | { readonly state: 'missing' }
+  | {
+      readonly state: 'ok';
+      readonly version: ObjectVersion;
+      readonly target: string;
+      readonly manifest: Manifest;
+    }
+  | {
+      readonly state: 'unusable';
+      readonly version: ObjectVersion;
+      /** The manifest key LATEST names, when it names one. */
+      readonly target: string | null;
+      readonly problem: string;
+    };
+
+/** LATEST as resume uses it: the manifest it names (healed if need be), LATEST's version and target. */
+export interface ResumedLatest {
+  readonly manifest: Manifest | null;
+  readonly version: ObjectVersion | null;
+  readonly target: string | null;
+}
+
+function isRefusal(error: unknown): boolean {
+  return (
+    PreconditionFailedError.isInstance(error) ||
+    AlreadyExistsError.isInstance(error) ||
+    ConflictError.isInstance(error) ||
+    NotFoundError.isInstance(error)
+  );
+}
+
+/**
+ * The manifest at `key`, read and checked: it parses, every entry names its
+ * lineage, and its commit is the key's. A string says why not; `null`: gone.
+ */
+async function loadChecked(ctx: WorkerContext, key: string): Promise<Manifest | string | null> {
+  const object = await ctx.requests.getCapped(key, MAX_MANIFEST_BYTES);
+  if (object === null) return null;
+  if (object === 'too-large') return `larger than ${MAX_MANIFEST_BYTES} bytes`;
+  let manifest: Manifest;
+  try {
+    manifest = parseManifest(object.body, { prefix: ctx.prefix });
+    verifyLineage(manifest);
+  } catch (error) {
+    return `does not parse: ${messageOf(error)}`;
+  }
+  const keyCommit = parseManifestKey(ctx.prefix, key);
+  if (keyCommit !== manifest.commitSeq)
+    return `its key says commit ${keyCommit}, its body says ${manifest.commitSeq}`;
+  return manifest;
+}
+
+/** Reads LATEST and the manifest it names, and says whether both are usable. */
+export async function readLatestState(ctx: WorkerContext): Promise<LatestState> {
+  const { prefix, requests } = ctx;
+  const latest = await requests.getCapped(latestKey(prefix), MAX_LATEST_BYTES);
+  if (latest === null) return { state: 'missing' };
+  if (latest === 'too-large') {
+    // A capped read of an oversized object returns no version: the listing
+    // has it (the version a conditional rewrite must match).
+    const key = latestKey(prefix);
+    const listed = await requests.list(key);
+    const found = listed.objects.find((object) => object.key === key);
+    if (found === undefined) return { state: 'missing' };
+    return {
+      state: 'unusable',
+      version: found.version,
+      target: null,
+      problem: `LATEST does not name a manifest: it is larger than ${MAX_LATEST_BYTES} bytes`,
+    };
+  }
+  let target: string;
+  try {
+    target = parseLatest(latest.body, { prefix });
+  } catch (error) {
+    return {
+      state: 'unusable',
+      version: latest.version,
+      target: null,
+      problem: `LATEST does not name a manifest: ${messageOf(error)}`,
+    };
+  }
+  const loaded = await loadChecked(ctx, target);
+  if (loaded === null)
+    return {
+      state: 'unusable',
+      version: latest.version,
+      target,
+      problem: `LATEST names ${target}, which does not exist`,
+    };
+  if (typeof loaded === 'string')
+    return {
+      state: 'unusable',
+      version: latest.version,
+      target,
+      problem: `LATEST names ${target}, which ${loaded}`,
+    };
+  return { state: 'ok', version: latest.version, target, manifest: loaded };
+}
+
+/**
+ * The newest manifest under the prefix that passes {@link loadChecked},
+ * skipping `skip`, with the refusals met on the way.
+ */
+async function newestUsable(
+  ctx: WorkerContext,
+  skip: string | null,
+): Promise<{
+  found: { key: string; manifest: Manifest } | null;
+  tried: number;
+  refused: { key: string; problem: string }[];
+}> {
+  const listed = await ctx.requests.list(`${ctx.prefix}/manifest/`);
+  const keys = listed.objects
+    .map((object) => object.key)
+    .filter((key) => key !== skip && parseManifestKey(ctx.prefix, key) !== undefined)
+    .sort()
+    .reverse();
+  const refused: { key: string; problem: string }[] = [];
+  let tried = 0;
+  for (const key of keys) {
+    const loaded = await loadChecked(ctx, key);
+    // Deleted since the listing: not a restore point any more.
+    if (loaded === null) continue;
+    tried += 1;
+    if (typeof loaded !== 'string') return { found: { key, manifest: loaded }, tried, refused };
+    if (refused.length < REFUSALS_NAMED) refused.push({ key, problem: loaded });
+  }
+  return { found: null, tried, refused };
+}
+
+/**
+ * LATEST for resume: the manifest it names when usable; otherwise healed as
+ * the module describes. `null` manifest: there is no LATEST.
+ * @throws LatestUnusableError when LATEST is unusable and no manifest passes.
+ * @throws BucketStateError when rewrites keep losing races (the step is retried).
+ */
+export async function resumeLatest(ctx: WorkerContext): Promise<ResumedLatest> {
+  for (let attempt = 0; ; attempt += 1) {
+    const state = await readLatestState(ctx);
+    if (state.state === 'missing') return { manifest: null, version: null, target: null };
+    if (state.state === 'ok')
+      return { manifest: state.manifest, version: state.version, target: state.target };
+    const { found, tried, refused } = await newestUsable(ctx, state.target);
+    if (found === null) throw new LatestUnusableError(ctx.prefix, state.problem, tried, refused);
+    const local = await ctx.source.readLineage();
+    const own = local ?? (await ctx.source.readParent())?.lineage ?? null;
+    if (found.manifest.lineage !== own) {
+      // Not this store's restore point: resume from it without writing, so
+      // the lineage rules decide (they refuse the prefix).
+      ctx.logger.warn('backup.latest_unusable', {
+        problem: state.problem,
+        newest: found.key,
+        lineage: found.manifest.lineage,
+      });
+      return { manifest: found.manifest, version: state.version, target: found.key };
+    }
+    try {
+      const version = await ctx.requests.putConditional(
+        latestKey(ctx.prefix),
+        new TextEncoder().encode(serializeLatest(found.key)),
+        { ifMatch: state.version },
+      );
+      ctx.logger.warn('backup.latest_repaired', {
+        problem: state.problem,
+        from: state.target ?? '',
+        to: found.key,
+      });
+      return { manifest: found.manifest, version, target: found.key };
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      // Lost a race: LATEST changed since it was read. Read it again.
+      if (attempt + 1 >= RACE_RETRIES)
+        throw new BucketStateError(
+          `LATEST kept changing while this worker repaired it (${RACE_RETRIES} attempts)`,
+          { cause: error },
+        );
+    }
+  }
+}
