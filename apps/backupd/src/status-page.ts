@@ -23,9 +23,14 @@ function row(status: ReplicaStatus, now: number): string {
     : status.leaseHolder
       ? `held by ${escapeHtml(status.leaseHolder)}`
       : 'not held';
+  // The worker names only a restore point it read and checked (a corrupt one
+  // LATEST happens to name is never shown as the latest). Without one and
+  // refused for good, there is none usable, not "none yet".
   const latest = status.latestRestorePoint
     ? `commit ${status.latestRestorePoint.commitSeq}${status.latestRestorePoint.createdAt ? ` <small>(${escapeHtml(status.latestRestorePoint.createdAt)})</small>` : ''}`
-    : 'none yet';
+    : status.refusal
+      ? '<span class="bad">none usable</span><br><small>see health</small>'
+      : 'none yet';
   return `<tr><td>${escapeHtml(status.database)}</td><td>${escapeHtml(status.replica)}</td><td>${health}</td><td class="lag">${status.lagSeconds}s</td><td>${ago(status.lastSuccessSeconds, now)}</td><td>${lease}</td><td>${latest}</td><td>${status.restorePoints ?? '—'}</td><td>${status.errors}</td></tr>`;
 }
 

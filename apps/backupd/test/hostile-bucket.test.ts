@@ -76,19 +76,28 @@ const BUCKET_FINE = {
 };
 const NO_LEASE = { lease: passes('no lease'), acquire: passes('acquired generation 1') };
 
-/** LATEST is refused by all that read it, with `problem`. */
+/**
+ * LATEST is unusable, with `problem`: the worker heals it (LATEST rewritten
+ * to the newest manifest that passes the checks) and backs up; a restore of
+ * the latest state falls back to that manifest and says so; ls and verify
+ * report it.
+ */
 const badLatest = (problem: string) => ({
-  resume: refuses('LATEST does not name a manifest', problem),
-  restore: refuses(`restore point ${PREFIX}/LATEST refused`, problem),
+  resume: passes('backed up commit 5'),
+  restore: passes('restored commit 4'),
   ls: passes(problem),
   verify: refuses('LATEST: (none) PROBLEM', problem),
   ...NO_LEASE,
 });
-/** The manifest at `key`, which LATEST names, is refused by all that read it, with `problem`. */
+/**
+ * The manifest at `key`, which LATEST names, fails its checks with `problem`:
+ * the worker heals LATEST to the newest manifest that passes and backs up; a
+ * restore of the latest state falls back to it; ls and verify report it.
+ */
 const badManifest = (key: string, problem: string) => ({
-  resume: refuses(`LATEST names ${key}, which does not parse`, problem),
-  restore: refuses(`restore point ${key} refused`, problem),
-  ls: passes('PROBLEM', problem),
+  resume: passes('backed up commit 5'),
+  restore: passes('restored commit 4'),
+  ls: passes(`PROBLEM: LATEST names ${key}, which is corrupt`, problem),
   verify: refuses(`LATEST names ${key}, which does not verify`, problem),
   ...NO_LEASE,
 });
@@ -118,7 +127,7 @@ const ROWS: Row[] = [
   { name: 'LATEST names a key outside the prefix', plant: all(manifestCopyAt('other/manifest/00000000000000000004.json'), latestText('other/manifest/00000000000000000004.json')), expect: badLatest('does not hold one manifest key of prefix "backup"') },
   { name: 'LATEST names a path with ..', plant: all(manifestCopyAt('other/manifest/00000000000000000004.json'), latestText(`${PREFIX}/manifest/../../other/manifest/00000000000000000004.json`)), expect: badLatest('does not hold one manifest key of prefix "backup"') },
   { name: 'LATEST is huge (1 MiB, over its 4 KiB cap)', plant: hugeLatest(1024 * 1024), readCap: { key: `${PREFIX}/LATEST`, bytes: MAX_LATEST_BYTES }, expect: badLatest('larger than') },
-  { name: 'LATEST names a manifest that does not exist', plant: latestText(`${PREFIX}/manifest/00000000000000000099.json`), expect: { ...badLatest(`LATEST names ${PREFIX}/manifest/00000000000000000099.json, which does not exist`), resume: refuses(`LATEST names ${PREFIX}/manifest/00000000000000000099.json, which does not exist`), verify: refuses(`LATEST names ${PREFIX}/manifest/00000000000000000099.json, which does not exist`) } },
+  { name: 'LATEST names a manifest that does not exist', plant: latestText(`${PREFIX}/manifest/00000000000000000099.json`), expect: { ...badLatest(`LATEST names ${PREFIX}/manifest/00000000000000000099.json, which does not exist`), verify: refuses(`LATEST names ${PREFIX}/manifest/00000000000000000099.json, which does not exist`) } },
   // ── manifests that LATEST names (at commit 5's key unless said) ──
   { name: 'manifest with wrong types (commitSeq is a string)', plant: editedManifest({ edit: (m) => { m.commitSeq = '5'; } }), expect: badManifest(M5, 'invalid manifest field commitSeq: expected a number, found a string') },
   { name: 'manifest with wrong types (files is an object)', plant: editedManifest({ edit: (m) => { (m as Record<string, unknown>).files = { 0: m.files[0] }; } }), expect: badManifest(M5, 'invalid manifest field files: expected an array') },
@@ -131,16 +140,16 @@ const ROWS: Row[] = [
   { name: 'side-file name is an absolute path', plant: editedManifest({ edit: (m, paths) => { entry(m, 'roles.json').name = `${paths.root}/victim`; } }), expect: badManifest(M5, 'invalid manifest field files[3].name: not a plain file name: contains a path separator') },
   { name: 'NUL in a file name', plant: editedManifest({ edit: (m) => { entry(m, 'roles.json').name = 'roles\u0000.json'; } }), expect: badManifest(M5, 'invalid manifest field files[3].name: not a plain file name: contains NUL or a control character') },
   { name: 'NUL in a key', plant: editedManifest({ edit: (m) => { entry(m, 'roles.json').key = `${PREFIX}/side/roles.json/3738ece2\u0000-00000000000000000012`; } }), expect: badManifest(M5, 'invalid manifest field files[3].key: not a snapshot, archive or side-file key of this layout') },
-  { name: 'manifest over the 16 MiB cap', plant: editedManifest({ text: (t) => t + ' '.repeat(MAX_MANIFEST_BYTES) }), readCap: { key: M5, bytes: MAX_MANIFEST_BYTES }, expect: { ...badManifest(M5, 'larger than'), ls: passes('PROBLEM: larger than 16777216 bytes'), verify: refuses(`LATEST names ${M5}, which does not verify`, 'larger than 16777216 bytes') } },
+  { name: 'manifest over the 16 MiB cap', plant: editedManifest({ text: (t) => t + ' '.repeat(MAX_MANIFEST_BYTES) }), readCap: { key: M5, bytes: MAX_MANIFEST_BYTES }, expect: { ...badManifest(M5, 'larger than'), ls: passes('corrupt: larger than 16777216 bytes'), verify: refuses(`LATEST names ${M5}, which does not verify`, 'larger than 16777216 bytes') } },
   { name: 'manifest whose commitSeq does not add up (7 for 4 frames)', plant: editedManifest({ at: 7, edit: (m) => { m.commitSeq = 7; } }), expect: badManifest(M7, 'invalid manifest field commitSeq: 7 does not equal oldestCommitSeq + the frames listed (4)') },
   { name: 'manifest that is not JSON', plant: manifestBytes(5, new TextEncoder().encode('{"formatVersion": 1, "lineage": ')), expect: badManifest(M5, 'invalid manifest: not valid JSON') },
   { name: 'manifest that is not UTF-8', plant: manifestBytes(5, Uint8Array.from([0x7b, 0xff, 0xfe, 0x7d])), expect: badManifest(M5, 'invalid manifest: not valid UTF-8') },
   // These parse: the worker, which restores nothing, resumes; restore and verify refuse them.
   { name: 'side file named wal.bin (a file restore rebuilds)', plant: all(object(sideKey(PREFIX, 'wal.bin', '3738ece2', 12), '{"roles":[]}'), editedManifest({ at: 4, edit: (m) => { const e = entry(m, 'roles.json'); e.name = 'wal.bin'; e.key = sideKey(PREFIX, 'wal.bin', '3738ece2', 12); } })), expect: { ...BUCKET_FINE, restore: refuses('the manifest names a file "wal.bin", which a restore point never carries'), ...NO_LEASE } },
-  { name: 'hidden file name .profile', plant: all(object(sideKey(PREFIX, '.profile', '3738ece2', 12), '{"roles":[]}'), editedManifest({ at: 4, edit: (m) => { const e = entry(m, 'roles.json'); e.name = '.profile'; e.key = sideKey(PREFIX, '.profile', '3738ece2', 12); } })), expect: { resume: passes('backed up commit 5'), restore: refuses('file name ".profile" starts with "."'), ls: passes('PROBLEM: file name ".profile" starts with "."'), verify: refuses('file name ".profile" starts with "."'), ...NO_LEASE } },
-  { name: 'manifest whose key says 6 and body says 4', plant: editedManifest({ at: 6 }), expect: { resume: passes('backed up commit 5'), restore: refuses('the key says commit 6, the manifest says commitSeq 4'), ls: passes('PROBLEM: the key says commit 6, the manifest says commitSeq 4'), verify: refuses('the key says commit 6, the manifest says commitSeq 4'), ...NO_LEASE } },
+  { name: 'hidden file name .profile', plant: all(object(sideKey(PREFIX, '.profile', '3738ece2', 12), '{"roles":[]}'), editedManifest({ at: 4, edit: (m) => { const e = entry(m, 'roles.json'); e.name = '.profile'; e.key = sideKey(PREFIX, '.profile', '3738ece2', 12); } })), expect: { resume: passes('backed up commit 5'), restore: passes('restored commit 3'), ls: passes('corrupt: file name ".profile" starts with "."'), verify: refuses('file name ".profile" starts with "."'), ...NO_LEASE } },
+  { name: 'manifest whose key says 6 and body says 4', plant: editedManifest({ at: 6 }), expect: { resume: passes('backed up commit 5'), restore: passes('restored commit 4'), ls: passes('corrupt: the key says commit 6, the manifest says commitSeq 4'), verify: refuses('the key says commit 6, the manifest says commitSeq 4'), ...NO_LEASE } },
   // ── manifests beside a good LATEST ──
-  { name: 'unparseable manifest beside LATEST', plant: manifestBytes(100, new TextEncoder().encode('not a manifest'), false), expect: { ...BUCKET_FINE, ls: passes('PROBLEM: does not parse: invalid manifest: not valid JSON'), verify: refuses('does not parse: invalid manifest: not valid JSON'), ...NO_LEASE } },
+  { name: 'unparseable manifest beside LATEST', plant: manifestBytes(100, new TextEncoder().encode('not a manifest'), false), expect: { ...BUCKET_FINE, ls: passes('corrupt: does not parse: invalid manifest: not valid JSON'), verify: refuses('does not parse: invalid manifest: not valid JSON'), ...NO_LEASE } },
   { name: "another lineage's manifest naming our objects", plant: editedManifest({ at: 100, latest: false, edit: (m) => { m.lineage = 'someone-else'; for (const e of [...m.files, ...m.segments]) e.lineage = 'someone-else'; m.oldestCommitSeq = 96; m.commitSeq = 100; } }), protect: () => GENERATION_0, expect: { ...BUCKET_FINE, ls: passes('someone-else'), verify: passes('verified 4 restore point(s)'), ...NO_LEASE } },
   { name: 'stray object under manifest/', plant: object(`${PREFIX}/manifest/notes.txt`, 'hello'), expect: { ...BUCKET_FINE, verify: refuses(`${PREFIX}/manifest/notes.txt is under manifest/ but is not a manifest key`), ...NO_LEASE } },
   { name: 'snapshot key claiming generation 2^53 - 1 (no next generation)', plant: object(snapshotKey(PREFIX, Number.MAX_SAFE_INTEGER, 0), 'x'), expect: { ...BUCKET_FINE, resume: refuses('invalid generation "9007199254740992"'), ...NO_LEASE } },

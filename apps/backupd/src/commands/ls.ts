@@ -1,17 +1,26 @@
 /**
- * `backupd ls <url>`: the restore points in a prefix. A local directory that
- * does not exist is an error (exit 1), not an empty listing: it is most often
- * a mistyped path, and "no restore points" would read as a lost backup.
+ * `backupd ls <url> [--deep]`: the restore points in a prefix. A local
+ * directory that does not exist is an error (exit 1), not an empty listing:
+ * it is most often a mistyped path, and "no restore points" would read as a
+ * lost backup.
+ *
+ * STATUS says what was checked, never more: `manifest checked` (the manifest
+ * was read and passed restore's checks; its objects were not read),
+ * `verified` (with --deep: also every object exists with its size and
+ * CRC-32), or `corrupt: <why>`. A LATEST that is unreadable, names nothing
+ * that exists, or names a corrupt point is a PROBLEM line above the table,
+ * with the restore point a restore of the latest state falls back to.
  */
 import { existsSync } from 'node:fs';
 import {
   findUnnamedNewerDataAfter,
   holdsUnnamedNewerData,
   listRestorePoints,
+  type RestorePointInfo,
   readLatest,
   type UnnamedNewerData,
 } from '@x/restore';
-import { type CommandContextFor, defineCommand, type NoOptions } from '../cli/command.ts';
+import { booleanOption, type CommandContextFor, defineCommand } from '../cli/command.ts';
 import { EXIT_OK } from '../exit-codes.ts';
 import { parseStoreUrl } from '../store-url.ts';
 import { newerDataCounts, newerDataJson } from './restore.ts';
@@ -40,19 +49,36 @@ export class BackupDirectoryMissingError extends Error {
   }
 }
 
+const options = { deep: booleanOption() } as const;
+
 export const lsCommand = defineCommand({
   name: 'ls',
-  synopsis: 'ls <url>',
+  synopsis: 'ls <url> [--deep]',
   summary: 'list restore points',
-  usage: 'Usage: backupd ls <url> [--json]',
-  description:
-    'Lists restore points: commit, time, size, generation, lineage, and which one LATEST names.',
-  options: {},
-  examples: ['backupd ls s3://my-bucket/app', 'backupd ls file:///srv/app.db-backups --json'],
+  usage: 'Usage: backupd ls <url> [--deep] [--json]',
+  description: `Lists restore points: commit, time, size, generation, lineage, which one LATEST
+names and whether LATEST is readable. STATUS says what was checked: "manifest
+checked" (the manifest passed restore's checks; its objects were not read),
+"verified" (--deep: every object it names exists with its size and CRC-32,
+as verify --deep checks), or "corrupt: <why>".`,
+  options,
+  examples: [
+    'backupd ls s3://my-bucket/app',
+    'backupd ls s3://my-bucket/app --deep',
+    'backupd ls file:///srv/app.db-backups --json',
+  ],
   run: listRestorePointsCommand,
 });
 
-async function listRestorePointsCommand(context: CommandContextFor<NoOptions>): Promise<number> {
+/** The STATUS cell of a restore point. */
+function statusOf(point: RestorePointInfo): string {
+  if (point.status !== 'ok') return `corrupt: ${point.problems.join('; ')}`;
+  return point.checked === 'objects' ? 'verified' : 'manifest checked';
+}
+
+async function listRestorePointsCommand(
+  context: CommandContextFor<typeof options>,
+): Promise<number> {
   expectPositionals(context, 1);
   const { store, prefix, url } = await openUrlArgument(context, 0);
   // openUrlArgument parsed the same text, so this cannot throw here.
@@ -61,13 +87,24 @@ async function listRestorePointsCommand(context: CommandContextFor<NoOptions>): 
     throw new BackupDirectoryMissingError(url, location.root);
   const signal = AbortSignal.timeout(120_000);
   const latest = await readLatest(store, prefix, signal);
-  const points = await listRestorePoints(store, prefix, { signal });
+  const deep = context.values.deep ?? false;
+  const points = await listRestorePoints(store, prefix, { signal, deep });
+  const named = points.find((point) => point.latest);
   const latestProblem =
     latest.state === 'invalid'
       ? latest.problem
-      : latest.state === 'ok' && !points.some((point) => point.latest)
+      : latest.state === 'ok' && named === undefined
         ? `LATEST names ${latest.manifestKey}, which does not exist`
-        : undefined;
+        : named !== undefined && named.status !== 'ok'
+          ? `LATEST names ${named.manifestKey}, which is corrupt: ${named.problems.join('; ')}`
+          : latest.state === 'missing' && points.length > 0
+            ? 'LATEST does not exist'
+            : undefined;
+  // Where a restore of the latest state goes instead: the newest sound point.
+  const fallback =
+    latestProblem === undefined
+      ? undefined
+      : points.findLast((point) => point.status === 'ok' && !point.latest);
   // What a restore of the latest would leave out: measured against the
   // restore point LATEST names, when it is readable.
   const latestPoint = points.find((point) => point.latest && point.status === 'ok');
@@ -91,10 +128,31 @@ async function listRestorePointsCommand(context: CommandContextFor<NoOptions>): 
           ? { ...point, newerUnrestorableCheckError: newerProblem }
           : { ...point, newerUnrestorable: newer === null ? null : newerDataJson(newer) },
     );
-    printJson(context, latestProblem ? { latestProblem, restorePoints: listed } : listed);
+    printJson(
+      context,
+      latestProblem
+        ? {
+            latestProblem,
+            latestFallback:
+              fallback === undefined
+                ? null
+                : { manifestKey: fallback.manifestKey, commitSeq: fallback.commitSeq },
+            restorePoints: listed,
+          }
+        : listed,
+    );
     return EXIT_OK;
   }
-  if (latestProblem) print(context, `PROBLEM: ${latestProblem}`);
+  if (latestProblem) {
+    print(context, `PROBLEM: ${latestProblem}`);
+    if (points.length > 0)
+      print(
+        context,
+        fallback === undefined
+          ? 'PROBLEM: no restore point below is sound: a restore of the latest state fails'
+          : `a restore of the latest state falls back to commit ${fallback.commitSeq} (${fallback.manifestKey}), the newest restore point listed as sound`,
+      );
+  }
   if (points.length === 0) {
     print(context, 'no restore points');
     return EXIT_OK;
@@ -108,12 +166,17 @@ async function listRestorePointsCommand(context: CommandContextFor<NoOptions>): 
     point.sizeBytes !== undefined ? formatBytes(point.sizeBytes) : '-',
     point.walGeneration !== undefined ? String(point.walGeneration) : '-',
     point.lineage ?? '-',
-    point.status === 'ok' ? 'ok' : `PROBLEM: ${point.problems.join('; ')}`,
+    statusOf(point),
   ]);
   print(
     context,
     table(['LATEST', 'COMMITS', 'CREATED', 'SIZE', 'GENERATION', 'LINEAGE', 'STATUS'], rows),
   );
+  if (!deep)
+    print(
+      context,
+      '"manifest checked": the manifest was read and passed restore\'s checks; its objects were not read (ls --deep reads them)',
+    );
   if (newerProblem !== undefined)
     print(context, `PROBLEM: could not check for data newer than LATEST: ${newerProblem}`);
   else if (newer !== null && holdsUnnamedNewerData(newer)) print(context, newerDataLine(newer));

@@ -90,6 +90,13 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
       onProgress: (state) => progress.update(state),
     });
     progress.finish();
+    const fellBack = 'fellBackFrom' in result ? (result.fellBackFrom as { reason: string }) : null;
+    if (fellBack)
+      context.stderr.write(
+        context.redactor.text(
+          `warning: ${fellBack.reason}; restored the newest restore point that passes restore's checks instead\n`,
+        ),
+      );
     // Only a restore of the latest promises "everything backed up"; a chosen
     // commit, time or manifest leaves newer data out on purpose.
     const newer =
