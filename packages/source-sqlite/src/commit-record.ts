@@ -30,7 +30,7 @@
  * pages are the newest version of every page those commits wrote, its
  * database size and commit time are those after the last of them. The tap
  * writes one only while the worker is behind the application (see
- * `maxHeldLogBytes` in tap.ts): the commits inside a batch are restorable
+ * `maxHeldLogBytes` in tap-options.ts): the commits inside a batch are restorable
  * together, to the batch's end, never one by one. Version 1 records are
  * written as before, byte for byte, so a reader of version 1 reads every log
  * written without a backlog; one that meets a batch refuses it (bad magic)

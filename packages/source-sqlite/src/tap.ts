@@ -123,7 +123,6 @@ export {
   DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
   type SqliteTapOptions,
 } from './tap-options.ts';
-export { walFramesOf } from './wal-capture.ts';
 
 export class SqliteTap {
   readonly path: string;

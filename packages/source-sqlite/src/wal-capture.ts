@@ -356,10 +356,3 @@ export class WalCapture {
     this.#context.progress.forget();
   }
 }
-
-/** Frames of `pageSize` bytes a WAL of `bytes` bytes holds. */
-export function walFramesOf(bytes: number, pageSize: number): number {
-  return bytes <= WAL_HEADER_BYTES
-    ? 0
-    : Math.floor((bytes - WAL_HEADER_BYTES) / (WAL_FRAME_HEADER_BYTES + pageSize));
-}
