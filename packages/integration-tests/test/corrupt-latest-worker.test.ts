@@ -177,6 +177,7 @@ for (const storeCase of localStoreCases()) {
       expect(repaired?.fields).toMatchObject({ from: manifests.at(-1), to: manifests.at(-2) });
       expect(String(repaired?.fields.problem)).toContain('does not parse');
       expect(watch.puts[0]).toMatchObject({ body: manifests.at(-2), ok: true });
+      expect(watch.puts[0]!.mode).toHaveProperty('ifMatch');
     });
 
     it("a racing writer's LATEST is not overwritten: the repair loses, LATEST is read again", async () => {
