@@ -159,6 +159,7 @@ export async function startDaemon(
             : {}),
           ...(health.restorePoints !== null ? { restorePoints: health.restorePoints } : {}),
           ...(health.refusal !== null ? { refusal: health.refusal } : {}),
+          ...(health.engine !== null ? { engine: health.engine } : {}),
           requests: replica.store.counters,
           stopped: replica.stopped,
           evaluationIntervalSeconds: replica.database.intervalMs / 1000,

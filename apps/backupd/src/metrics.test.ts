@@ -33,3 +33,36 @@ describe('renderMetrics: how far behind a replica is', () => {
     expect(text).toContain(`backupd_lag_seconds${labels} 41`);
   });
 });
+
+describe('renderMetrics: the engine files', () => {
+  const labels = '{database="/data/app.db",replica="file:///backups/app"}';
+
+  it('exposes database size, WAL size and checkpoints by mode when the engine reports them', () => {
+    const text = renderMetrics([
+      status({
+        engine: {
+          databaseBytes: 2_400_256,
+          walBytes: 4_152_832,
+          checkpoints: { passive: 17, truncate: 3 },
+        },
+      }),
+    ]);
+    expect(text).toContain('# TYPE backupd_database_bytes gauge');
+    expect(text).toContain(`backupd_database_bytes${labels} 2400256`);
+    expect(text).toContain(`backupd_wal_bytes${labels} 4152832`);
+    expect(text).toContain('# TYPE backupd_checkpoints_total counter');
+    expect(text).toContain(
+      'backupd_checkpoints_total{database="/data/app.db",replica="file:///backups/app",mode="passive"} 17',
+    );
+    expect(text).toContain(
+      'backupd_checkpoints_total{database="/data/app.db",replica="file:///backups/app",mode="truncate"} 3',
+    );
+  });
+
+  it('leaves the samples out when the engine does not say (a standby, a framed store)', () => {
+    const text = renderMetrics([status({})]);
+    expect(text).not.toContain(`backupd_database_bytes${labels}`);
+    expect(text).not.toContain(`backupd_wal_bytes${labels}`);
+    expect(text).not.toContain('backupd_checkpoints_total{');
+  });
+});

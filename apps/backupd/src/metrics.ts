@@ -79,6 +79,30 @@ const FAMILIES: readonly Family[] = [
     samples: (s) => (s.latestRestorePoint ? [[{}, s.latestRestorePoint.commitSeq]] : []),
   },
   {
+    name: 'backupd_database_bytes',
+    help: 'Size of the database file, as the engine last reported it.',
+    type: 'gauge',
+    samples: (s) => (s.engine?.databaseBytes != null ? [[{}, s.engine.databaseBytes]] : []),
+  },
+  {
+    name: 'backupd_wal_bytes',
+    help: "Size of the engine's WAL file on disk, as the engine last reported it.",
+    type: 'gauge',
+    samples: (s) => (s.engine?.walBytes != null ? [[{}, s.engine.walBytes]] : []),
+  },
+  {
+    name: 'backupd_checkpoints_total',
+    help: 'Checkpoints backupd ran on the database since its source opened, by mode.',
+    type: 'counter',
+    samples: (s) =>
+      s.engine?.checkpoints
+        ? [
+            [{ mode: 'passive' }, s.engine.checkpoints.passive],
+            [{ mode: 'truncate' }, s.engine.checkpoints.truncate],
+          ]
+        : [],
+  },
+  {
     name: 'backupd_requests_total',
     help: 'Object-store requests by operation.',
     type: 'counter',

@@ -1,5 +1,5 @@
 /** What the daemon knows about each replica, as /healthz, /livez, /readyz, /metrics and the status page show it. */
-import type { PermanentRefusal } from '@x/backup-worker';
+import type { EngineFiles, PermanentRefusal } from '@x/backup-worker';
 import type { Operation, OperationCounters } from './instrumented-store.ts';
 
 export interface ReplicaStatus {
@@ -30,6 +30,8 @@ export interface ReplicaStatus {
   readonly restorePoints?: number;
   /** A refusal no retry can clear (see the worker's `BackupHealth.refusal`); absent otherwise. */
   readonly refusal?: PermanentRefusal;
+  /** The engine's files (database and WAL size, checkpoints) at the last evaluation; absent when unknown. */
+  readonly engine?: EngineFiles;
   readonly requests: Readonly<Record<Operation, OperationCounters>>;
   /**
    * Whether the worker has ended for good (shut down, or panicked): it will

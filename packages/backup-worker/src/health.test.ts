@@ -46,3 +46,36 @@ describe('HealthTracker: how far behind', () => {
     );
   });
 });
+
+describe('HealthTracker: the engine files and refusals', () => {
+  it("keeps the engine's files from the last position, and forgets them without one", () => {
+    const health = new HealthTracker(1_000);
+    const engine = {
+      databaseBytes: 8192,
+      walBytes: 4152,
+      checkpoints: { passive: 2, truncate: 1 },
+    };
+    health.observe({ ...key, durableLength: 0, engine }, 0, 0);
+    expect(health.snapshot().engine).toEqual(engine);
+    health.observe(null, 1_000, 1_000);
+    expect(health.snapshot().engine).toBeNull();
+  });
+
+  it('reports a lineage refusal before ignored preconditions, and neither once cleared', () => {
+    const health = new HealthTracker(1_000);
+    expect(health.snapshot().refusal).toBeNull();
+    health.preconditionsIgnored = 'the service accepted a write it should have refused';
+    expect(health.snapshot().refusal).toEqual({
+      kind: 'preconditions-ignored',
+      reason: 'the service accepted a write it should have refused',
+    });
+    health.lineage = 'this backup prefix holds another database';
+    expect(health.snapshot().refusal).toEqual({
+      kind: 'lineage',
+      reason: 'this backup prefix holds another database',
+    });
+    health.lineage = null;
+    health.preconditionsIgnored = null;
+    expect(health.snapshot().refusal).toBeNull();
+  });
+});

@@ -10,6 +10,7 @@
  * restore-point intervals (the worker is behind the application: it says so,
  * with how far).
  */
+import type { EngineFiles } from './source.ts';
 
 /** Consecutive failed steps after which the worker reports itself unhealthy. */
 export const UNHEALTHY_AFTER_FAILURES = 3;
@@ -52,6 +53,8 @@ export interface BackupHealth {
    * judges by exit code should stop on it; `null` otherwise.
    */
   readonly refusal: PermanentRefusal | null;
+  /** The engine's files at the last evaluation (database and WAL size, checkpoints); `null` when the engine does not say or no source is open. */
+  readonly engine: EngineFiles | null;
 }
 
 /** See {@link BackupHealth.refusal}. */
@@ -78,6 +81,7 @@ export interface PositionForHealth extends WalKey {
   readonly durableLength: number;
   /** The engine's commit count, when it knows one. */
   readonly commitCount?: number | null;
+  readonly engine?: EngineFiles;
 }
 
 function mebibytes(bytes: number): string {
@@ -106,6 +110,7 @@ export class HealthTracker {
   #lastSuccessAt: number | null = null;
   #lagSeconds = 0;
   #reason: string | null = null;
+  #engine: EngineFiles | null = null;
 
   readonly #restorePointLimitMs: number;
   #unshippedBytes = 0;
@@ -126,6 +131,7 @@ export class HealthTracker {
    * was first seen.
    */
   observe(position: PositionForHealth | null, now: number, wallNow: number): void {
+    this.#engine = position?.engine ?? null;
     let lagMs = 0;
     this.#unshippedBytes = 0;
     // Success means everything durable of the WAL being shipped is in the
@@ -209,6 +215,7 @@ export class HealthTracker {
       unshippedBytes: this.#unshippedBytes,
       unrestorableCommits: this.#unrestorableCommits,
       refusal: this.#refusal(),
+      engine: this.#engine,
     };
   }
 

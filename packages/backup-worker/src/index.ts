@@ -23,6 +23,7 @@ export {
 export type {
   BackupSource,
   DurablePosition,
+  EngineFiles,
   FileIdentity,
   FileObservation,
   FrameCounting,

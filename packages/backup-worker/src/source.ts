@@ -80,6 +80,18 @@ export interface DurablePosition {
   readonly commitCount: number | null;
   /** True while this engine handle is taking a snapshot; the worker defers. */
   readonly snapshotInProgress: boolean;
+  /** What the engine's files look like, for health and metrics; absent when the engine does not say. */
+  readonly engine?: EngineFiles;
+}
+
+/** The engine's files as an operator sizes them (see {@link DurablePosition.engine}). */
+export interface EngineFiles {
+  /** Bytes of the database file; `null` when unknown. */
+  readonly databaseBytes: number | null;
+  /** Bytes of the engine's WAL file on disk; `null` when unknown. */
+  readonly walBytes: number | null;
+  /** Checkpoints the source ran since it opened, by mode; absent for engines that run none. */
+  readonly checkpoints?: { readonly passive: number; readonly truncate: number };
 }
 
 /** What the files on disk say, at one moment. */

@@ -29,7 +29,7 @@
  * left). Side files: none.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { link, rename, unlink, writeFile } from 'node:fs/promises';
 import type {
   BackupSource,
@@ -319,6 +319,11 @@ export class SqliteSource implements BackupSource {
       durableLength: this.#tap.logLength,
       commitCount: this.#commitCount,
       snapshotInProgress: false,
+      engine: {
+        databaseBytes: sizeOrNull(this.path),
+        walBytes: sizeOrNull(`${this.path}-wal`),
+        checkpoints: this.#tap.checkpointCounts,
+      },
     };
   }
 
@@ -457,5 +462,14 @@ export class SqliteSource implements BackupSource {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
     this.#tap.close();
+  }
+}
+
+/** A file's size, or `null` when it cannot be read (gone between two looks, no permission). */
+function sizeOrNull(path: string): number | null {
+  try {
+    return statSync(path).size;
+  } catch {
+    return null;
   }
 }

@@ -152,6 +152,7 @@ export class SqliteTap {
   /** True once the reader was moved to mark 0 after the WAL went quiet (see maintain). */
   #settled = false;
   #checkpointReports: CheckpointReport[] = [];
+  readonly #checkpointCounts = { passive: 0, truncate: 0 };
 
   private constructor(path: string, options: SqliteTapOptions) {
     this.path = path;
@@ -251,6 +252,11 @@ export class SqliteTap {
   }
 
   /** Checkpoint reports since the last call (for metrics and benchmarks). */
+  /** Checkpoints the tap has run since it opened, by mode (busy ones included); never drained. */
+  get checkpointCounts(): { readonly passive: number; readonly truncate: number } {
+    return { ...this.#checkpointCounts };
+  }
+
   takeCheckpointReports(): CheckpointReport[] {
     const reports = this.#checkpointReports;
     this.#checkpointReports = [];
@@ -447,6 +453,7 @@ export class SqliteTap {
 
   #report(report: CheckpointReport): CheckpointReport {
     this.#checkpointReports.push(report);
+    this.#checkpointCounts[report.mode] += 1;
     return report;
   }
 
