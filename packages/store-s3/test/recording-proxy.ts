@@ -11,8 +11,9 @@
  * reaches the server — the answer such a service gave to the SDK's default
  * checksum headers.
  *
- * (`@x/test-faults` has the fault proxy; this package does not depend on it,
- * and a recorder of header names is all these tests need.)
+ * Not built on `@x/test-faults`' intercepting proxy, which does the same:
+ * `@x/test-faults` devDepends on this package (its proxy tests drive the real
+ * adapters), so a devDependency back would be a package cycle turbo refuses.
  */
 import {
   Agent,

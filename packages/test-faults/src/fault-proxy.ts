@@ -38,8 +38,12 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import { isIP } from 'node:net';
 import { pipeline } from 'node:stream/promises';
+import {
+  answerHeadersToRelay,
+  parseLoopbackTarget,
+  requestHeadersToForward,
+} from './forwarding.ts';
 import {
   emptyCounts,
   type FaultCounts,
@@ -120,49 +124,6 @@ export interface FaultProxy {
 
 const WRITE_METHODS = new Set(['PUT', 'POST', 'PATCH', 'DELETE']);
 
-/** Hop-by-hop headers: about one connection, never forwarded. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'upgrade',
-]);
-
-function isLoopbackHost(hostname: string): boolean {
-  const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
-  if (bare === 'localhost') return true;
-  if (isIP(bare) === 4) return bare.startsWith('127.');
-  if (isIP(bare) === 6) return bare === '::1' || bare === '0:0:0:0:0:0:0:1';
-  return false;
-}
-
-function parseTarget(target: string): URL {
-  let url: URL;
-  try {
-    url = new URL(target);
-  } catch {
-    throw new FaultScheduleError(`target must be a URL such as http://127.0.0.1:9000`);
-  }
-  if (url.protocol !== 'http:') {
-    throw new FaultScheduleError(
-      `target must be plain http (the test servers), got ${url.protocol}`,
-    );
-  }
-  if (!isLoopbackHost(url.hostname)) {
-    throw new FaultScheduleError(
-      `target must be on this machine (127.0.0.0/8, ::1 or localhost), got ${url.hostname}: the proxy only forwards to a loopback test server`,
-    );
-  }
-  if (url.pathname !== '/' && url.pathname !== '') {
-    throw new FaultScheduleError('target must be an origin without a path');
-  }
-  return url;
-}
-
 type Flavor = 's3' | 'azure' | 'gcs';
 
 function flavorOf(request: IncomingMessage, path: string): Flavor {
@@ -240,11 +201,11 @@ interface HungRequest {
  * @throws FaultScheduleError for a non-loopback or malformed target, a bad seed or schedule.
  */
 export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
-  const target = parseTarget(options.target);
-  const targetHost = target.hostname.startsWith('[')
-    ? target.hostname.slice(1, -1)
-    : target.hostname;
-  const targetPort = Number(target.port || 80);
+  const {
+    url: target,
+    host: targetHost,
+    port: targetPort,
+  } = parseLoopbackTarget(options.target, (message) => new FaultScheduleError(message));
   const runner = new ScheduleRunner(options.schedule, options.seed, {
     caseInsensitiveMethods: true,
   });
@@ -380,16 +341,12 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     fault: TerminalFault | undefined,
   ): void {
     const method = request.method ?? 'GET';
-    const headers: OutgoingHttpHeaders = {};
-    for (const [name, value] of Object.entries(request.headers)) {
-      if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
-    }
     const upstream = httpRequest({
       host: targetHost,
       port: targetPort,
       method,
       path: request.url,
-      headers,
+      headers: requestHeadersToForward(request.headers),
       agent,
     });
     let answered = false;
@@ -433,18 +390,13 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         request.socket.destroy();
         return;
       }
-      const responseHeaders: string[] = [];
-      const raw = answer.rawHeaders;
-      for (let index = 0; index + 1 < raw.length; index += 2) {
-        const name = raw[index]!;
-        let value = raw[index + 1]!;
-        const lower = name.toLowerCase();
-        if (HOP_BY_HOP.has(lower) || lower === 'transfer-encoding') continue;
-        if (lower === 'location' && value.startsWith(target.origin)) {
-          value = listener.origin + value.slice(target.origin.length);
-        }
-        responseHeaders.push(name, value);
-      }
+      // A Location naming the target (a GCS resumable-session URL) is made to
+      // name the port the request came through, so follow-ups come back here.
+      const responseHeaders = answerHeadersToRelay(answer.rawHeaders, (lower, value) =>
+        lower === 'location' && value.startsWith(target.origin)
+          ? listener.origin + value.slice(target.origin.length)
+          : value,
+      );
       response.writeHead(status, answer.statusMessage, responseHeaders);
       if (fault?.kind === 'stall') {
         record(sequence, 'stall', method, path, fault.rule, fault.stallMs);

@@ -13,6 +13,15 @@ export {
 } from './faulty-store.ts';
 export { InjectedFaultError, injectedFaultKind } from './injected-fault.ts';
 export {
+  type AnsweredRequest,
+  type CannedAnswer,
+  type InterceptedRequest,
+  type InterceptingProxy,
+  InterceptingProxyError,
+  type InterceptingProxyOptions,
+  startInterceptingProxy,
+} from './intercepting-proxy.ts';
+export {
   FAULT_KINDS,
   type FaultCounts,
   type FaultEvent,
