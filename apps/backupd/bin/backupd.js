@@ -33,16 +33,15 @@ function freshBundle() {
 }
 
 const bundle = freshBundle();
-if (bundle === null) {
-  registerHooks({
-    resolve(specifier, context, nextResolve) {
-      const conditions = context.conditions.includes('@x/source')
-        ? context.conditions
-        : ['@x/source', ...context.conditions];
-      return nextResolve(specifier, { ...context, conditions });
-    },
-  });
-}
+// For the bundle too: the cloud adapters it leaves out load from their sources.
+registerHooks({
+  resolve(specifier, context, nextResolve) {
+    const conditions = context.conditions.includes('@x/source')
+      ? context.conditions
+      : ['@x/source', ...context.conditions];
+    return nextResolve(specifier, { ...context, conditions });
+  },
+});
 if (process.env.BACKUPD_DEBUG === '1')
   process.stderr.write(`backupd: running from ${bundle === null ? 'the sources' : 'the bundle'}\n`);
 const { main } = await import(bundle === null ? '../src/main.ts' : bundle.href);

@@ -26,9 +26,10 @@ try {
     platform: 'node',
     target: 'node22',
     conditions: ['@x/source'],
-    // The SDKs keep their own lazy requires and native-looking paths: they are
-    // loaded from node_modules, and only by the adapter chunk of their scheme.
-    external: ['@aws-sdk/*', '@smithy/*', '@azure/*', '@google-cloud/*', 'google-auth-library'],
+    // The cloud adapters (and their SDKs) stay out: they load only for their
+    // scheme, from the adapter's own package (its sources, through the
+    // `@x/source` condition bin/backupd.js adds), where pnpm put their SDKs.
+    external: ['@x/store-s3', '@x/store-azure', '@x/store-gcs'],
     // CommonJS dependencies (pino, yaml) call require(): give the bundle one.
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
