@@ -2,23 +2,16 @@
  * Health transitions, each with its reason; back-off; shutdown within the
  * grace period against a bucket that never answers; the panic hook.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  type BackupHandle,
-  BackupWorker,
-  type BackupWorkerOptions,
-  TestHooks,
-} from '@x/backup-worker';
-import { FakeClock, readLease } from '@x/lease';
+import { writeFile } from 'node:fs/promises';
+import { type BackupHandle, type BackupWorker, TestHooks } from '@x/backup-worker';
+import { type FakeClock, readLease } from '@x/lease';
 import { latestKey } from '@x/manifest';
-import { FramedDirSource } from '@x/source-framed';
 import { MemoryStore, StoreError } from '@x/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkBucket } from './helpers/check-bucket.ts';
 import { waitFor } from './helpers/drive.ts';
-import { FramedTestEngine } from './helpers/framed-engine.ts';
+import type { FramedTestEngine } from './helpers/framed-engine.ts';
+import { StartedWorkers, type WorkerOptions } from './helpers/started-workers.ts';
 import { CountingStore } from './helpers/stores.ts';
 
 const prefix = 'health/db';
@@ -41,30 +34,24 @@ class FailingStore extends CountingStore {
 }
 
 describe('health', () => {
-  let directory: string;
+  let workers: StartedWorkers;
   let engine: FramedTestEngine;
   let clock: FakeClock;
   let store: FailingStore;
   let inner: MemoryStore;
 
   beforeEach(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'backup-worker-health-'));
-    engine = await FramedTestEngine.create(directory);
-    await engine.commit(3);
-    clock = new FakeClock();
+    workers = await StartedWorkers.create('backup-worker-health-');
+    ({ engine, clock } = workers);
     inner = new MemoryStore();
     store = new FailingStore(inner);
   });
-  afterEach(() => rm(directory, { recursive: true, force: true }));
+  afterEach(() => workers.dispose());
 
-  function worker(options: Partial<BackupWorkerOptions> = {}): BackupWorker {
-    return new BackupWorker({
-      store,
+  function worker(options: Partial<WorkerOptions> = {}): BackupWorker {
+    return workers.worker(store, {
       prefix,
-      source: new FramedDirSource({ directory, engine }),
-      clock,
       walIntervalMs: 1_000,
-      manifestIntervalMs: 0,
       leaseTtlSeconds: 6,
       operationTimeoutMs: 2_000,
       shutdownGraceMs: 5_000,
@@ -129,12 +116,8 @@ describe('health', () => {
     }
   });
 
-  async function stop(handle: BackupHandle): Promise<number> {
-    let stopped = false;
-    void handle.shutdown().then(() => {
-      stopped = true;
-    });
-    return waitFor(clock, () => stopped, { what: 'shutdown', stepMs: 250, maxMs: 120_000 });
+  function stop(handle: BackupHandle): Promise<number> {
+    return workers.stop(handle, { stepMs: 250, maxMs: 120_000 });
   }
 
   it('flushes pending WAL and writes a final manifest on shutdown, then releases the lease and stays unhealthy ("stopped")', async () => {

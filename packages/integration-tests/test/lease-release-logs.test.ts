@@ -2,16 +2,11 @@
  * A worker that never held the lease says nothing about releasing it at
  * shutdown; one that held it says it released it.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BackupHandle, type BackupLogger, BackupWorker } from '@x/backup-worker';
-import { FakeClock } from '@x/lease';
-import { FramedDirSource } from '@x/source-framed';
+import type { BackupHandle, BackupLogger } from '@x/backup-worker';
 import { MemoryStore } from '@x/store';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from './helpers/drive.ts';
-import { FramedTestEngine } from './helpers/framed-engine.ts';
+import { StartedWorkers } from './helpers/started-workers.ts';
 
 function recordingLogger(): { logger: BackupLogger; events: string[] } {
   const events: string[] = [];
@@ -20,28 +15,16 @@ function recordingLogger(): { logger: BackupLogger; events: string[] } {
 }
 
 describe('lease release at shutdown', () => {
-  let directory: string;
-  afterEach(async () => {
-    await rm(directory, { recursive: true, force: true });
-  });
+  let workers: StartedWorkers;
+  afterEach(() => workers.dispose());
 
   it('is logged by the holder and not by an instance that never held the lease', async () => {
-    directory = await mkdtemp(join(tmpdir(), 'lease-release-logs-'));
-    const engine = await FramedTestEngine.create(directory);
-    await engine.commit(2);
-    const clock = new FakeClock();
+    workers = await StartedWorkers.create('lease-release-logs-', { commits: 2 });
+    const { clock } = workers;
     const store = new MemoryStore();
     const start = (logger: BackupLogger): BackupHandle =>
-      new BackupWorker({
-        store,
-        prefix: 'p',
-        source: new FramedDirSource({ directory, engine }),
-        clock,
-        logger,
-        leaseTtlSeconds: 6,
-        manifestIntervalMs: 0,
-        shutdownGraceMs: 2_000,
-      }).start();
+      workers.start(store, { prefix: 'p', logger, leaseTtlSeconds: 6, shutdownGraceMs: 2_000 })
+        .handle;
     const holder = recordingLogger();
     const standby = recordingLogger();
     const a = start(holder.logger);
@@ -50,13 +33,8 @@ describe('lease release at shutdown', () => {
     await waitFor(clock, () => standby.events.includes('backup.lease_held_elsewhere'), {
       what: 'B to see the holder',
     });
-    for (const handle of [b, a]) {
-      let stopped = false;
-      void handle.shutdown().then(() => {
-        stopped = true;
-      });
-      await waitFor(clock, () => stopped, { stepMs: 500, what: 'shutdown' });
-    }
+    // B first: were A released first, B could take the lease and release it too.
+    for (const handle of [b, a]) await workers.stop(handle, { stepMs: 500 });
     expect(standby.events.filter((event) => event.startsWith('backup.lease_release'))).toEqual([]);
     expect(holder.events).toContain('backup.lease_released');
   });

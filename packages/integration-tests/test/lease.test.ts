@@ -4,76 +4,49 @@
  * its first restore point verifies), and a lease lost mid-upload (the upload
  * is aborted; nothing the successor's manifests name is overwritten).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BackupHandle, BackupWorker } from '@x/backup-worker';
-import { FakeClock, leaseKey } from '@x/lease';
+import type { FakeClock } from '@x/lease';
+import { leaseKey } from '@x/lease';
 import { latestKey } from '@x/manifest';
-import { FramedDirSource } from '@x/source-framed';
 import type { ObjectStore } from '@x/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkBucket } from './helpers/check-bucket.ts';
 import { waitFor } from './helpers/drive.ts';
-import { FramedTestEngine } from './helpers/framed-engine.ts';
+import type { FramedTestEngine } from './helpers/framed-engine.ts';
 import { realStoreCases } from './helpers/real-stores.ts';
+import { StartedWorkers } from './helpers/started-workers.ts';
 import { CountingStore, localStoreCases, untilAborted } from './helpers/stores.ts';
 
 const TTL_S = 6;
+const TIMINGS = {
+  leaseTtlSeconds: TTL_S,
+  walIntervalMs: 1_000,
+  operationTimeoutMs: 2_000,
+  shutdownGraceMs: 3_000,
+};
 
 for (const storeCase of [...localStoreCases(), ...realStoreCases()]) {
   describe(`the bucket lease (${storeCase.name})`, () => {
-    let directory: string;
     let inner: ObjectStore;
     let prefix: string;
     let close: () => Promise<void>;
+    let workers: StartedWorkers;
     let engine: FramedTestEngine;
     let clock: FakeClock;
-    const handles: BackupHandle[] = [];
 
     beforeEach(async () => {
-      directory = await mkdtemp(join(tmpdir(), 'backup-worker-lease-'));
+      workers = await StartedWorkers.create('backup-worker-lease-');
+      ({ engine, clock } = workers);
       ({ store: inner, prefix, close } = await storeCase.open());
-      engine = await FramedTestEngine.create(directory);
-      await engine.commit(3);
-      clock = new FakeClock();
     });
     afterEach(async () => {
-      for (const handle of handles.splice(0)) {
-        let stopped = false;
-        void handle.shutdown().then(() => {
-          stopped = true;
-        });
-        await waitFor(clock, () => stopped, { stepMs: 500, maxMs: 60_000, what: 'shutdown' });
-      }
-      await rm(directory, { recursive: true, force: true });
+      await workers.dispose({ stepMs: 500, maxMs: 60_000 });
       await close();
     });
-
-    function start(
-      store: CountingStore,
-      options: { operationTimeoutMs?: number } = {},
-    ): { worker: BackupWorker; handle: BackupHandle } {
-      const worker = new BackupWorker({
-        store,
-        prefix,
-        source: new FramedDirSource({ directory, engine }),
-        clock,
-        leaseTtlSeconds: TTL_S,
-        walIntervalMs: 1_000,
-        manifestIntervalMs: 0,
-        operationTimeoutMs: options.operationTimeoutMs ?? 2_000,
-        shutdownGraceMs: 3_000,
-      });
-      const handle = worker.start();
-      handles.push(handle);
-      return { worker, handle };
-    }
 
     it('lets exactly one of two workers upload; the other takes over within a TTL of the holder dying', async () => {
       const storeA = new CountingStore(inner);
       const storeB = new CountingStore(inner);
-      const a = start(storeA);
+      const a = workers.start(storeA, { prefix, ...TIMINGS });
       await waitFor(
         clock,
         async () => a.handle.health().leaseHeld && (await inner.get(latestKey(prefix))) !== null,
@@ -81,7 +54,7 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()]) {
           what: 'A to back up',
         },
       );
-      const b = start(storeB);
+      const b = workers.start(storeB, { prefix, ...TIMINGS });
       await waitFor(clock, () => b.handle.health().reason !== null, { what: 'B to report' });
       const reason = b.handle.health().reason!;
       expect(reason).toContain(`held by another instance (${a.worker.instanceId}`);
@@ -147,7 +120,7 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()]) {
           await untilAborted(signal);
         }
       };
-      const a = start(storeA);
+      const a = workers.start(storeA, { prefix, ...TIMINGS });
       let upload = false;
       void reachedUpload.then(() => {
         upload = true;
@@ -167,7 +140,7 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()]) {
       // twenty times faster than real time (100 ms per five event-loop
       // turns): its operation deadline has to cover a slow real upload.
       const storeB = new CountingStore(inner);
-      const b = start(storeB, { operationTimeoutMs: 30_000 });
+      const b = workers.start(storeB, { prefix, ...TIMINGS, operationTimeoutMs: 30_000 });
       await waitFor(clock, () => b.handle.health().leaseHeld, { what: 'B to take the lease' });
       await waitFor(clock, () => storeB.writes.includes(`PUT ${latestKey(prefix)}`), {
         what: "B's manifest",

@@ -6,18 +6,14 @@
  * than the limit. Steps evaluate health only when they end, so without the
  * supervisor nothing would: the stuck step never ends within the test.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BackupHandle, BackupWorker } from '@x/backup-worker';
-import { FakeClock } from '@x/lease';
+import type { FakeClock } from '@x/lease';
 import { latestKey } from '@x/manifest';
-import { FramedDirSource } from '@x/source-framed';
 import { MemoryStore, type PutOptions } from '@x/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkBucket } from './helpers/check-bucket.ts';
 import { waitFor } from './helpers/drive.ts';
-import { FramedTestEngine } from './helpers/framed-engine.ts';
+import type { FramedTestEngine } from './helpers/framed-engine.ts';
+import { StartedWorkers } from './helpers/started-workers.ts';
 import { CountingStore, untilAborted } from './helpers/stores.ts';
 
 const prefix = 'supervised/db';
@@ -44,50 +40,35 @@ class StuckSegmentStore extends CountingStore {
 }
 
 describe('the health supervisor', () => {
-  let directory: string;
+  let workers: StartedWorkers;
   let engine: FramedTestEngine;
   let clock: FakeClock;
   let inner: MemoryStore;
   let store: StuckSegmentStore;
-  let handle: BackupHandle | null = null;
 
   beforeEach(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'backup-worker-supervisor-'));
-    engine = await FramedTestEngine.create(directory);
-    await engine.commit(3);
-    clock = new FakeClock();
+    workers = await StartedWorkers.create('backup-worker-supervisor-');
+    ({ engine, clock } = workers);
     inner = new MemoryStore();
     store = new StuckSegmentStore(inner);
   });
   afterEach(async () => {
     store.stuck = false;
-    if (handle !== null) {
-      let stopped = false;
-      void handle.shutdown().then(() => {
-        stopped = true;
-      });
-      await waitFor(clock, () => stopped, { what: 'shutdown', stepMs: 250 });
-      handle = null;
-    }
-    await rm(directory, { recursive: true, force: true });
+    await workers.dispose({ stepMs: 250 });
   });
 
   it('re-evaluates health while a step is stuck: lag grows and the worker turns unhealthy, then recovers when the step completes', async () => {
-    handle = new BackupWorker({
-      store,
+    const { handle } = workers.start(store, {
       prefix,
-      source: new FramedDirSource({ directory, engine }),
-      clock,
       walIntervalMs: 1_000,
-      manifestIntervalMs: 0,
       leaseTtlSeconds: 30,
       operationTimeoutMs: OPERATION_TIMEOUT_MS,
       shutdownGraceMs: 5_000,
-    }).start();
+    });
     await waitFor(clock, async () => (await inner.get(latestKey(prefix))) !== null, {
       what: 'a backup',
     });
-    await waitFor(clock, () => handle!.health().healthy && handle!.health().lagSeconds === 0, {
+    await waitFor(clock, () => handle.health().healthy && handle.health().lagSeconds === 0, {
       what: 'healthy',
     });
 
@@ -96,7 +77,7 @@ describe('the health supervisor', () => {
     await engine.commit(2);
     await waitFor(clock, () => store.waiting > 0, { what: 'the step to be stuck' });
     // Lag is seen while the step is still stuck…
-    await waitFor(clock, () => handle!.health().lagSeconds >= 10, {
+    await waitFor(clock, () => handle.health().lagSeconds >= 10, {
       what: 'lag to grow while the step is stuck',
       stepMs: 500,
       maxMs: 60_000,
@@ -104,7 +85,7 @@ describe('the health supervisor', () => {
     expect(store.waiting).toBe(1);
     expect(handle.health().healthy).toBe(true);
     // …and the limit (max(30 s, 10 × interval)) turns the worker unhealthy, still stuck.
-    await waitFor(clock, () => !handle!.health().healthy, {
+    await waitFor(clock, () => !handle.health().healthy, {
       what: 'unhealthy while the step is stuck',
       stepMs: 500,
       maxMs: 60_000,
@@ -121,7 +102,7 @@ describe('the health supervisor', () => {
     await waitFor(
       clock,
       async () => {
-        if (!handle!.health().healthy) return false;
+        if (!handle.health().healthy) return false;
         const check = await checkBucket(inner, prefix, { content: true });
         return check.manifests.get(check.latest!)!.commitSeq === engine.durableCommits;
       },

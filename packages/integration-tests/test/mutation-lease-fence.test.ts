@@ -4,69 +4,45 @@
  * stop the upload within a TTL of the lease being lost: without the fence
  * the upload runs until its 60 s deadline.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BackupHandle, BackupWorker } from '@x/backup-worker';
-import { FakeClock, leaseKey } from '@x/lease';
+import type { FakeClock } from '@x/lease';
+import { leaseKey } from '@x/lease';
 import { latestKey } from '@x/manifest';
-import { FramedDirSource } from '@x/source-framed';
 import type { ObjectStore } from '@x/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkBucket } from './helpers/check-bucket.ts';
 import { waitFor } from './helpers/drive.ts';
-import { FramedTestEngine } from './helpers/framed-engine.ts';
+import type { FramedTestEngine } from './helpers/framed-engine.ts';
+import { StartedWorkers } from './helpers/started-workers.ts';
 import { CountingStore, localStoreCases, untilAborted } from './helpers/stores.ts';
 
 const TTL_S = 6;
 /** Far longer than the TTL: only the fence can abort the upload in time. */
 const OPERATION_TIMEOUT_MS = 60_000;
+const TIMINGS = {
+  leaseTtlSeconds: TTL_S,
+  walIntervalMs: 1_000,
+  operationTimeoutMs: OPERATION_TIMEOUT_MS,
+  shutdownGraceMs: 3_000,
+};
 
 for (const storeCase of localStoreCases()) {
   describe(`the write fence (${storeCase.name})`, () => {
-    let directory: string;
     let inner: ObjectStore;
     let prefix: string;
     let close: () => Promise<void>;
+    let workers: StartedWorkers;
     let engine: FramedTestEngine;
     let clock: FakeClock;
-    const handles: BackupHandle[] = [];
 
     beforeEach(async () => {
-      directory = await mkdtemp(join(tmpdir(), 'backup-worker-fence-'));
+      workers = await StartedWorkers.create('backup-worker-fence-');
+      ({ engine, clock } = workers);
       ({ store: inner, prefix, close } = await storeCase.open());
-      engine = await FramedTestEngine.create(directory);
-      await engine.commit(3);
-      clock = new FakeClock();
     });
     afterEach(async () => {
-      for (const handle of handles.splice(0)) {
-        let stopped = false;
-        void handle.shutdown().then(() => {
-          stopped = true;
-        });
-        await waitFor(clock, () => stopped, { stepMs: 500, maxMs: 120_000, what: 'shutdown' });
-      }
-      await rm(directory, { recursive: true, force: true });
+      await workers.dispose({ stepMs: 500, maxMs: 120_000 });
       await close();
     });
-
-    function start(store: CountingStore): { worker: BackupWorker; handle: BackupHandle } {
-      const worker = new BackupWorker({
-        store,
-        prefix,
-        source: new FramedDirSource({ directory, engine }),
-        clock,
-        leaseTtlSeconds: TTL_S,
-        walIntervalMs: 1_000,
-        manifestIntervalMs: 0,
-        operationTimeoutMs: OPERATION_TIMEOUT_MS,
-        shutdownGraceMs: 3_000,
-      });
-      const handle = worker.start();
-      handles.push(handle);
-      return { worker, handle };
-    }
 
     it('aborts an upload in flight within a TTL of the lease being lost, with a deadline of ten TTLs, and overwrites nothing of the successor', async () => {
       // A snapshot large enough for several read chunks of the archive.
@@ -82,7 +58,7 @@ for (const storeCase of localStoreCases()) {
           await untilAborted(signal);
         }
       };
-      const a = start(storeA);
+      const a = workers.start(storeA, { prefix, ...TIMINGS });
       await waitFor(clock, () => inFlight, { what: 'the archive upload to be in flight' });
       // A is partitioned from the bucket mid-upload: its renewals fail; its
       // fence falls two thirds of a TTL after the last renewal.
@@ -99,7 +75,7 @@ for (const storeCase of localStoreCases()) {
 
       // A successor takes over after the TTL and writes its restore point.
       const storeB = new CountingStore(inner);
-      const b = start(storeB);
+      const b = workers.start(storeB, { prefix, ...TIMINGS });
       await waitFor(clock, () => b.handle.health().leaseHeld, { what: 'B to take the lease' });
       await waitFor(clock, () => storeB.writes.includes(`PUT ${latestKey(prefix)}`), {
         what: "B's manifest",

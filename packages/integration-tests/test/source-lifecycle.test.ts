@@ -3,19 +3,23 @@
  * closes it once it knows the lease is gone, and opens afresh at its next
  * tenure. A standby never opens it.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BackupHandle, type BackupSource, BackupWorker } from '@x/backup-worker';
-import { FakeClock } from '@x/lease';
+import { type BackupSource, BackupWorker } from '@x/backup-worker';
+import type { FakeClock } from '@x/lease';
 import { FramedDirSource } from '@x/source-framed';
 import { MemoryStore } from '@x/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { waitFor } from './helpers/drive.ts';
-import { FramedTestEngine } from './helpers/framed-engine.ts';
+import type { FramedTestEngine } from './helpers/framed-engine.ts';
+import { StartedWorkers } from './helpers/started-workers.ts';
 import { CountingStore } from './helpers/stores.ts';
 
 const TTL_S = 6;
+const TIMINGS = {
+  leaseTtlSeconds: TTL_S,
+  walIntervalMs: 1_000,
+  operationTimeoutMs: 2_000,
+  shutdownGraceMs: 3_000,
+};
 
 /** Opens framed sources on `directory` and records every open and close. */
 class RecordingOpener {
@@ -44,42 +48,19 @@ class RecordingOpener {
 }
 
 describe('a worker that opens its own source (openSource)', () => {
+  let workers: StartedWorkers;
   let directory: string;
   let engine: FramedTestEngine;
   let clock: FakeClock;
-  const handles: BackupHandle[] = [];
 
   beforeEach(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'source-lifecycle-'));
-    engine = await FramedTestEngine.create(directory);
-    await engine.commit(3);
-    clock = new FakeClock();
+    workers = await StartedWorkers.create('source-lifecycle-');
+    ({ directory, engine, clock } = workers);
   });
-  afterEach(async () => {
-    for (const handle of handles.splice(0)) {
-      let stopped = false;
-      void handle.shutdown().then(() => {
-        stopped = true;
-      });
-      await waitFor(clock, () => stopped, { stepMs: 500, maxMs: 60_000, what: 'shutdown' });
-    }
-    await rm(directory, { recursive: true, force: true });
-  });
+  afterEach(() => workers.dispose({ stepMs: 500, maxMs: 60_000 }));
 
-  function start(store: CountingStore, opener: RecordingOpener): BackupHandle {
-    const handle = new BackupWorker({
-      store,
-      prefix: 'p',
-      openSource: opener.open,
-      clock,
-      leaseTtlSeconds: TTL_S,
-      walIntervalMs: 1_000,
-      manifestIntervalMs: 0,
-      operationTimeoutMs: 2_000,
-      shutdownGraceMs: 3_000,
-    }).start();
-    handles.push(handle);
-    return handle;
+  function start(store: CountingStore, opener: RecordingOpener) {
+    return workers.start(store, { prefix: 'p', openSource: opener.open, ...TIMINGS }).handle;
   }
 
   it('opens with the lease, never on a standby, closes once the lease is known lost, reopens at the next tenure', async () => {
@@ -109,12 +90,7 @@ describe('a worker that opens its own source (openSource)', () => {
     expect(openerA.events).toEqual(['open 1']);
 
     // B stops and releases: its source closes after the release.
-    const bStopped = handles.splice(handles.indexOf(b), 1)[0]!.shutdown();
-    let stopped = false;
-    void bStopped.then(() => {
-      stopped = true;
-    });
-    await waitFor(clock, () => stopped, { stepMs: 500, what: 'B to stop' });
+    await workers.stop(b, { stepMs: 500, what: 'B to stop' });
     expect(openerB.events).toEqual(['open 1', 'close 1']);
 
     // A's bucket answers again: A learns its lease is gone, closes its
