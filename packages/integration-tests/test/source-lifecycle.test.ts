@@ -14,12 +14,6 @@ import { StartedWorkers } from './helpers/started-workers.ts';
 import { CountingStore } from './helpers/stores.ts';
 
 const TTL_S = 6;
-const TIMINGS = {
-  leaseTtlSeconds: TTL_S,
-  walIntervalMs: 1_000,
-  operationTimeoutMs: 2_000,
-  shutdownGraceMs: 3_000,
-};
 
 /** Opens framed sources on `directory` and records every open and close. */
 class RecordingOpener {
@@ -60,7 +54,14 @@ describe('a worker that opens its own source (openSource)', () => {
   afterEach(() => workers.dispose({ stepMs: 500, maxMs: 60_000 }));
 
   function start(store: CountingStore, opener: RecordingOpener) {
-    return workers.start(store, { prefix: 'p', openSource: opener.open, ...TIMINGS }).handle;
+    return workers.start(store, {
+      prefix: 'p',
+      openSource: opener.open,
+      leaseTtlSeconds: TTL_S,
+      walIntervalMs: 1_000,
+      operationTimeoutMs: 2_000,
+      shutdownGraceMs: 3_000,
+    }).handle;
   }
 
   it('opens with the lease, never on a standby, closes once the lease is known lost, reopens at the next tenure', async () => {
