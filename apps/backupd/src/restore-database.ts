@@ -9,7 +9,12 @@
  * {@link DatabaseTargetExistsError}).
  */
 import { basename, dirname, join } from 'node:path';
-import { NoRestorePointError, RestoreTargetNotEmptyError, restore } from '@x/restore';
+import {
+  type LatestFallback,
+  NoRestorePointError,
+  RestoreTargetNotEmptyError,
+  restore,
+} from '@x/restore';
 import { sqliteCommitAtTime, sqliteMaterializer } from '@x/source-sqlite';
 import type { ObjectStore } from '@x/store';
 import type { ProgressState } from './progress-bar.ts';
@@ -55,6 +60,8 @@ export class DatabaseTargetExistsError extends Error {
 export interface DatabaseRestoreResult {
   readonly commitSeq: number;
   readonly manifestKey: string;
+  /** Set when LATEST was unusable and the newest restore point that passes restore's checks was used. */
+  readonly fellBackFrom?: LatestFallback;
 }
 
 export async function restoreDatabase(
@@ -98,5 +105,9 @@ export async function restoreDatabase(
       throw new DatabaseTargetExistsError(target, error.entries, error);
     throw error;
   }
-  return { commitSeq: result.commitSeq, manifestKey: result.manifestKey };
+  return {
+    commitSeq: result.commitSeq,
+    manifestKey: result.manifestKey,
+    ...(result.fellBackFrom ? { fellBackFrom: result.fellBackFrom } : {}),
+  };
 }

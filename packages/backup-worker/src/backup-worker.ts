@@ -336,6 +336,13 @@ export class BackupWorker {
       await Promise.race([pending, graceEnds]);
       if (!this.#graceOver) this.#runAbort = new AbortController();
     }
+    // A stop that comes before this worker ever held the lease (an
+    // application that created its database and exited at once, a first
+    // boot) still makes what is captured restorable when the lease is free:
+    // one attempt, inside the grace period. A standby (the lease held
+    // elsewhere) does not flush.
+    if (!this.#lease.holds() && this.#lease.tenures === 0 && !this.#refused && !this.#graceOver)
+      await Promise.race([this.#lease.take(), graceEnds]);
     if (this.#lease.holds() && !this.#graceOver) {
       const flushed = await Promise.race([
         this.flush().then(() => true),
@@ -579,7 +586,9 @@ export class BackupWorker {
   async #resume(): Promise<boolean> {
     // No restore point to resume from (LATEST unusable, nothing to heal it with): permanent.
     const latest = await this.#writer.readLatest().catch((error: unknown) => {
-      throw LatestUnusableError.isInstance(error) ? this.#refuse(error.message) : error;
+      throw LatestUnusableError.isInstance(error)
+        ? this.#refuse(error.message, 'prefix-unusable')
+        : error;
     });
     const local = await this.#source.required.readLineage();
     const parent = await this.#source.required.readParent();
@@ -671,9 +680,10 @@ export class BackupWorker {
   }
 
   /** Refuse the prefix for the life of this worker. */
-  #refuse(why: string): LineageRefusedError {
+  #refuse(why: string, kind: 'lineage' | 'prefix-unusable' = 'lineage'): LineageRefusedError {
     this.#logger.error('backup.prefix_refused', { reason: why });
     this.#health.lineage = why;
+    this.#health.lineageRefusalKind = kind;
     this.#refused = new LineageRefusedError(why);
     return this.#refused;
   }

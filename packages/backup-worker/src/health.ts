@@ -59,7 +59,12 @@ export interface BackupHealth {
 
 /** See {@link BackupHealth.refusal}. */
 export interface PermanentRefusal {
-  readonly kind: 'lineage' | 'preconditions-ignored';
+  /**
+   * `lineage`: the prefix holds another database's backup; `prefix-unusable`:
+   * no restore point in it reads and passes the checks (LATEST cannot be
+   * repaired); `preconditions-ignored`: the service gives no exclusion.
+   */
+  readonly kind: 'lineage' | 'prefix-unusable' | 'preconditions-ignored';
   /** The same text as the health reason. */
   readonly reason: string;
 }
@@ -99,6 +104,8 @@ export class HealthTracker {
   lease: string | null = null;
   /** Why the worker refused the prefix; permanent. */
   lineage: string | null = null;
+  /** What kind of refusal {@link lineage} is. */
+  lineageRefusalKind: 'lineage' | 'prefix-unusable' = 'lineage';
   /** Why the last lease attempt failed closed: the service ignores preconditions. Cleared when a lease is taken. */
   preconditionsIgnored: string | null = null;
   stopped: string | null = null;
@@ -220,7 +227,7 @@ export class HealthTracker {
   }
 
   #refusal(): PermanentRefusal | null {
-    if (this.lineage !== null) return { kind: 'lineage', reason: this.lineage };
+    if (this.lineage !== null) return { kind: this.lineageRefusalKind, reason: this.lineage };
     if (this.preconditionsIgnored !== null)
       return { kind: 'preconditions-ignored', reason: this.preconditionsIgnored };
     return null;

@@ -20,6 +20,7 @@ export {
   type PermanentRefusal,
   UNHEALTHY_AFTER_FAILURES,
 } from './health.ts';
+export { LatestUnusableError } from './latest-repair.ts';
 export type {
   BackupSource,
   DurablePosition,

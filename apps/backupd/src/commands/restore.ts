@@ -20,7 +20,7 @@ import {
 import { EXIT_OK, EXIT_REFUSED } from '../exit-codes.ts';
 import { type ProgressState, progressReporter } from '../progress-bar.ts';
 import { isNothingBackedUp } from '../replicate/nothing-backed-up.ts';
-import { restoreDatabase } from '../restore-database.ts';
+import { type DatabaseRestoreResult, restoreDatabase } from '../restore-database.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';
 
 const options = {
@@ -90,7 +90,7 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
       onProgress: (state) => progress.update(state),
     });
     progress.finish();
-    const fellBack = 'fellBackFrom' in result ? (result.fellBackFrom as { reason: string }) : null;
+    const fellBack = result.fellBackFrom ?? null;
     if (fellBack)
       context.stderr.write(
         context.redactor.text(
@@ -154,7 +154,7 @@ async function restoreChosen(
     readonly target: string;
     readonly onProgress: (state: ProgressState) => void;
   },
-): Promise<{ readonly commitSeq: number; readonly manifestKey: string }> {
+): Promise<DatabaseRestoreResult> {
   const { commit: commitSeq, time, manifest: manifestKey } = values;
   const choice = {
     ...(manifestKey ? { manifestKey } : {}),

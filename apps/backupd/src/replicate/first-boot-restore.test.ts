@@ -56,8 +56,9 @@ describe('restoreMissingDatabases', () => {
       { env: {}, baseDir: scratch },
     );
     const { logger } = recordingLogger();
+    // Restore looked for a restore point to fall back to and found none usable.
     await expect(restoreMissingDatabases(config, { env: {}, logger })).rejects.toThrow(
-      /no restore point/,
+      /LATEST does not exist; and none of the 1 other manifest\(s\) passes restore's checks/,
     );
     expect(existsSync(path)).toBe(false);
   });

@@ -55,6 +55,13 @@ export async function restoreMissingDatabases(
       commitSeq: result.commitSeq,
       manifest: result.manifestKey,
     });
+    if (result.fellBackFrom)
+      options.logger.warn({
+        event: 'restore-fell-back',
+        database: database.path,
+        reason: result.fellBackFrom.reason,
+        note: "LATEST was unusable: restored the newest restore point that passes restore's checks",
+      });
     restored.push(database.path);
   }
   return { restored, fresh };
