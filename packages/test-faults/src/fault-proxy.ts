@@ -32,7 +32,6 @@ import { appendFileSync } from 'node:fs';
 import {
   Agent,
   createServer,
-  request as httpRequest,
   type IncomingMessage,
   type OutgoingHttpHeaders,
   type Server,
@@ -40,9 +39,11 @@ import {
 } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import {
+  afterRequestBody,
   answerHeadersToRelay,
+  forwardToTarget,
+  listenOnLoopback,
   parseLoopbackTarget,
-  requestHeadersToForward,
 } from './forwarding.ts';
 import {
   emptyCounts,
@@ -201,11 +202,7 @@ interface HungRequest {
  * @throws FaultScheduleError for a non-loopback or malformed target, a bad seed or schedule.
  */
 export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
-  const {
-    url: target,
-    host: targetHost,
-    port: targetPort,
-  } = parseLoopbackTarget(options.target, (message) => new FaultScheduleError(message));
+  const target = parseLoopbackTarget(options.target, (message) => new FaultScheduleError(message));
   const runner = new ScheduleRunner(options.schedule, options.seed, {
     caseInsensitiveMethods: true,
   });
@@ -321,13 +318,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       response.writeHead(answer.status, headers);
       response.end(request.method === 'HEAD' ? undefined : body);
     };
-    // Read the body first, as a server that failed after reading it would:
-    // answering mid-upload makes some clients report a broken pipe instead.
-    if (request.complete) send();
-    else {
-      request.on('end', send);
-      request.resume();
-    }
+    afterRequestBody(request, send);
   }
 
   function forward(
@@ -341,27 +332,11 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     fault: TerminalFault | undefined,
   ): void {
     const method = request.method ?? 'GET';
-    const upstream = httpRequest({
-      host: targetHost,
-      port: targetPort,
-      method,
-      path: request.url,
-      headers: requestHeadersToForward(request.headers),
-      agent,
-    });
-    let answered = false;
-    response.on('close', () => {
-      // The client went away (or the answer was dropped): stop the upstream
-      // exchange unless it already finished.
-      if (!answered || !response.writableFinished) upstream.destroy();
-    });
-    upstream.on('error', () => {
-      // A failure of the target (or of our own destroy above) is no injected
-      // fault: the client sees its connection drop, as it would without us.
-      request.socket.destroy();
-    });
+    // A client that goes away (or whose answer is dropped) stops the upstream
+    // exchange; a failure of the target is no injected fault: the client sees
+    // its connection drop, as it would without the proxy.
+    const upstream = forwardToTarget(target, agent, request, response);
     upstream.on('response', (answer) => {
-      answered = true;
       const status = answer.statusCode ?? 502;
       const lost = fault?.kind === 'lostResponse';
       if (WRITE_METHODS.has(method) && status >= 200 && status < 300) {
@@ -393,8 +368,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       // A Location naming the target (a GCS resumable-session URL) is made to
       // name the port the request came through, so follow-ups come back here.
       const responseHeaders = answerHeadersToRelay(answer.rawHeaders, (lower, value) =>
-        lower === 'location' && value.startsWith(target.origin)
-          ? listener.origin + value.slice(target.origin.length)
+        lower === 'location' && value.startsWith(target.url.origin)
+          ? listener.origin + value.slice(target.url.origin.length)
           : value,
       );
       response.writeHead(status, answer.statusMessage, responseHeaders);
@@ -409,7 +384,6 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         // Either side went away; pipeline has destroyed both, which is all there is to do.
       });
     });
-    request.pipe(upstream);
   }
 
   async function relayWithStall(
@@ -523,19 +497,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     // No request timeout: a request held by a long partition must stay
     // hung (Node's default would answer 408 after 300 s).
     const server: Server = createServer({ keepAliveTimeout: 5_000, requestTimeout: 0 });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    const address = server.address();
-    if (address === null || typeof address === 'string') {
-      server.close();
-      throw new Error('fault proxy: could not read its own listening address');
-    }
-    const listener: Listener = { server, origin: `http://127.0.0.1:${address.port}`, caller };
+    const origin = await listenOnLoopback(server, 'fault proxy');
+    const listener: Listener = { server, origin, caller };
     server.on('request', (request: IncomingMessage, response: ServerResponse) => {
       handle(listener, request, response).catch(() => {
         // Nothing in handle is expected to throw; if it does, the client sees

@@ -1,7 +1,8 @@
 /**
  * What the proxies of this package share about forwarding one HTTP exchange
- * to a loopback test server: which targets they accept, and which headers
- * cross them.
+ * to a loopback test server: which targets they accept, which headers cross
+ * them, how a request is sent on, and how an answer of their own waits for
+ * the request's body.
  *
  * Guarantees: a target is accepted only when it is plain `http:` on
  * 127.0.0.0/8, `::1` or `localhost`, without a path; request and answer
@@ -9,7 +10,16 @@
  * signatures, which cover it, stay valid) except the hop-by-hop ones, which
  * describe one connection and never cross.
  */
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import {
+  type Agent,
+  type ClientRequest,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { isIP } from 'node:net';
 
 /** Hop-by-hop headers: about one connection, never forwarded. */
@@ -70,7 +80,7 @@ export function parseLoopbackTarget(
 }
 
 /** The request headers to send on to the target: all but the hop-by-hop ones, values unchanged. */
-export function requestHeadersToForward(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+function requestHeadersToForward(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const forwarded: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value !== undefined && !HOP_BY_HOP.has(name)) forwarded[name] = value;
@@ -97,4 +107,70 @@ export function answerHeadersToRelay(
     relayed.push(name, rewrite === undefined ? value : rewrite(lower, value));
   }
   return relayed;
+}
+
+/**
+ * Sends `request` on to the target unchanged (method, path and query, body,
+ * headers but the hop-by-hop ones) and returns the upstream request: the
+ * caller relays its `response`. Should the client go away before its whole
+ * answer was sent, the upstream exchange is stopped (a finished one stays,
+ * for the agent to reuse); should the target fail, the client's connection
+ * is dropped, as it would be without a proxy.
+ */
+export function forwardToTarget(
+  target: LoopbackTarget,
+  agent: Agent,
+  request: IncomingMessage,
+  response: ServerResponse,
+): ClientRequest {
+  const upstream = httpRequest({
+    host: target.host,
+    port: target.port,
+    method: request.method ?? 'GET',
+    path: request.url,
+    headers: requestHeadersToForward(request.headers),
+    agent,
+  });
+  response.on('close', () => {
+    if (!response.writableFinished) upstream.destroy();
+  });
+  upstream.on('error', () => {
+    request.socket.destroy();
+  });
+  request.pipe(upstream);
+  return upstream;
+}
+
+/**
+ * Runs `send` once the request's body has been read (and dropped), as a
+ * server that answers after reading it would: answering mid-upload makes
+ * some clients report a broken pipe instead of the answer.
+ */
+export function afterRequestBody(request: IncomingMessage, send: () => void): void {
+  if (request.complete) send();
+  else {
+    request.on('end', send);
+    request.resume();
+  }
+}
+
+/**
+ * Listens on 127.0.0.1 on a free port and resolves to its origin,
+ * `http://127.0.0.1:<port>`; rejects when the server cannot listen (then
+ * closed), naming `what`.
+ */
+export async function listenOnLoopback(server: Server, what: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') {
+    server.close();
+    throw new Error(`${what}: could not read its own listening address`);
+  }
+  return `http://127.0.0.1:${address.port}`;
 }

@@ -23,18 +23,14 @@
  *   first) is not reported; its client sees its connection drop.
  * - No faults of its own: the seeded fault schedule is `startFaultProxy`'s.
  */
-import {
-  Agent,
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type ServerResponse,
-} from 'node:http';
+import { Agent, createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import {
+  afterRequestBody,
   answerHeadersToRelay,
+  forwardToTarget,
+  listenOnLoopback,
   parseLoopbackTarget,
-  requestHeadersToForward,
 } from './forwarding.ts';
 
 /** A request as `intercept` sees it. */
@@ -111,19 +107,12 @@ export async function startInterceptingProxy(
     seen: InterceptedRequest,
     canned: CannedAnswer,
   ): void {
-    const send = () => {
+    afterRequestBody(request, () => {
       if (response.destroyed) return;
       response.writeHead(canned.status, { ...canned.headers });
       options.onAnswered?.({ ...seen, status: canned.status, intercepted: true });
       response.end(request.method === 'HEAD' ? undefined : canned.body);
-    };
-    // Read the body first, as a server that refused after reading it would:
-    // answering mid-upload makes some clients report a broken pipe instead.
-    if (request.complete) send();
-    else {
-      request.on('end', send);
-      request.resume();
-    }
+    });
   }
 
   function forward(
@@ -131,24 +120,7 @@ export async function startInterceptingProxy(
     response: ServerResponse,
     seen: InterceptedRequest,
   ): void {
-    const upstream = httpRequest({
-      host: target.host,
-      port: target.port,
-      method: seen.method,
-      path: request.url,
-      headers: requestHeadersToForward(request.headers),
-      agent,
-    });
-    response.on('close', () => {
-      // The client went away before the whole answer reached it: stop the
-      // upstream exchange (a finished one stays, for the agent to reuse).
-      if (!response.writableFinished) upstream.destroy();
-    });
-    upstream.on('error', () => {
-      // The target failed (or was stopped above): the client sees its
-      // connection drop, as it would without the proxy.
-      request.socket.destroy();
-    });
+    const upstream = forwardToTarget(target, agent, request, response);
     upstream.on('response', (answer) => {
       const status = answer.statusCode ?? 502;
       response.writeHead(status, answer.statusMessage, answerHeadersToRelay(answer.rawHeaders));
@@ -159,7 +131,6 @@ export async function startInterceptingProxy(
         // Either side went away; pipeline has destroyed both.
       });
     });
-    request.pipe(upstream);
   }
 
   const server = createServer({ keepAliveTimeout: 5_000 }, (request, response) => {
@@ -184,21 +155,15 @@ export async function startInterceptingProxy(
     if (canned === undefined) forward(request, response, seen);
     else answerCanned(request, response, seen, canned);
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address();
-  if (address === null || typeof address === 'string') {
-    server.close();
+  let url: string;
+  try {
+    url = await listenOnLoopback(server, 'intercepting proxy');
+  } catch (error) {
     agent.destroy();
-    throw new Error('intercepting proxy: could not read its own listening address');
+    throw error;
   }
   return {
-    url: `http://127.0.0.1:${address.port}`,
+    url,
     close: async () => {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
