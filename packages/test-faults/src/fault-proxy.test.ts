@@ -4,53 +4,38 @@
  * through the real store adapters and servers are in test/.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultProxy, type FaultProxyOptions, startFaultProxy } from './fault-proxy.ts';
+import {
+  type RecordingTarget,
+  type SeenRequest,
+  startRecordingTarget,
+} from './recording-target.ts';
 import type { FaultRule } from './schedule.ts';
 
-interface Seen {
-  readonly method: string;
-  readonly url: string;
-  readonly headers: IncomingMessage['headers'];
-  readonly body: string;
-}
-
-let target: Server;
+let target: RecordingTarget;
 let targetUrl: string;
-const seen: Seen[] = [];
+let seen: SeenRequest[];
 
 beforeAll(async () => {
-  target = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const body = Buffer.concat(chunks).toString();
-      seen.push({ method: request.method!, url: request.url!, headers: request.headers, body });
-      if (request.url!.includes('refuse')) {
-        response.writeHead(412).end('refused');
-      } else if (request.url === '/redirect') {
-        response.writeHead(201, { location: `${targetUrl}/session?id=1` }).end();
-      } else if (request.url === '/body') {
-        response.writeHead(200, { 'content-length': '10' }).end('0123456789');
-      } else {
-        response.writeHead(200, { 'content-type': 'application/json', 'x-target': 'yes' });
-        response.end(JSON.stringify({ method: request.method, url: request.url, body }));
-      }
-    });
+  target = await startRecordingTarget(({ method, url, body }, _request, response) => {
+    if (url.includes('refuse')) {
+      response.writeHead(412).end('refused');
+    } else if (url === '/redirect') {
+      response.writeHead(201, { location: `${targetUrl}/session?id=1` }).end();
+    } else if (url === '/body') {
+      response.writeHead(200, { 'content-length': '10' }).end('0123456789');
+    } else {
+      response.writeHead(200, { 'content-type': 'application/json', 'x-target': 'yes' });
+      response.end(JSON.stringify({ method, url, body }));
+    }
   });
-  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
-  const address = target.address();
-  if (address === null || typeof address === 'string') throw new Error('no address');
-  targetUrl = `http://127.0.0.1:${address.port}`;
+  ({ url: targetUrl, seen } = target);
 });
 
-afterAll(async () => {
-  target.closeAllConnections();
-  await new Promise<void>((resolve) => target.close(() => resolve()));
-});
+afterAll(() => target.close());
 
 const proxies: FaultProxy[] = [];
 afterEach(async () => {

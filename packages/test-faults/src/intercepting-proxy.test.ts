@@ -4,7 +4,6 @@
  * target, what is reported (header names, never values), and the refusal of
  * a target off this machine.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AnsweredRequest,
@@ -13,46 +12,32 @@ import {
   type InterceptingProxyOptions,
   startInterceptingProxy,
 } from './intercepting-proxy.ts';
+import {
+  type RecordingTarget,
+  type SeenRequest,
+  startRecordingTarget,
+} from './recording-target.ts';
 
-interface Seen {
-  readonly method: string;
-  readonly url: string;
-  readonly headers: IncomingMessage['headers'];
-  readonly body: string;
-}
-
-let target: Server;
+let target: RecordingTarget;
 let targetUrl: string;
-const seen: Seen[] = [];
+let seen: SeenRequest[];
 
 beforeAll(async () => {
-  target = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const body = Buffer.concat(chunks).toString();
-      seen.push({ method: request.method!, url: request.url!, headers: request.headers, body });
-      if (request.url === '/broken') {
-        request.socket.destroy();
-        return;
-      }
-      response.writeHead(request.url!.includes('refuse') ? 412 : 200, {
-        'content-type': 'application/json',
-        'x-target': 'yes',
-      });
-      response.end(JSON.stringify({ method: request.method, url: request.url, body }));
+  target = await startRecordingTarget(({ method, url, body }, request, response) => {
+    if (url === '/broken') {
+      request.socket.destroy();
+      return;
+    }
+    response.writeHead(url.includes('refuse') ? 412 : 200, {
+      'content-type': 'application/json',
+      'x-target': 'yes',
     });
+    response.end(JSON.stringify({ method, url, body }));
   });
-  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
-  const address = target.address();
-  if (address === null || typeof address === 'string') throw new Error('no address');
-  targetUrl = `http://127.0.0.1:${address.port}`;
+  ({ url: targetUrl, seen } = target);
 });
 
-afterAll(async () => {
-  target.closeAllConnections();
-  await new Promise<void>((resolve) => target.close(() => resolve()));
-});
+afterAll(() => target.close());
 
 const proxies: InterceptingProxy[] = [];
 afterEach(async () => {
