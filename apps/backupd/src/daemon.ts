@@ -154,9 +154,15 @@ export async function startDaemon(
                 latestRestorePoint: {
                   commitSeq: health.latestRestorePoint.commitSeq,
                   key: health.latestRestorePoint.manifestKey,
+                  ...(health.latestRestorePoint.createdAt
+                    ? { createdAt: health.latestRestorePoint.createdAt }
+                    : {}),
                 },
               }
             : {}),
+          ...(health.oldestRestorePoint ? { oldestRestorePoint: health.oldestRestorePoint } : {}),
+          ...(health.lastError !== null ? { lastError: health.lastError } : {}),
+          ...(health.evaluatedAt !== null ? { evaluatedSeconds: health.evaluatedAt / 1000 } : {}),
           ...(health.restorePoints !== null ? { restorePoints: health.restorePoints } : {}),
           ...(health.refusal !== null ? { refusal: health.refusal } : {}),
           ...(health.engine !== null ? { engine: health.engine } : {}),

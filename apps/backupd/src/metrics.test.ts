@@ -66,3 +66,32 @@ describe('renderMetrics: the engine files', () => {
     expect(text).not.toContain('backupd_checkpoints_total{');
   });
 });
+
+describe('renderMetrics: how old the restore points are', () => {
+  const labels = '{database="/data/app.db",replica="file:///backups/app"}';
+
+  it('exposes the age of the latest restore point and the start of the window', () => {
+    const text = renderMetrics(
+      [
+        status({
+          latestRestorePoint: {
+            commitSeq: 7,
+            key: 'app/manifest/00000000000000000007.json',
+            createdAt: '2026-12-01T11:59:30Z',
+          },
+          oldestRestorePoint: {
+            commitSeq: 2,
+            restorableFrom: 1,
+            createdAt: '2026-12-01T00:00:00Z',
+          },
+        }),
+      ],
+      Date.parse('2026-12-01T12:00:00Z'),
+    );
+    expect(text).toContain('# TYPE backupd_latest_restore_point_age_seconds gauge');
+    expect(text).toContain(`backupd_latest_restore_point_age_seconds${labels} 30`);
+    expect(text).toContain(
+      `backupd_oldest_restore_point_timestamp_seconds${labels} ${Date.parse('2026-12-01T00:00:00Z') / 1000}`,
+    );
+  });
+});

@@ -20,7 +20,10 @@ interface Family {
   readonly name: string;
   readonly help: string;
   readonly type: 'gauge' | 'counter';
-  readonly samples: (status: ReplicaStatus) => readonly [Record<string, string>, number][];
+  readonly samples: (
+    status: ReplicaStatus,
+    nowSeconds: number,
+  ) => readonly [Record<string, string>, number][];
 }
 
 const FAMILIES: readonly Family[] = [
@@ -103,6 +106,25 @@ const FAMILIES: readonly Family[] = [
         : [],
   },
   {
+    name: 'backupd_latest_restore_point_age_seconds',
+    help: 'Seconds since the restore point LATEST names was made: how old a restore of the latest state is, at most.',
+    type: 'gauge',
+    samples: (s, now) => {
+      const at = s.latestRestorePoint?.createdAt;
+      const ms = at === undefined ? Number.NaN : Date.parse(at);
+      return Number.isNaN(ms) ? [] : [[{}, Math.max(0, Math.round(now - ms / 1000))]];
+    },
+  },
+  {
+    name: 'backupd_oldest_restore_point_timestamp_seconds',
+    help: 'Unix time of the oldest restore point retention kept: the restorable window starts there.',
+    type: 'gauge',
+    samples: (s) => {
+      const ms = s.oldestRestorePoint ? Date.parse(s.oldestRestorePoint.createdAt) : Number.NaN;
+      return Number.isNaN(ms) ? [] : [[{}, Math.floor(ms / 1000)]];
+    },
+  },
+  {
     name: 'backupd_requests_total',
     help: 'Object-store requests by operation.',
     type: 'counter',
@@ -140,12 +162,12 @@ const FAMILIES: readonly Family[] = [
   },
 ];
 
-export function renderMetrics(statuses: readonly ReplicaStatus[]): string {
+export function renderMetrics(statuses: readonly ReplicaStatus[], now = Date.now()): string {
   const lines: string[] = [];
   for (const family of FAMILIES) {
     lines.push(`# HELP ${family.name} ${family.help}`, `# TYPE ${family.name} ${family.type}`);
     for (const status of statuses) {
-      for (const [extra, value] of family.samples(status)) {
+      for (const [extra, value] of family.samples(status, now / 1000)) {
         lines.push(
           `${family.name}${labels({ database: status.database, replica: status.replica, ...extra })} ${value}`,
         );

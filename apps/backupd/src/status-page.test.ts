@@ -57,3 +57,74 @@ describe('the status page: latest restore point', () => {
     expect(page).toContain('there is no restore point to resume from');
   });
 });
+
+/** The cells of the first row, by header. */
+function cellsByHeader(page: string): Record<string, string> {
+  const headers = [...page.matchAll(/<th>(.*?)<\/th>/g)].map((match) => match[1]!);
+  const cells = [...page.matchAll(/<td[^>]*>(.*?)<\/td>/g)].map((match) => match[1]!);
+  return Object.fromEntries(headers.map((header, index) => [header, cells[index]!]));
+}
+
+describe('the status page: what an operator needs to act', () => {
+  const now = Date.parse('2026-12-01T12:00:00Z');
+
+  it('shows the latest restore point with its age, the restorable window, file sizes, bytes shipped and both error counts', () => {
+    const requests = new InstrumentedStore(new MemoryStore()).counters as unknown as Record<
+      string,
+      { requests: number; errors: number; bytesIn: number; bytesOut: number }
+    >;
+    requests.put = { requests: 10, errors: 2, bytesIn: 0, bytesOut: 3 * 1024 * 1024 };
+    requests.upload = { requests: 1, errors: 0, bytesIn: 0, bytesOut: 1024 * 1024 };
+    const cells = cellsByHeader(
+      renderStatusPage(
+        [
+          status({
+            latestRestorePoint: {
+              commitSeq: 420,
+              key: 'app/manifest/00000000000000000420.json',
+              createdAt: '2026-12-01T11:59:48Z',
+            },
+            oldestRestorePoint: {
+              commitSeq: 100,
+              restorableFrom: 90,
+              createdAt: '2026-11-30T12:00:00Z',
+            },
+            restorePoints: 24,
+            engine: { databaseBytes: 2_400_256, walBytes: 4_194_304 },
+            requests: requests as unknown as ReplicaStatus['requests'],
+            errors: 1,
+          }),
+        ],
+        SOURCE,
+        now,
+      ),
+    );
+    expect(cells['Latest restore point']).toBe(
+      'commit 420, 12s ago<br><small>2026-12-01T11:59:48Z</small>',
+    );
+    expect(cells['Restorable window']).toBe(
+      'commits 90–420<br><small>since 2026-11-30T12:00:00Z · 24 restore points</small>',
+    );
+    expect(cells.Database).toBe('2.3 MiB<br><small>WAL 4.0 MiB</small>');
+    expect(cells.Shipped).toBe('4.0 MiB');
+    expect(cells.Errors).toBe('1 failed steps<br><small>2 failed requests</small>');
+  });
+
+  it('unhealthy: the reason, and the last error when the reason does not carry it', () => {
+    const cells = cellsByHeader(
+      renderStatusPage(
+        [
+          status({
+            healthy: false,
+            reason: 'the bucket lease could not be renewed; uploads are stopped until it is',
+            lastError: 'connect ECONNREFUSED 127.0.0.1:9',
+          }),
+        ],
+        SOURCE,
+        now,
+      ),
+    );
+    expect(cells.Health).toContain('the bucket lease could not be renewed');
+    expect(cells.Health).toContain('last error: connect ECONNREFUSED 127.0.0.1:9');
+  });
+});

@@ -1,4 +1,11 @@
-/** The status page: one table, server-rendered, every value HTML-escaped. */
+/**
+ * The status page: one table, server-rendered, every value HTML-escaped.
+ * Per replica: health with its reason (and the last error while steps
+ * fail), lag, the last success, the lease, the latest restore point with its
+ * age, the restorable window (the oldest kept restore point to the latest),
+ * the database and WAL size, bytes shipped, and failed steps beside failed
+ * requests (the same counters `/metrics` exposes).
+ */
 import type { ReplicaStatus, StatusSource } from './status.ts';
 
 function escapeHtml(text: string): string {
@@ -14,10 +21,49 @@ function ago(unixSeconds: number, now: number): string {
   return seconds < 120 ? `${seconds}s ago` : `${Math.round(seconds / 60)}m ago`;
 }
 
+/** Bytes as an operator reads them: B, KiB, MiB, GiB. */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/** Seconds since an RFC 3339 time, as "12s ago" / "5m ago" / "3h ago"; `''` when it does not parse. */
+function ageOf(rfc3339: string, now: number): string {
+  const at = Date.parse(rfc3339);
+  if (Number.isNaN(at)) return '';
+  const seconds = Math.max(0, Math.round((now - at) / 1000));
+  if (seconds < 120) return `${seconds}s ago`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)}m ago`;
+  return `${Math.round(seconds / 3600)}h ago`;
+}
+
+/** Sums of the request counters over every operation: what the page and /metrics both count. */
+function requestTotals(status: ReplicaStatus): { bytesOut: number; errors: number } {
+  let bytesOut = 0;
+  let errors = 0;
+  for (const counters of Object.values(status.requests)) {
+    bytesOut += counters.bytesOut;
+    errors += counters.errors;
+  }
+  return { bytesOut, errors };
+}
+
 function row(status: ReplicaStatus, now: number): string {
+  // The reason carries the last error when steps keep failing; the last
+  // error is shown on its own only when the reason does not already say it.
+  const lastError =
+    status.lastError && !(status.reason ?? '').includes(status.lastError)
+      ? `<br><small>last error: ${escapeHtml(status.lastError)}</small>`
+      : '';
   const health = status.healthy
-    ? '<span class="ok">healthy</span>'
-    : `<span class="bad">unhealthy</span><br><small>${escapeHtml(status.reason ?? '')}</small>`;
+    ? `<span class="ok">healthy</span>${lastError}`
+    : `<span class="bad">unhealthy</span><br><small>${escapeHtml(status.reason ?? '')}</small>${lastError}`;
   const lease = status.leaseHeld
     ? 'held by this process'
     : status.leaseHolder
@@ -26,12 +72,26 @@ function row(status: ReplicaStatus, now: number): string {
   // The worker names only a restore point it read and checked (a corrupt one
   // LATEST happens to name is never shown as the latest). Without one and
   // refused for good, there is none usable, not "none yet".
-  const latest = status.latestRestorePoint
-    ? `commit ${status.latestRestorePoint.commitSeq}${status.latestRestorePoint.createdAt ? ` <small>(${escapeHtml(status.latestRestorePoint.createdAt)})</small>` : ''}`
+  const point = status.latestRestorePoint;
+  const latest = point
+    ? `commit ${point.commitSeq}${point.createdAt ? `, ${ageOf(point.createdAt, now)}<br><small>${escapeHtml(point.createdAt)}</small>` : ''}`
     : status.refusal
       ? '<span class="bad">none usable</span><br><small>see health</small>'
       : 'none yet';
-  return `<tr><td>${escapeHtml(status.database)}</td><td>${escapeHtml(status.replica)}</td><td>${health}</td><td class="lag">${status.lagSeconds}s</td><td>${ago(status.lastSuccessSeconds, now)}</td><td>${lease}</td><td>${latest}</td><td>${status.restorePoints ?? '—'}</td><td>${status.errors}</td></tr>`;
+  const oldest = status.oldestRestorePoint;
+  const window =
+    point && oldest
+      ? `commits ${oldest.restorableFrom}–${point.commitSeq}<br><small>since ${escapeHtml(oldest.createdAt)}${status.restorePoints !== undefined ? ` · ${status.restorePoints} restore points` : ''}</small>`
+      : point
+        ? `up to commit ${point.commitSeq}`
+        : '—';
+  const engine = status.engine;
+  const files = engine
+    ? `${engine.databaseBytes === null ? '?' : formatBytes(engine.databaseBytes)}<br><small>WAL ${engine.walBytes === null ? '?' : formatBytes(engine.walBytes)}</small>`
+    : '—';
+  const totals = requestTotals(status);
+  const errors = `${status.errors} failed steps<br><small>${totals.errors} failed requests</small>`;
+  return `<tr><td>${escapeHtml(status.database)}</td><td>${escapeHtml(status.replica)}</td><td>${health}</td><td class="lag">${status.lagSeconds}s</td><td>${ago(status.lastSuccessSeconds, now)}</td><td>${lease}</td><td class="latest">${latest}</td><td class="window">${window}</td><td class="files">${files}</td><td class="shipped">${formatBytes(totals.bytesOut)}</td><td class="errors">${errors}</td></tr>`;
 }
 
 export function renderStatusPage(
@@ -51,7 +111,7 @@ th{background:#f4f4f4}.ok{color:#17702f;font-weight:600}.bad{color:#b00020;font-
 </style></head><body>
 <h1>backupd <small>${escapeHtml(source.version)}</small></h1>
 <p>Overall: ${healthy ? '<span class="ok">healthy</span>' : '<span class="bad">attention needed</span>'} · up since ${new Date(source.startedAt).toISOString()} · refreshes every 5 s</p>
-<table><thead><tr><th>Database</th><th>Replica</th><th>Health</th><th>Lag</th><th>Last success</th><th>Lease</th><th>Latest restore point</th><th>Restore points</th><th>Errors</th></tr></thead>
+<table><thead><tr><th>Database</th><th>Replica</th><th>Health</th><th>Lag</th><th>Last success</th><th>Lease</th><th>Latest restore point</th><th>Restorable window</th><th>Database</th><th>Shipped</th><th>Errors</th></tr></thead>
 <tbody>${statuses.map((status) => row(status, now)).join('\n')}</tbody></table>
 </body></html>
 `;

@@ -26,6 +26,14 @@ export interface ReplicaStatus {
     readonly key: string;
     readonly createdAt?: string;
   };
+  /** The oldest restore point the last retention pass kept: the restorable window starts at its `restorableFrom`. */
+  readonly oldestRestorePoint?: {
+    readonly commitSeq: number;
+    readonly restorableFrom: number;
+    readonly createdAt: string;
+  };
+  /** The error of the last failed step while failures continue; absent otherwise. */
+  readonly lastError?: string;
   /** This lineage's restore points after the last retention pass; absent before one ran. */
   readonly restorePoints?: number;
   /** A refusal no retry can clear (see the worker's `BackupHealth.refusal`); absent otherwise. */

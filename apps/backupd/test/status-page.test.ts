@@ -1,6 +1,7 @@
 /**
  * The status page renders in a real browser (Debian's `chromium`, headless,
- * driven by playwright-core) and shows the database and its lag. The
+ * driven by playwright-core): a healthy replica with the database and its
+ * lag, and an unhealthy one with its reason and the error behind it. The
  * screenshot is kept in test-artifacts/status-page.png (git-ignored).
  * Without /usr/bin/chromium the test is skipped with one line naming
  * scripts/install-browser.sh; under CI=true that is a failure instead.
@@ -99,5 +100,62 @@ describe('the status page in headless Chromium', () => {
       }
       expect(await replicate.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     },
+  );
+
+  test.skipIf(!haveChromium && !inCi)(
+    'shows an unhealthy replica with its reason and the error behind it',
+    async () => {
+      if (!haveChromium)
+        throw new Error(
+          `${CHROMIUM} is missing under CI=true: run scripts/install-browser.sh first`,
+        );
+      const databasePath = join(directory, 'unreachable.db');
+      await createWalDatabase(databasePath);
+      // A bucket nobody answers for: every lease attempt fails, connection refused.
+      const url =
+        's3://nowhere/app?endpoint=http%3A%2F%2F127.0.0.1%3A9&forcePathStyle=true&region=us-east-1';
+      const replicate = startBackupd(['replicate', databasePath, url, '--listen', '127.0.0.1:0'], {
+        env: baseEnv({
+          BACKUPD_INTERVAL: '200ms',
+          AWS_ACCESS_KEY_ID: 'status-page-test',
+          AWS_SECRET_ACCESS_KEY: 'status-page-test-secret',
+        }),
+      });
+      running.push(replicate);
+      const base = await listeningUrl(replicate);
+      await waitFor(
+        'the replica to turn unhealthy after failed attempts',
+        async () => (await getText(`${base}/healthz`)).body.includes('consecutive failed'),
+        { describe: () => replicate.describe(), timeoutMs: 90_000 },
+      );
+
+      const profile = mkdtempSync(join(tmpdir(), 'backupd-chromium-'));
+      const context = await chromium.launchPersistentContext(profile, {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: CHROMIUM_ARGS,
+        viewport: { width: 1280, height: 480 },
+      });
+      try {
+        const page = context.pages()[0] ?? (await context.newPage());
+        const response = await page.goto(`${base}/`, { waitUntil: 'load' });
+        expect(response?.status()).toBe(200);
+        expect(await page.title()).toBe('backupd — attention needed');
+        const cells = await page.locator('tbody tr').first().locator('td').allInnerTexts();
+        expect(cells[0]).toBe(databasePath);
+        expect(cells[2]).toMatch(/^unhealthy\n/);
+        expect(cells[2]).toMatch(/consecutive failed backup steps \(last: .*ECONNREFUSED/);
+        expect(cells[6]).toBe('none yet');
+        mkdirSync(ARTIFACTS, { recursive: true });
+        const screenshot = join(ARTIFACTS, 'status-page-unhealthy.png');
+        await page.screenshot({ path: screenshot, fullPage: true });
+        expect(statSync(screenshot).size).toBeGreaterThan(5_000);
+      } finally {
+        await context.close();
+        rmSync(profile, { recursive: true, force: true });
+      }
+      await replicate.stop('SIGTERM');
+    },
+    120_000,
   );
 });

@@ -41,8 +41,22 @@ export interface BackupHealth {
    * yet restorable. 0 while either count is unknown.
    */
   readonly unrestorableCommits: number;
-  /** The restore point LATEST names, as this worker last wrote or read it; `null` before it knows one. */
-  readonly latestRestorePoint: { readonly manifestKey: string; readonly commitSeq: number } | null;
+  /**
+   * The restore point LATEST names, as this worker last wrote or read (and
+   * checked) it, with the manifest's `createdAt` when known; `null` before it
+   * knows one.
+   */
+  readonly latestRestorePoint: LatestRestorePoint | null;
+  /**
+   * The oldest restore point of this lineage kept by the last retention pass:
+   * with the latest, the restorable window (commits `restorableFrom` to the
+   * latest's `commitSeq`); `null` before a pass ran.
+   */
+  readonly oldestRestorePoint: OldestRestorePoint | null;
+  /** The error of the last failed step or lease attempt while failures continue; `null` after a success. */
+  readonly lastError: string | null;
+  /** Wall-clock ms of the last evaluation (the supervisor's, every WAL interval); `null` before the first. */
+  readonly evaluatedAt: number | null;
   /** This lineage's restore points after the last retention pass; `null` before one ran (or with `retain: 0`). */
   readonly restorePoints: number | null;
   /**
@@ -55,6 +69,20 @@ export interface BackupHealth {
   readonly refusal: PermanentRefusal | null;
   /** The engine's files at the last evaluation (database and WAL size, checkpoints); `null` when the engine does not say or no source is open. */
   readonly engine: EngineFiles | null;
+}
+
+export interface LatestRestorePoint {
+  readonly manifestKey: string;
+  readonly commitSeq: number;
+  /** The manifest's `createdAt` (RFC 3339). */
+  readonly createdAt?: string;
+}
+
+export interface OldestRestorePoint {
+  readonly commitSeq: number;
+  /** The first commit it can restore to. */
+  readonly restorableFrom: number;
+  readonly createdAt: string;
 }
 
 /** See {@link BackupHealth.refusal}. */
@@ -139,6 +167,7 @@ export class HealthTracker {
    */
   observe(position: PositionForHealth | null, now: number, wallNow: number): void {
     this.#engine = position?.engine ?? null;
+    this.#evaluatedAt = wallNow;
     let lagMs = 0;
     this.#unshippedBytes = 0;
     // Success means everything durable of the WAL being shipped is in the
@@ -186,7 +215,7 @@ export class HealthTracker {
     else if (this.lineage !== null) reason = this.lineage;
     else if (this.lease !== null) reason = this.lease;
     else if (this.consecutiveFailures >= UNHEALTHY_AFTER_FAILURES)
-      reason = `${this.consecutiveFailures} consecutive failed backup steps`;
+      reason = `${this.consecutiveFailures} consecutive failed backup steps${this.lastError ? ` (last: ${this.lastError})` : ''}`;
     else if (lagMs > this.#limitMs)
       reason =
         this.deferral === null
@@ -205,13 +234,20 @@ export class HealthTracker {
   }
 
   /** Set by the worker whenever LATEST is written or read. */
-  latestRestorePoint: { readonly manifestKey: string; readonly commitSeq: number } | null = null;
+  latestRestorePoint: LatestRestorePoint | null = null;
+  oldestRestorePoint: OldestRestorePoint | null = null;
+  /** Set by a failed step or lease attempt, cleared by a success. */
+  lastError: string | null = null;
+  #evaluatedAt: number | null = null;
   /** Set by the worker after each retention pass. */
   restorePoints: number | null = null;
 
   snapshot(): BackupHealth {
     return {
       latestRestorePoint: this.latestRestorePoint,
+      oldestRestorePoint: this.oldestRestorePoint,
+      lastError: this.consecutiveFailures > 0 ? this.lastError : null,
+      evaluatedAt: this.#evaluatedAt,
       restorePoints: this.restorePoints,
       healthy: this.#reason === null,
       reason: this.#reason,

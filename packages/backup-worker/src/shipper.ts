@@ -149,6 +149,11 @@ export class Shipper {
           opened.snapshotCommits,
           tenure.ownLineage(),
         );
+        this.#ctx.logger.info('backup.snapshot_uploaded', {
+          key,
+          walGeneration: number,
+          bytes: snapshot.size,
+        });
       }
       await this.#syncSideFiles();
       tenure.snapshot = snapshot;

@@ -40,6 +40,7 @@ export {
   type Manifest,
   parseLatest,
   parseManifest,
+  restorableFrom,
   rfc3339Problem,
   type SegmentEntry,
   serializeLatest,

@@ -607,3 +607,15 @@ export function parseLatest(text: string | Uint8Array, options: { prefix: string
   }
   return key;
 }
+
+/**
+ * The commit a restore point can restore to at the least: its floor plus the
+ * frames of the files it names (a snapshot and archives stand for the commits
+ * before its WAL). A restore point covers every commit from here to its
+ * `commitSeq`.
+ */
+export function restorableFrom(manifest: Manifest): number {
+  let from = manifest.oldestCommitSeq;
+  for (const file of manifest.files) from += file.frames;
+  return from;
+}

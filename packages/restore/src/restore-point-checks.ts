@@ -54,12 +54,7 @@ function allowedDirectories(name: string): string[] {
   return [`side/${name}`, 'snapshots'];
 }
 
-/** The commit a restore point can restore to at the least: its floor plus the frames of its files. */
-export function restorableFrom(manifest: Manifest): number {
-  let from = manifest.oldestCommitSeq;
-  for (const file of manifest.files) from += file.frames;
-  return from;
-}
+export { restorableFrom } from '@x/manifest';
 
 /** One reason a manifest cannot be restored from. */
 export interface RestorePointProblem {
