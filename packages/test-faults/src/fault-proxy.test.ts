@@ -11,6 +11,7 @@ import { type FaultProxy, type FaultProxyOptions, startFaultProxy } from './faul
 import {
   type RecordingTarget,
   type SeenRequest,
+  sendClosing as send,
   startRecordingTarget,
 } from './recording-target.ts';
 import type { FaultRule } from './schedule.ts';
@@ -37,29 +38,15 @@ beforeAll(async () => {
 
 afterAll(() => target.close());
 
-const proxies: FaultProxy[] = [];
-afterEach(async () => {
-  seen.length = 0;
-  await Promise.all(proxies.splice(0).map((proxy) => proxy.close()));
-});
+afterEach(() => target.endTest());
 
 async function proxyWith(
   rules: FaultRule[],
   extra: Partial<FaultProxyOptions> = {},
 ): Promise<FaultProxy> {
-  const proxy = await startFaultProxy({
-    target: targetUrl,
-    schedule: { rules },
-    seed: 3,
-    ...extra,
-  });
-  proxies.push(proxy);
-  return proxy;
-}
-
-/** Fetch without connection reuse, so one test's dropped socket never leaks into the next request. */
-function send(url: string, init: RequestInit = {}): Promise<Response> {
-  return fetch(url, { ...init, headers: { connection: 'close', ...init.headers } });
+  return target.own(
+    await startFaultProxy({ target: targetUrl, schedule: { rules }, seed: 3, ...extra }),
+  );
 }
 
 describe('startFaultProxy', () => {

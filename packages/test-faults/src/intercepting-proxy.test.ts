@@ -15,6 +15,7 @@ import {
 import {
   type RecordingTarget,
   type SeenRequest,
+  sendClosing as send,
   startRecordingTarget,
 } from './recording-target.ts';
 
@@ -39,28 +40,20 @@ beforeAll(async () => {
 
 afterAll(() => target.close());
 
-const proxies: InterceptingProxy[] = [];
-afterEach(async () => {
-  seen.length = 0;
-  await Promise.all(proxies.splice(0).map((proxy) => proxy.close()));
-});
+afterEach(() => target.endTest());
 
 async function proxyWith(
   extra: Omit<InterceptingProxyOptions, 'target'> = {},
 ): Promise<{ proxy: InterceptingProxy; answered: AnsweredRequest[] }> {
   const answered: AnsweredRequest[] = [];
-  const proxy = await startInterceptingProxy({
-    target: targetUrl,
-    onAnswered: (entry) => answered.push(entry),
-    ...extra,
-  });
-  proxies.push(proxy);
+  const proxy = target.own(
+    await startInterceptingProxy({
+      target: targetUrl,
+      onAnswered: (entry) => answered.push(entry),
+      ...extra,
+    }),
+  );
   return { proxy, answered };
-}
-
-/** Fetch without connection reuse, so a dropped socket never leaks into the next request. */
-function send(url: string, init: RequestInit = {}): Promise<Response> {
-  return fetch(url, { ...init, headers: { connection: 'close', ...init.headers } });
 }
 
 describe('startInterceptingProxy', () => {

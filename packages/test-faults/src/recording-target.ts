@@ -21,9 +21,18 @@ export interface SeenRequest {
 export interface RecordingTarget {
   /** `http://127.0.0.1:<port>`. */
   readonly url: string;
-  /** Every request received, in order of arrival (clear it between tests). */
+  /** Every request received since the last `endTest`, in order of arrival. */
   readonly seen: SeenRequest[];
+  /** Closes `closable` (a proxy in front of this target) at the next `endTest`; returns it. */
+  own<T extends { close(): Promise<void> }>(closable: T): T;
+  /** Clears `seen` and closes everything `own`ed since the last call. */
+  endTest(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Fetch without connection reuse, so a dropped socket never leaks into the next request. */
+export function sendClosing(url: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(url, { ...init, headers: { connection: 'close', ...init.headers } });
 }
 
 /** Starts the target; `answer` is called once a request's whole body has arrived and been recorded. */
@@ -31,6 +40,7 @@ export async function startRecordingTarget(
   answer: (seen: SeenRequest, request: IncomingMessage, response: ServerResponse) => void,
 ): Promise<RecordingTarget> {
   const seen: SeenRequest[] = [];
+  const owned: { close(): Promise<void> }[] = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -49,6 +59,14 @@ export async function startRecordingTarget(
   return {
     url,
     seen,
+    own: (closable) => {
+      owned.push(closable);
+      return closable;
+    },
+    endTest: async () => {
+      seen.length = 0;
+      await Promise.all(owned.splice(0).map((closable) => closable.close()));
+    },
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
