@@ -2,47 +2,53 @@
 // The backupd command, in this process (no wrapper process: signals and exit
 // codes are the command's own).
 //
-// It runs the bundle in ../dist (built by `pnpm install`, see
-// scripts/bundle.mjs) while that is newer than every source file it was
-// built from, and the TypeScript sources otherwise (Node >= 22.18 strips
-// types natively; the `@x/source` export condition makes the workspace
-// packages resolve to their sources too). So an edited checkout always runs
-// what is on disk, and a fresh install starts without type-stripping some
-// three hundred files. BACKUPD_FROM_SOURCES=1 forces the sources;
-// BACKUPD_DEBUG=1 says which one runs.
-import { readFileSync, statSync } from 'node:fs';
+// Installed from the registry (no src/ beside dist/), it runs the bundle in
+// ../dist, which `prepack` builds. In a checkout of the repository it runs
+// that bundle (built by `pnpm install`, see scripts/bundle.mjs) while it is
+// newer than every source file it was built from, and the TypeScript
+// sources otherwise (Node >= 22.18 strips types natively; the `@x/source`
+// export condition makes the workspace packages resolve to their sources
+// too). So an edited checkout always runs what is on disk, and a fresh
+// install starts without type-stripping some three hundred files.
+// BACKUPD_FROM_SOURCES=1 forces the sources; BACKUPD_DEBUG=1 says which one
+// runs.
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 
 const app = new URL('..', import.meta.url);
 const repository = new URL('../..', app);
+const bundle = new URL('dist/backupd.js', app);
+const checkout = existsSync(new URL('src/main.ts', app));
 
-/** The bundle's URL when it is there and no input changed since it was built; otherwise null. */
-function freshBundle() {
-  if (process.env.BACKUPD_FROM_SOURCES === '1') return null;
+/** In a checkout: whether the bundle is there and no input changed since it was built. */
+function bundleIsFresh() {
+  if (process.env.BACKUPD_FROM_SOURCES === '1') return false;
   try {
-    const bundle = new URL('dist/backupd.js', app);
     const builtAt = statSync(bundle).mtimeMs;
     const { inputs } = JSON.parse(readFileSync(new URL('dist/inputs.json', app), 'utf8'));
     for (const input of inputs)
-      if (statSync(new URL(input, repository)).mtimeMs > builtAt) return null;
-    return bundle;
+      if (statSync(new URL(input, repository)).mtimeMs > builtAt) return false;
+    return true;
   } catch {
     // No bundle, an unreadable list, or an input gone: the sources decide.
-    return null;
+    return false;
   }
 }
 
-const bundle = freshBundle();
-// For the bundle too: the cloud adapters it leaves out load from their sources.
-registerHooks({
-  resolve(specifier, context, nextResolve) {
-    const conditions = context.conditions.includes('@x/source')
-      ? context.conditions
-      : ['@x/source', ...context.conditions];
-    return nextResolve(specifier, { ...context, conditions });
-  },
-});
+const fromBundle = !checkout || bundleIsFresh();
+if (checkout) {
+  // For the bundle too: the cloud adapters it leaves out load from their
+  // sources. Installed, they load from their published builds.
+  registerHooks({
+    resolve(specifier, context, nextResolve) {
+      const conditions = context.conditions.includes('@x/source')
+        ? context.conditions
+        : ['@x/source', ...context.conditions];
+      return nextResolve(specifier, { ...context, conditions });
+    },
+  });
+}
 if (process.env.BACKUPD_DEBUG === '1')
-  process.stderr.write(`backupd: running from ${bundle === null ? 'the sources' : 'the bundle'}\n`);
-const { main } = await import(bundle === null ? '../src/main.ts' : bundle.href);
+  process.stderr.write(`backupd: running from ${fromBundle ? 'the bundle' : 'the sources'}\n`);
+const { main } = await import(fromBundle ? bundle.href : '../src/main.ts');
 process.exitCode = await main(process.argv.slice(2));

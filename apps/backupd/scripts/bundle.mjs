@@ -1,9 +1,11 @@
-// Builds dist/: the backupd CLI as one ES module (plus a chunk per lazily
-// imported cloud adapter), so the command starts without type-stripping and
-// resolving some three hundred source files. bin/backupd.js runs the bundle
-// only while it is newer than every file it was built from (listed in
-// dist/inputs.json); otherwise it runs the sources. Run by `pnpm install`
-// (the root's postinstall) and by `pnpm --filter backupd bundle`.
+// Builds dist/: the backupd CLI as one ES module (the cloud adapters stay
+// out, see below), so the command starts without type-stripping and
+// resolving some three hundred source files. In a checkout, bin/backupd.js
+// runs the bundle only while it is newer than every file it was built from
+// (listed in dist/inputs.json), and the sources otherwise; installed from
+// the registry it always runs the bundle. Run by `pnpm install`
+// (the root's postinstall), by `pnpm --filter backupd bundle`, and by
+// `prepack` with `--strict` (a failed build then fails the pack).
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,6 +41,8 @@ try {
     legalComments: 'none',
   });
 } catch (error) {
+  // `--strict` (prepack): a package without its bundle must not be made.
+  if (process.argv.includes('--strict')) throw error;
   // Never fails an install: without a bundle the command runs its sources.
   await rm(out, { recursive: true, force: true });
   process.stderr.write(

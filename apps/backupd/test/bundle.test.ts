@@ -71,6 +71,16 @@ describe('bin/backupd.js', () => {
     expect(run(bin)).toBe('sources x');
   });
 
+  it('installed (no sources beside it) runs the bundle, without looking at inputs', () => {
+    const { root, input, bin } = fakeRepository();
+    repositories.push(root);
+    rmSync(join(root, 'apps', 'backupd', 'src'), { recursive: true });
+    expect(run(bin)).toBe('bundle x');
+    expect(input).toBeDefined();
+    rmSync(join(root, 'apps', 'backupd', 'dist', 'inputs.json'));
+    expect(run(bin)).toBe('bundle x');
+  });
+
   // Only a fresh install can promise a fresh bundle: a checkout being edited runs its sources.
   it.runIf(process.env.CI === 'true')(
     'after pnpm install the real bundle is fresh and says what the sources say',
