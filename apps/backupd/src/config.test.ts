@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, singleDatabaseConfig } from './config.ts';
+import { ConfigError, parseConfig, retentionOptions, singleDatabaseConfig } from './config.ts';
 
 const env = { BUCKET: 'my-bucket', EMPTY: '' };
 
@@ -64,12 +64,12 @@ describe('config validation', () => {
     [
       'retention zero',
       'databases:\n  - path: a.db\n    url: s3://b/p\n    retention: 0\n',
-      'databases[0].retention: must be a whole number of at least 1, got number 0',
+      'databases[0].retention: must be a window such as "24h", "7d" or "90m" (1m to 3650d) or a count of restore points (a whole number, at least 1), got number 0',
     ],
     [
       'retention text',
       'databases:\n  - path: a.db\n    url: s3://b/p\n    retention: many\n',
-      'databases[0].retention: must be a whole number of at least 1, got string "many"',
+      'databases[0].retention: must be a window such as "24h", "7d" or "90m" (1m to 3650d) or a count of restore points (a whole number, at least 1), got string "many"',
     ],
     [
       'unknown key',
@@ -158,7 +158,8 @@ describe('config validation', () => {
       region: 'eu-west-1',
     });
     expect(database.intervalMs).toBe(1000);
-    expect(database.retention).toBe(24);
+    // A window by time: the last 24 hours.
+    expect(database.retention).toEqual({ windowMs: 24 * 3_600_000 });
     expect(database.leaseTtlSeconds).toBe(30);
     // The SQLite tap's own defaults, as the README documents them.
     expect(database.checkpoint).toEqual({ passivePages: 1000, truncatePages: 10_000 });
@@ -175,7 +176,7 @@ describe('config validation', () => {
       { env: { BACKUPD_INTERVAL: '250ms', BACKUPD_RETENTION: '3' }, baseDir: '/srv' },
     );
     expect(config.databases[0]!.intervalMs).toBe(250);
-    expect(config.databases[0]!.retention).toBe(3);
+    expect(config.databases[0]!.retention).toEqual({ count: 3 });
     expect(() =>
       singleDatabaseConfig({ path: 'a.db', url: 'ftp://x/y' }, { env: {}, baseDir: '/' }),
     ).toThrow('unknown scheme "ftp"');
@@ -212,7 +213,7 @@ describe('config validation', () => {
     expect(
       single({ BACKUPD_RETENTION: '5', BACKUPD_LEASE_TTL: '5s' })().databases[0]!,
     ).toMatchObject({
-      retention: 5,
+      retention: { count: 5 },
       leaseTtlSeconds: 5,
     });
   });
@@ -238,5 +239,79 @@ describe('config validation', () => {
     expect(() => single('high')).toThrow(
       'BACKUPD_CPU_PRIORITY: must be "idle", "low", "normal", got string "high"',
     );
+  });
+});
+
+describe('retention', () => {
+  const FORMS =
+    'must be a window such as "24h", "7d" or "90m" (1m to 3650d) or a count of restore points (a whole number, at least 1)';
+  const withRetention = (value: string) =>
+    `databases:\n  - path: a.db\n    url: s3://b/p\n    retention: ${value}\n`;
+  const retentionOf = (value: string) =>
+    parseConfig(withRetention(value), { env, baseDir: '/srv' }).databases[0]!.retention;
+
+  it('takes a duration as a window, in minutes, hours or days', () => {
+    expect(retentionOf('90m')).toEqual({ windowMs: 90 * 60_000 });
+    expect(retentionOf('24h')).toEqual({ windowMs: 24 * 3_600_000 });
+    expect(retentionOf('7d')).toEqual({ windowMs: 7 * 86_400_000 });
+    expect(retentionOf('1.5d')).toEqual({ windowMs: 36 * 3_600_000 });
+    // A window longer than a day, which the other durations refuse.
+    expect(retentionOf('72h')).toEqual({ windowMs: 72 * 3_600_000 });
+  });
+
+  it('keeps a bare whole number a count, as before durations were accepted', () => {
+    expect(retentionOf('24')).toEqual({ count: 24 });
+    expect(retentionOf('1')).toEqual({ count: 1 });
+    // Quoted, or from ${VAR}: text of digits is a count too.
+    expect(retentionOf('"12"')).toEqual({ count: 12 });
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the config file's ${VAR} syntax, literally
+    const expanded = parseConfig(withRetention('${KEEP}'), {
+      env: { KEEP: '6' },
+      baseDir: '/srv',
+    });
+    expect(expanded.databases[0]!.retention).toEqual({ count: 6 });
+  });
+
+  it('reads BACKUPD_RETENTION as a window or a count by its form', () => {
+    const single = (value: string) =>
+      singleDatabaseConfig(
+        { path: 'a.db', url: 'file:///b' },
+        { env: { BACKUPD_RETENTION: value }, baseDir: '/srv' },
+      ).databases[0]!.retention;
+    expect(single('7d')).toEqual({ windowMs: 7 * 86_400_000 });
+    expect(single('30')).toEqual({ count: 30 });
+    expect(() => single('soon')).toThrow(`databases[0].retention: ${FORMS}, got string "soon"`);
+  });
+
+  it('refuses a window outside 1m to 3650d, naming the key and the bounds', () => {
+    expect(problemsOf(withRetention('59s'))).toEqual([
+      'databases[0].retention: a window must be from 1m to 3650d, got string "59s"',
+    ]);
+    expect(problemsOf(withRetention('3651d'))).toEqual([
+      'databases[0].retention: a window must be from 1m to 3650d, got string "3651d"',
+    ]);
+    expect(problemsOf(withRetention('1m'))).toEqual([]);
+    expect(problemsOf(withRetention('3650d'))).toEqual([]);
+  });
+
+  it('refuses what is neither a window nor a count, saying which forms it takes', () => {
+    for (const [value, described] of [
+      ['0', 'number 0'],
+      ['-3', 'number -3'],
+      ['2.5', 'number 2.5'],
+      ['"2.5"', 'string "2.5"'],
+      ['24x', 'string "24x"'],
+      ['[24h]', 'a list'],
+      ['{ days: 7 }', 'a mapping'],
+      ['true', 'boolean true'],
+    ] as const)
+      expect(problemsOf(withRetention(value)), value).toEqual([
+        `databases[0].retention: ${FORMS}, got ${described}`,
+      ]);
+  });
+
+  it('becomes the worker option of its form: retainFor for a window, retain for a count', () => {
+    expect(retentionOptions({ windowMs: 3_600_000 })).toEqual({ retainFor: 3_600_000 });
+    expect(retentionOptions({ count: 5 })).toEqual({ retain: 5 });
   });
 });

@@ -10,7 +10,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import {
   DEFAULT_MANIFEST_INTERVAL_MS,
-  DEFAULT_RETAIN,
+  DEFAULT_RETAIN_FOR_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
   DEFAULT_WAL_INTERVAL_MS,
 } from '@x/backup-worker';
@@ -32,6 +32,13 @@ import { parseStoreUrl, type StoreLocation, StoreUrlError } from './store-url.ts
 
 export type SourceKind = 'sqlite' | 'framed';
 
+/**
+ * Which restore points are kept: a window by time (every one created in the
+ * last `windowMs`, and the one before, which holds the window's start) or a
+ * count (the newest `count`).
+ */
+export type Retention = { readonly windowMs: number } | { readonly count: number };
+
 export interface CheckpointSettings {
   /** WAL frames landed since backupd's last copy after which it runs a PASSIVE checkpoint. */
   readonly passivePages: number;
@@ -48,8 +55,8 @@ export interface DatabaseConfig {
   readonly intervalMs: number;
   /** Least time between two restore points while WAL keeps shipping (and at shutdown, always one). */
   readonly restorePointIntervalMs: number;
-  /** Restore points kept (the newest N manifests). */
-  readonly retention: number;
+  /** Restore points kept: a window by time, or a count (see {@link retentionOptions}). */
+  readonly retention: Retention;
   readonly leaseTtlSeconds: number;
   readonly shutdownGraceMs: number;
   readonly checkpoint: CheckpointSettings;
@@ -73,7 +80,9 @@ export interface BackupdConfig {
 export const DEFAULTS = {
   intervalMs: DEFAULT_WAL_INTERVAL_MS,
   restorePointIntervalMs: DEFAULT_MANIFEST_INTERVAL_MS,
-  retention: DEFAULT_RETAIN,
+  // A window by time, as an operator expects of "retention"; a count is
+  // still accepted when given.
+  retention: { windowMs: DEFAULT_RETAIN_FOR_MS } as Retention,
   leaseTtlSeconds: DEFAULT_TTL_S,
   shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
   // The SQLite tap's own defaults: below SQLite's auto-checkpoint (1000
@@ -93,7 +102,9 @@ export const DEFAULTS = {
 export const BOUNDS = {
   intervalMs: { min: 100 },
   restorePointIntervalMs: { min: 100 },
-  retention: { min: 1 },
+  // A window shorter than a minute would keep little beyond the newest
+  // restore point; ten years is beyond any backup's life.
+  retention: { minCount: 1, minWindowMs: 60_000, maxWindowMs: 3650 * 86_400_000 },
   leaseTtlSeconds: { min: MIN_TTL_S, max: MAX_SANE_TTL_S },
   shutdownGraceMs: { min: 0 },
   checkpointPages: { min: 1 },
@@ -115,7 +126,10 @@ export interface DatabaseSetting {
     | Exclude<keyof DatabaseConfig, 'path' | 'type' | 'urls' | 'checkpoint'>
     | `checkpoint.${keyof CheckpointSettings}`;
   readonly reading: EnvironmentReading;
-  /** The option of @x/backup-worker it becomes (daemon.ts and sqlite-source.ts pass it). */
+  /**
+   * The option of @x/backup-worker it becomes (daemon.ts and sqlite-source.ts
+   * pass it): its owner and name, or names when the value's form chooses.
+   */
   readonly workerOption: string;
 }
 
@@ -133,7 +147,14 @@ export const DATABASE_SETTINGS: readonly DatabaseSetting[] = [
     reading: 'duration',
     workerOption: 'BackupWorker manifestIntervalMs',
   },
-  { key: 'retention', field: 'retention', reading: 'digits', workerOption: 'BackupWorker retain' },
+  // A duration becomes `retainFor`, a count `retain`: all digits is a count
+  // (as it was before durations were accepted), anything else is read as a duration.
+  {
+    key: 'retention',
+    field: 'retention',
+    reading: 'digits',
+    workerOption: 'BackupWorker retainFor retain',
+  },
   {
     key: 'leaseTtl',
     field: 'leaseTtlSeconds',
@@ -412,13 +433,7 @@ function validateDatabase(
   const type = validateType(entry.type, path, problems);
   const urls = validateUrls(entry, path, type, problems);
   const timings = validateTimings(entry, path, problems);
-  const retention = wholeNumber(
-    entry.retention,
-    `${path}.retention`,
-    DEFAULTS.retention,
-    BOUNDS.retention.min,
-    problems,
-  );
+  const retention = validateRetention(entry.retention, `${path}.retention`, problems);
   const checkpoint = validateCheckpoint(entry.checkpoint, `${path}.checkpoint`, problems);
   const conditional = validateConditional(entry.conditional, path, problems);
   if (problems.length > before) return undefined;
@@ -531,6 +546,47 @@ function validateTimings(
     leaseTtlSeconds: Math.round(leaseTtlSeconds),
     shutdownGraceMs,
   };
+}
+
+const DAY_MS = 86_400_000;
+
+/** What `retention` accepts, for its refusals. */
+function retentionForms(): string {
+  const { minCount, minWindowMs, maxWindowMs } = BOUNDS.retention;
+  return `a window such as "24h", "7d" or "90m" (${formatDuration(minWindowMs)} to ${maxWindowMs / DAY_MS}d) or a count of restore points (a whole number, at least ${minCount})`;
+}
+
+/**
+ * `retention`: a duration (a window; units up to days) or a count (a whole
+ * number, or text of digits, as the environment gives it: a bare integer was
+ * a count before durations were accepted, and still is). A refused one is
+ * the default (and a problem).
+ */
+function validateRetention(value: unknown, at: string, problems: string[]): Retention {
+  if (value === undefined) return DEFAULTS.retention;
+  const { minCount, minWindowMs, maxWindowMs } = BOUNDS.retention;
+  const digits = typeof value === 'string' && /^\d+$/.test(value.trim());
+  if (typeof value === 'number' || digits) {
+    const count = Number(value);
+    if (Number.isSafeInteger(count) && count >= minCount) return { count };
+  } else if (typeof value === 'string' && !isBareNumber(value)) {
+    // Days allowed; the window's own bounds are checked here.
+    const windowMs = parseDuration(value, { days: true });
+    if (typeof windowMs === 'number') {
+      if (windowMs >= minWindowMs && windowMs <= maxWindowMs) return { windowMs };
+      problems.push(
+        `${at}: a window must be from ${formatDuration(minWindowMs)} to ${maxWindowMs / DAY_MS}d, got ${describe(value)}`,
+      );
+      return DEFAULTS.retention;
+    }
+  }
+  problems.push(`${at}: must be ${retentionForms()}, got ${describe(value)}`);
+  return DEFAULTS.retention;
+}
+
+/** The worker options a {@link Retention} becomes: `retainFor` for a window, `retain` for a count. */
+export function retentionOptions(retention: Retention): { retain?: number; retainFor?: number } {
+  return 'count' in retention ? { retain: retention.count } : { retainFor: retention.windowMs };
 }
 
 function wholeNumber(

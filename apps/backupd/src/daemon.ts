@@ -14,7 +14,7 @@ import {
   type ShutdownReport,
 } from '@x/backup-worker';
 import { FramedDirSource } from '@x/source-framed';
-import type { BackupdConfig, DatabaseConfig } from './config.ts';
+import { type BackupdConfig, type DatabaseConfig, retentionOptions } from './config.ts';
 import { InstrumentedStore } from './instrumented-store.ts';
 import type { Logger } from './logger.ts';
 import { openStore } from './open-store.ts';
@@ -102,7 +102,7 @@ export async function startDaemon(
           ...choice,
           walIntervalMs: database.intervalMs,
           manifestIntervalMs: database.restorePointIntervalMs,
-          retain: database.retention,
+          ...retentionOptions(database.retention),
           leaseTtlSeconds: database.leaseTtlSeconds,
           conditional: database.conditional,
           shutdownGraceMs: database.shutdownGraceMs,

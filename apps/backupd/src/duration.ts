@@ -1,12 +1,13 @@
 /**
  * Durations in config and flags: `250ms`, `1s`, `1.5s`, `2m`, `1h`. Returns
  * milliseconds; refuses anything else, negative values, and values beyond a
- * day (no setting here needs more). A bare number is refused too, with the
+ * day (only the retention window needs more: it asks for days, `7d`, too,
+ * and bounds the value itself). A bare number is refused too, with the
  * unit to add: `leaseTtl: 5` once meant seconds silently, and read as
  * milliseconds or minutes it is off by a factor of a thousand or sixty.
  */
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-const PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 const BARE_NUMBER = /^\d+(?:\.\d+)?$/;
 const MAX_MS = 24 * 3_600_000;
 
@@ -20,7 +21,11 @@ export function isBareNumber(text: string): boolean {
   return BARE_NUMBER.test(text.trim());
 }
 
-export function parseDuration(value: unknown): number | string {
+/**
+ * `long`: the setting needs more than a day (the retention window): `d`
+ * (days) is a unit too, and the caller checks the range itself.
+ */
+export function parseDuration(value: unknown, long?: { readonly days: true }): number | string {
   if (typeof value === 'number') {
     if (!Number.isFinite(value) || value < 0)
       return `must be a non-negative duration, got ${value}`;
@@ -31,10 +36,11 @@ export function parseDuration(value: unknown): number | string {
   const text = value.trim();
   if (isBareNumber(text)) return bareNumberProblem(text);
   const match = PATTERN.exec(text);
-  if (!match) return `must be a duration such as "1s" or "500ms", got ${JSON.stringify(value)}`;
+  if (!match || (match[2] === 'd' && long === undefined))
+    return `must be a duration such as "1s" or "500ms", got ${JSON.stringify(value)}`;
   const amount = Number(match[1]);
   const unit = UNITS[match[2]!] ?? 1000;
-  return checkRange(amount * unit);
+  return long === undefined ? checkRange(amount * unit) : Math.round(amount * unit);
 }
 
 function checkRange(milliseconds: number): number | string {

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import {
   DEFAULT_MANIFEST_INTERVAL_MS,
-  DEFAULT_RETAIN,
+  DEFAULT_RETAIN_FOR_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
   DEFAULT_WAL_INTERVAL_MS,
 } from '@x/backup-worker';
@@ -52,7 +52,7 @@ describe('defaults and bounds', () => {
     expect(DEFAULTS).toMatchObject({
       intervalMs: DEFAULT_WAL_INTERVAL_MS,
       restorePointIntervalMs: DEFAULT_MANIFEST_INTERVAL_MS,
-      retention: DEFAULT_RETAIN,
+      retention: { windowMs: DEFAULT_RETAIN_FOR_MS },
       shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
     });
   });
@@ -89,9 +89,15 @@ describe('defaults and bounds', () => {
     expect(
       problems(yaml(`restorePointInterval: ${BOUNDS.restorePointIntervalMs.min - 1}ms`)),
     ).toHaveLength(1);
-    expect(problems(yaml(`retention: ${BOUNDS.retention.min - 1}`))).toEqual([
-      `databases[0].retention: must be a whole number of at least ${BOUNDS.retention.min}, got number ${BOUNDS.retention.min - 1}`,
+    const { minCount, minWindowMs, maxWindowMs } = BOUNDS.retention;
+    expect(problems(yaml(`retention: ${minCount}`))).toEqual([]);
+    expect(problems(yaml(`retention: ${minCount - 1}`))).toEqual([
+      `databases[0].retention: must be a window such as "24h", "7d" or "90m" (${formatDuration(minWindowMs)} to ${maxWindowMs / 86_400_000}d) or a count of restore points (a whole number, at least ${minCount}), got number ${minCount - 1}`,
     ]);
+    expect(problems(yaml(`retention: ${minWindowMs}ms`))).toEqual([]);
+    expect(problems(yaml(`retention: ${minWindowMs - 1}ms`))).toHaveLength(1);
+    expect(problems(yaml(`retention: ${maxWindowMs / 3_600_000}h`))).toEqual([]);
+    expect(problems(yaml(`retention: ${maxWindowMs / 3_600_000 + 1}h`))).toHaveLength(1);
   });
 });
 
@@ -114,7 +120,7 @@ describe('the environment variables', () => {
     const env = {
       BACKUPD_INTERVAL: '2s',
       BACKUPD_RESTORE_POINT_INTERVAL: '20s',
-      BACKUPD_RETENTION: '5',
+      BACKUPD_RETENTION: '5d',
       BACKUPD_LEASE_TTL: '45s',
       BACKUPD_SHUTDOWN_GRACE: '3s',
       BACKUPD_CHECKPOINT_PASSIVE_PAGES: '200',
@@ -128,7 +134,7 @@ describe('the environment variables', () => {
     expect(database).toMatchObject({
       intervalMs: 2000,
       restorePointIntervalMs: 20_000,
-      retention: 5,
+      retention: { windowMs: 5 * 86_400_000 },
       leaseTtlSeconds: 45,
       shutdownGraceMs: 3000,
       checkpoint: { passivePages: 200, truncatePages: 400 },
@@ -159,8 +165,9 @@ describe('the README table of settings', () => {
       const [, variable, , field, option] = row!;
       expect(variable).toContain(`\`${environmentVariable(setting.key)}\``);
       expect(field).toBe(`\`${setting.field}\``);
-      const [owner, name] = setting.workerOption.split(' ');
-      expect(option).toBe(`\`${owner}\` \`${name}\``);
+      // Several names: the value's form chooses (`retention`: a window or a count).
+      const [owner, ...names] = setting.workerOption.split(' ');
+      expect(option).toBe(`\`${owner}\` ${names.map((name) => `\`${name}\``).join(' or ')}`);
     }
   });
 
@@ -175,6 +182,11 @@ describe('the README table of settings', () => {
       const row = rows.find((cells) => cells[0] === `\`${key}\``)!;
       expect(row[5], key).toMatch(new RegExp(`^\`${formatDuration(milliseconds)}\``));
     }
-    expect(rows.find((cells) => cells[0] === '`retention`')![5]).toBe(`\`${DEFAULTS.retention}\``);
+    // The default retention is a window: written as a duration.
+    expect('windowMs' in DEFAULTS.retention).toBe(true);
+    const { windowMs } = DEFAULTS.retention as { windowMs: number };
+    expect(rows.find((cells) => cells[0] === '`retention`')![5]).toBe(
+      `\`${formatDuration(windowMs)}\``,
+    );
   });
 });

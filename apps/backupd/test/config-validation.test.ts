@@ -78,7 +78,7 @@ const CASES: readonly { name: string; yaml: string; problems: readonly string[] 
       'listen: must be "host:port" such as "127.0.0.1:9090", got string "everywhere"',
       `databases[1].path: same database as databases[0] (${join(directory, 'a.db')})`,
       `databases[1].url: ${GOOD_URL} is also used by databases[0]; one prefix holds one database`,
-      'databases[2].retention: must be a whole number of at least 1, got number 0',
+      'databases[2].retention: must be a window such as "24h", "7d" or "90m" (1m to 3650d) or a count of restore points (a whole number, at least 1), got number 0',
     ],
   },
 ];

@@ -68,6 +68,7 @@ import { LeaseHolder } from './lease-holder.ts';
 import { decideLineage } from './lineage-decision.ts';
 import { ManifestWriter } from './manifest-writer.ts';
 import { Requests } from './requests.ts';
+import { retentionPolicy } from './retention-plan.ts';
 import { keyOf, Shipper } from './shipper.ts';
 import { UnrestorableCommits } from './shutdown-report.ts';
 import { type DurablePosition, unchangedBetween } from './source.ts';
@@ -81,7 +82,6 @@ import {
   DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_MAX_SEGMENT_BYTES,
   DEFAULT_OPERATION_TIMEOUT_MS,
-  DEFAULT_RETAIN,
   DEFAULT_SHUTDOWN_GRACE_MS,
   DEFAULT_WAL_INTERVAL_MS,
   type ShutdownReport,
@@ -192,7 +192,7 @@ export class BackupWorker {
       },
       conflict,
     };
-    this.#writer = new ManifestWriter(ctx, options.retain ?? DEFAULT_RETAIN);
+    this.#writer = new ManifestWriter(ctx, retentionPolicy(options));
     this.#shipper = new Shipper(ctx, this.#writer, {
       maxSegmentBytes: options.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES,
       manifestIntervalMs,

@@ -38,6 +38,8 @@ import { buildRestorePoint } from './restore-point-builder.ts';
 import {
   type ListedManifest,
   planDeletions,
+  type RetentionPolicy,
+  retentionRuns,
   retiringGenerations,
   selectManifests,
 } from './retention-plan.ts';
@@ -52,11 +54,11 @@ function isRefusal(error: unknown): boolean {
 
 export class ManifestWriter {
   readonly #ctx: WorkerContext;
-  readonly #retain: number;
+  readonly #retention: RetentionPolicy;
 
-  constructor(ctx: WorkerContext, retain: number) {
+  constructor(ctx: WorkerContext, retention: RetentionPolicy) {
     this.#ctx = ctx;
-    this.#retain = retain;
+    this.#retention = retention;
   }
 
   /**
@@ -82,7 +84,7 @@ export class ManifestWriter {
     generation.inRestorePoint = generation.cursor;
     tenure.manifestDirty = false;
     tenure.lastManifestAt = clock.monotonicNow();
-    if (this.#retain > 0) await this.#applyRetention(key);
+    if (retentionRuns(this.#retention)) await this.#applyRetention(key);
   }
 
   /**
@@ -201,7 +203,8 @@ export class ManifestWriter {
   }
 
   /**
-   * Keep the newest `retain` manifests of this lineage, then delete what only
+   * Keep the manifests of this lineage the policy keeps (the newest `count`,
+   * the `windowMs` window by the clock's wall time, or both), then delete what only
    * the dropped ones named (the rules: `retention-plan.ts`). Cost: one LIST
    * of `manifest/`; when something is dropped, one LIST each of `snapshots/`
    * and `archives/` and one per retiring generation.
@@ -211,7 +214,9 @@ export class ManifestWriter {
     const selection = selectManifests({
       manifests: await this.#listManifests(),
       lineage: tenure.ownLineage(),
-      retain: this.#retain,
+      retain: this.#retention.count,
+      retainFor: this.#retention.windowMs,
+      wallNow: this.#ctx.clock.wallNow(),
       justWritten,
       latestTarget: tenure.latestTarget,
     });

@@ -1,3 +1,4 @@
+import { FakeClock } from '@x/lease';
 import {
   archiveKey,
   type FileEntry,
@@ -8,12 +9,16 @@ import {
   snapshotKey,
 } from '@x/manifest';
 import { describe, expect, it } from 'vitest';
+import { BackupError } from './errors.ts';
 import {
   type ListedManifest,
   planDeletions,
+  retentionPolicy,
+  retentionRuns,
   retiringGenerations,
   selectManifests,
 } from './retention-plan.ts';
+import { DEFAULT_RETAIN_FOR_MS } from './worker-options.ts';
 
 const P = 'db';
 const OURS = 'lineage-a';
@@ -26,13 +31,18 @@ function file(name: string, key: string, lineage = OURS): FileEntry {
 function restorePoint(
   g: number,
   commitSeq: number,
-  options: { lineage?: string; side?: string; segments?: [number, number][] } = {},
+  options: {
+    lineage?: string;
+    side?: string;
+    segments?: [number, number][];
+    createdAt?: string;
+  } = {},
 ): ListedManifest {
   const lineage = options.lineage ?? OURS;
   const manifest: Manifest = {
     formatVersion: 1,
     lineage,
-    createdAt: '2026-01-01T00:00:00.000Z',
+    createdAt: options.createdAt ?? '2026-01-01T00:00:00.000Z',
     commitSeq,
     oldestCommitSeq: 0,
     walGeneration: g,
@@ -133,6 +143,170 @@ describe('selectManifests', () => {
     expect(selection.doubt).toBe(true);
     expect(selection.dropped).toEqual([]);
     expect(selection.restorePoints).toBe(1);
+  });
+});
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+/**
+ * Restore points of generation 0 at commits 1, 2, …, created at the given
+ * minutes after the clock's start; a string is taken as `createdAt` itself.
+ */
+function timeline(clock: FakeClock, minutes: (number | string)[]): ListedManifest[] {
+  const start = clock.wallNow();
+  return minutes.map((at, index) =>
+    restorePoint(0, index + 1, {
+      createdAt: typeof at === 'string' ? at : new Date(start + at * MINUTE).toISOString(),
+    }),
+  );
+}
+
+function selectByTime(
+  manifests: ListedManifest[],
+  clock: FakeClock,
+  retainFor: number,
+  retain?: number,
+) {
+  return selectManifests({
+    manifests,
+    lineage: OURS,
+    retainFor,
+    ...(retain === undefined ? {} : { retain }),
+    wallNow: clock.wallNow(),
+    justWritten: manifests.at(-1)!.key,
+    latestTarget: manifests.at(-1)!.key,
+  });
+}
+
+const keys = (entries: readonly { key: string }[]) => entries.map((m) => m.key);
+
+describe('selectManifests by time', () => {
+  it('keeps those created inside the window and the newest one before it, drops the older', () => {
+    const clock = new FakeClock({ wallMs: Date.parse('2026-03-01T00:00:00.000Z') });
+    // Every 20 minutes over 3 hours; at 180 minutes the window of 1 h starts at 120.
+    const all = timeline(clock, [0, 20, 40, 60, 80, 100, 119, 121, 140, 160, 180]);
+    clock.advance(180 * MINUTE);
+    const selection = selectByTime(all, clock, HOUR);
+    // 119 is the newest before the window's start: it holds the commits there.
+    expect(keys(selection.kept)).toEqual(keys(all.slice(6)));
+    expect(keys(selection.dropped)).toEqual(keys(all.slice(0, 6)));
+    expect(selection.restorePoints).toBe(5);
+    expect(selection.doubt).toBe(false);
+  });
+
+  it('keeps a restore point created exactly at the window start, and the one before it', () => {
+    const clock = new FakeClock({ wallMs: Date.parse('2026-03-01T00:00:00.000Z') });
+    const all = timeline(clock, [0, 30, 60, 90, 120]);
+    clock.advance(120 * MINUTE);
+    expect(keys(selectByTime(all, clock, HOUR).kept)).toEqual(keys(all.slice(1)));
+  });
+
+  it('moves with the clock: the same restore points, later, keep fewer', () => {
+    const clock = new FakeClock({ wallMs: Date.parse('2026-03-01T00:00:00.000Z') });
+    const all = timeline(clock, [0, 30, 60, 90, 120]);
+    clock.advance(120 * MINUTE);
+    expect(selectByTime(all, clock, 2 * HOUR).dropped).toEqual([]);
+    clock.advance(45 * MINUTE);
+    expect(keys(selectByTime(all, clock, 2 * HOUR).dropped)).toEqual(keys(all.slice(0, 1)));
+  });
+
+  it('keeps the newest restore point when every one is older than the window', () => {
+    const clock = new FakeClock({ wallMs: Date.parse('2026-03-01T00:00:00.000Z') });
+    const all = timeline(clock, [0, 10, 20]);
+    clock.advance(48 * HOUR);
+    const selection = selectByTime(all, clock, HOUR);
+    expect(keys(selection.kept)).toEqual(keys(all.slice(2)));
+    expect(keys(selection.dropped)).toEqual(keys(all.slice(0, 2)));
+  });
+
+  it('counts a createdAt that does not read as a time as inside the window', () => {
+    const clock = new FakeClock({ wallMs: Date.parse('2026-03-01T00:00:00.000Z') });
+    // A leap second passes the manifest's own RFC 3339 check but is no Date.
+    const all = timeline(clock, [0, 10, '2026-02-28T23:59:60Z', 30, 240]);
+    clock.advance(240 * MINUTE);
+    const selection = selectByTime(all, clock, HOUR);
+    expect(keys(selection.kept)).toEqual(keys(all.slice(1)));
+    expect(keys(selection.dropped)).toEqual(keys(all.slice(0, 1)));
+  });
+
+  it('counts a createdAt ahead of the clock as inside the window', () => {
+    const clock = new FakeClock({ wallMs: Date.parse('2026-03-01T00:00:00.000Z') });
+    // The third was written by a host whose clock ran a day ahead.
+    const all = timeline(clock, [0, 10, 24 * 60 + 20, 30, 240]);
+    clock.advance(240 * MINUTE);
+    const selection = selectByTime(all, clock, HOUR);
+    expect(keys(selection.kept)).toEqual(keys(all.slice(1)));
+    expect(keys(selection.dropped)).toEqual(keys(all.slice(0, 1)));
+  });
+
+  it('keeps, with a count too, what either keeps', () => {
+    const clock = new FakeClock({ wallMs: Date.parse('2026-03-01T00:00:00.000Z') });
+    const all = timeline(clock, [0, 20, 40, 60, 80, 100, 119, 121, 140, 160, 180]);
+    clock.advance(180 * MINUTE);
+    // The window keeps the newest 5; a count of 8 keeps more.
+    expect(keys(selectByTime(all, clock, HOUR, 8).kept)).toEqual(keys(all.slice(3)));
+    // A count of 2 keeps fewer: the window's 5 are kept.
+    expect(keys(selectByTime(all, clock, HOUR, 2).kept)).toEqual(keys(all.slice(6)));
+  });
+
+  it("still keeps LATEST's target outside the window, and ignores another lineage's createdAt", () => {
+    const clock = new FakeClock({ wallMs: Date.parse('2026-03-01T00:00:00.000Z') });
+    const all = timeline(clock, [0, 10, 20, 200, 240]);
+    const foreign = restorePoint(7, 100, { lineage: 'lineage-b', createdAt: 'not a time' });
+    clock.advance(240 * MINUTE);
+    const selection = selectManifests({
+      manifests: [...all, foreign],
+      lineage: OURS,
+      retainFor: HOUR,
+      wallNow: clock.wallNow(),
+      justWritten: all[4]!.key,
+      latestTarget: all[0]!.key,
+    });
+    expect(keys(selection.kept)).toEqual(keys([all[0]!, all[2]!, all[3]!, all[4]!]));
+    expect(keys(selection.dropped)).toEqual(keys(all.slice(1, 2)));
+  });
+
+  it('keeps everything without a clock reading, or with neither rule', () => {
+    const all = [restorePoint(0, 1), restorePoint(0, 2), restorePoint(0, 3)];
+    const common = { manifests: all, lineage: OURS, justWritten: all[2]!.key, latestTarget: null };
+    expect(selectManifests({ ...common, retainFor: HOUR }).dropped).toEqual([]);
+    expect(selectManifests({ ...common }).dropped).toEqual([]);
+  });
+});
+
+describe('retentionPolicy', () => {
+  it('is the 24 h window when neither option is given, else what was given (both: both)', () => {
+    expect(DEFAULT_RETAIN_FOR_MS).toBe(24 * HOUR);
+    expect(retentionPolicy({})).toEqual({ windowMs: DEFAULT_RETAIN_FOR_MS });
+    expect(retentionPolicy({ retain: 5 })).toEqual({ count: 5 });
+    expect(retentionPolicy({ retainFor: HOUR })).toEqual({ windowMs: HOUR });
+    expect(retentionPolicy({ retain: 5, retainFor: HOUR })).toEqual({ count: 5, windowMs: HOUR });
+  });
+
+  it('runs no retention with retain 0 (keeps all), even beside a window', () => {
+    expect(retentionRuns(retentionPolicy({ retain: 0 }))).toBe(false);
+    expect(retentionRuns(retentionPolicy({ retain: 0, retainFor: HOUR }))).toBe(false);
+    expect(retentionRuns(retentionPolicy({}))).toBe(true);
+  });
+
+  it('refuses a value that is no count or no window, naming the option', () => {
+    for (const [options, named] of [
+      [{ retain: -1 }, 'invalid retain -1'],
+      [{ retain: 1.5 }, 'invalid retain 1.5'],
+      [{ retainFor: 0 }, 'invalid retainFor 0'],
+      [{ retainFor: Number.NaN }, 'invalid retainFor NaN'],
+      [{ retainFor: Number.POSITIVE_INFINITY }, 'invalid retainFor Infinity'],
+    ] as const) {
+      let thrown: unknown;
+      try {
+        retentionPolicy(options);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(BackupError.isInstance(thrown), named).toBe(true);
+      expect((thrown as Error).message).toContain(named);
+    }
   });
 });
 

@@ -9,6 +9,14 @@
  * The rules:
  * - Only manifests that parse and name this lineage are counted or deleted.
  *   The manifest just written and LATEST's target are always kept.
+ * - By count (`retain`): the newest `retain` of them by key (commit order).
+ * - By time (`retainFor`): every one from the oldest created inside the
+ *   window on (in key order), and the one just before it, which holds the
+ *   commits at the window's start; when none is inside, the newest. A
+ *   `createdAt` that does not read as a time, or lies ahead of the clock,
+ *   counts as inside (never a deletion on doubt). Ordering by key, not by
+ *   `createdAt`, means a clock that went back keeps more, never less.
+ * - Both given: what either keeps is kept.
  * - Snapshots and archives are deleted when no kept manifest names them and
  *   their generation is this lineage's (named by one of its manifests or
  *   allocated by this tenure). Side files when a dropped manifest named them,
@@ -23,6 +31,50 @@
  *   everything but the surplus manifests.
  */
 import { type Manifest, parseSegmentKey, parseVersionedGeneration } from '@x/manifest';
+import { BackupError } from './errors.ts';
+import { DEFAULT_RETAIN_FOR_MS } from './worker-options.ts';
+
+/**
+ * What retention keeps, resolved from the worker's options: `count`, the
+ * newest manifests to keep (absent: no count); `windowMs`, the window by
+ * time (absent: no window). With neither, retention does not run.
+ */
+export interface RetentionPolicy {
+  readonly count?: number;
+  readonly windowMs?: number;
+}
+
+/**
+ * The policy of `retain` and `retainFor`: as given (both: the union); neither
+ * given: the {@link DEFAULT_RETAIN_FOR_MS} window. `retain: 0` keeps all, so
+ * any union with it does too: no retention.
+ * @throws BackupError naming the option when one is not a valid value.
+ */
+export function retentionPolicy(options: {
+  readonly retain?: number;
+  readonly retainFor?: number;
+}): RetentionPolicy {
+  const { retain, retainFor } = options;
+  if (retain !== undefined && !(Number.isSafeInteger(retain) && retain >= 0))
+    throw new BackupError(
+      `invalid retain ${String(retain)}: a whole number of restore points, at least 0 (0 keeps all)`,
+    );
+  if (retainFor !== undefined && !(Number.isFinite(retainFor) && retainFor > 0))
+    throw new BackupError(
+      `invalid retainFor ${String(retainFor)}: a window in milliseconds, more than 0`,
+    );
+  if (retain === 0) return {};
+  if (retain === undefined && retainFor === undefined) return { windowMs: DEFAULT_RETAIN_FOR_MS };
+  return {
+    ...(retain === undefined ? {} : { count: retain }),
+    ...(retainFor === undefined ? {} : { windowMs: retainFor }),
+  };
+}
+
+/** Whether a policy keeps fewer than all restore points (whether retention runs). */
+export function retentionRuns(policy: RetentionPolicy): boolean {
+  return policy.count !== undefined || policy.windowMs !== undefined;
+}
 
 export interface ListedManifest {
   readonly key: string;
@@ -49,13 +101,20 @@ export interface ManifestSelection {
 }
 
 /**
- * Which manifests to keep: the newest `retain` of `lineage`, plus
- * `justWritten` and `latestTarget`. `manifests` in key order (oldest first).
+ * Which manifests to keep: the newest `retain` of `lineage` and/or those the
+ * window `retainFor` (ending at `wallNow`) needs, plus `justWritten` and
+ * `latestTarget`. `manifests` in key order (oldest first). With neither
+ * `retain` nor `retainFor`, everything is kept.
  */
 export function selectManifests(input: {
   readonly manifests: readonly ListedManifest[];
   readonly lineage: string;
-  readonly retain: number;
+  /** Newest manifests to keep; absent: no count. */
+  readonly retain?: number;
+  /** The window by time, in milliseconds; absent: no window. */
+  readonly retainFor?: number;
+  /** The clock's wall time (ms since the epoch); the window ends here. Required with `retainFor`. */
+  readonly wallNow?: number;
   readonly justWritten: string;
   readonly latestTarget: string | null;
 }): ManifestSelection {
@@ -73,17 +132,44 @@ export function selectManifests(input: {
       for (const s of manifest.segments) foreign.add(s.key);
     }
   }
-  if (mine.length <= input.retain)
-    return { kept: mine, dropped: [], foreign, doubt, restorePoints: mine.length };
-  const newestStart = mine.length - input.retain;
+  // The first index kept by each rule; everything from it on is kept.
+  let keepFrom = mine.length;
+  if (input.retain !== undefined) keepFrom = Math.min(keepFrom, mine.length - input.retain);
+  if (input.retainFor !== undefined)
+    keepFrom = Math.min(keepFrom, windowStart(mine, input.retainFor, input.wallNow));
+  if (input.retain === undefined && input.retainFor === undefined) keepFrom = 0;
+  if (keepFrom <= 0) return { kept: mine, dropped: [], foreign, doubt, restorePoints: mine.length };
   const kept: KeyedManifest[] = [];
   const dropped: KeyedManifest[] = [];
   mine.forEach((entry, index) => {
-    if (index >= newestStart || entry.key === input.justWritten || entry.key === input.latestTarget)
+    if (index >= keepFrom || entry.key === input.justWritten || entry.key === input.latestTarget)
       kept.push(entry);
     else dropped.push(entry);
   });
   return { kept, dropped, foreign, doubt, restorePoints: kept.length };
+}
+
+/**
+ * The first index (key order) the window keeps: the one before the oldest
+ * manifest created inside it, so a restore to the window's start has the
+ * restore point holding its commits; the newest when none is inside.
+ */
+function windowStart(
+  mine: readonly KeyedManifest[],
+  retainFor: number,
+  wallNow: number | undefined,
+): number {
+  // Without a clock reading nothing can be judged outside: keep all.
+  if (wallNow === undefined || !Number.isFinite(wallNow)) return 0;
+  const start = wallNow - retainFor;
+  const firstInside = mine.findIndex(({ manifest }) => {
+    const created = Date.parse(manifest.createdAt);
+    // Unreadable: inside (kept), never judged old. Ahead of the clock is
+    // after the start too: inside.
+    return Number.isNaN(created) || created >= start;
+  });
+  const inside = firstInside === -1 ? mine.length : firstInside;
+  return Math.max(0, inside - 1);
 }
 
 export interface RetiringGenerations {

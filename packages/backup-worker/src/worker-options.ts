@@ -26,8 +26,11 @@ export const DEFAULT_MAX_SEGMENT_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_WAL_INTERVAL_MS = 1_000;
 /** Default of `manifestIntervalMs`: a restore point at most every 10 s while WAL keeps shipping. */
 export const DEFAULT_MANIFEST_INTERVAL_MS = 10_000;
-/** Default of `retain`: this lineage's newest 24 restore points. */
-export const DEFAULT_RETAIN = 24;
+/**
+ * The window of restore points kept when neither `retain` nor `retainFor` is
+ * given: the last 24 hours (a restore to any moment of the last day).
+ */
+export const DEFAULT_RETAIN_FOR_MS = 24 * 3_600_000;
 /** Default of `operationTimeoutMs`. */
 export const DEFAULT_OPERATION_TIMEOUT_MS = 30_000;
 /** Default of `shutdownGraceMs`. */
@@ -64,8 +67,20 @@ export interface BackupWorkerOptions {
   readonly walIntervalMs?: number;
   /** Minimum time between manifests while WAL keeps shipping. Default 10 000 ms. */
   readonly manifestIntervalMs?: number;
-  /** Manifests of this lineage to keep; 0 keeps all. Default 24. */
+  /**
+   * Restore points of this lineage to keep by count: the newest `retain`
+   * manifests; 0 keeps all. With `retainFor` too, what either keeps is kept.
+   * Default: none (only the window counts).
+   */
   readonly retain?: number;
+  /**
+   * Restore points of this lineage to keep by time, in milliseconds: every
+   * manifest created within `retainFor` of the clock's wall time, and the
+   * newest one before that (it holds the commits at the window's start).
+   * With `retain` too, what either keeps is kept. Default
+   * {@link DEFAULT_RETAIN_FOR_MS} (24 h) when `retain` is not given either.
+   */
+  readonly retainFor?: number;
   /** Lease TTL in seconds. Default `DEFAULT_TTL_S` (30). */
   readonly leaseTtlSeconds?: number;
   /**

@@ -31,7 +31,7 @@ describe('loadReplicateConfig', () => {
       listen: '127.0.0.1:9090',
     });
     expect(config.listen).toBe('127.0.0.1:9090');
-    expect(config.databases[0]).toMatchObject({ type: 'framed', retention: 5 });
+    expect(config.databases[0]).toMatchObject({ type: 'framed', retention: { count: 5 } });
   });
 
   it('reads -c relative to the working directory, with --listen over the file’s', () => {
