@@ -428,6 +428,7 @@ export class BackupWorker {
   #failed(error: unknown): number {
     this.#health.errorCount += 1;
     this.#health.consecutiveFailures += 1;
+    this.#health.lastError = messageOf(error);
     const delay = this.#backoffMs;
     this.#backoffMs = Math.min(this.#backoffMs * 2, MAX_BACKOFF_MS);
     this.#logger.warn('backup.step_failed', {

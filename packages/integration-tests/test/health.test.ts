@@ -78,14 +78,24 @@ describe('health', () => {
       if (i === 2)
         expect(w.health()).toMatchObject({
           healthy: false,
-          reason: '3 consecutive failed backup steps',
+          // The reason quotes the error behind the failures.
+          reason: expect.stringMatching(
+            /^3 consecutive failed backup steps \(last: .*injected failure.*\)$/,
+          ),
+          lastError: expect.stringContaining('injected failure'),
           errorCount: 3,
         });
     }
     expect(delays).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000]);
     store.failing = false;
     expect(await w.step()).toBe(1_000);
-    expect(w.health()).toMatchObject({ healthy: true, reason: null, errorCount: 9, lagSeconds: 0 });
+    expect(w.health()).toMatchObject({
+      healthy: true,
+      reason: null,
+      lastError: null,
+      errorCount: 9,
+      lagSeconds: 0,
+    });
     expect(await w.step()).toBe(1_000);
   });
 
