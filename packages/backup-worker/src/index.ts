@@ -15,8 +15,10 @@ export {
 export {
   type BackupHealth,
   FIRST_BACKOFF_MS,
+  type LatestRestorePoint,
   MAX_BACKOFF_MS,
   MIN_UNHEALTHY_LAG_MS,
+  type OldestRestorePoint,
   type PermanentRefusal,
   UNHEALTHY_AFTER_FAILURES,
 } from './health.ts';

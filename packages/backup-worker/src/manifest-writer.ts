@@ -20,6 +20,7 @@ import {
   type Manifest,
   parseManifest,
   parseManifestKey,
+  restorableFrom,
   segmentGenerationPrefix,
   serializeLatest,
   serializeManifest,
@@ -81,6 +82,12 @@ export class ManifestWriter {
     if (!written) return;
     tenure.manifestCache.set(key, { version: tenure.manifestVersions.get(key)!, manifest });
     await this.#putLatest(key);
+    this.#ctx.logger.info('backup.restore_point_written', {
+      manifestKey: key,
+      commitSeq: manifest.commitSeq,
+      walGeneration: manifest.walGeneration,
+      segments: manifest.segments.length,
+    });
     generation.inRestorePoint = generation.cursor;
     tenure.manifestDirty = false;
     tenure.lastManifestAt = clock.monotonicNow();
@@ -100,7 +107,8 @@ export class ManifestWriter {
     tenure.latestTarget = latest.target;
     // Health names only a restore point that was read and checked: never a
     // corrupt one that LATEST happened to name.
-    if (latest.target !== null && latest.manifest !== null) this.#noteLatest(latest.target);
+    if (latest.target !== null && latest.manifest !== null)
+      this.#noteLatest(latest.target, latest.manifest);
     return latest.manifest;
   }
 
@@ -166,11 +174,14 @@ export class ManifestWriter {
     }
   }
 
-  /** Health's view of the restore point LATEST names. */
-  #noteLatest(target: string): void {
+  /** Health's view of the restore point LATEST names (`manifest`: its parsed manifest, when at hand). */
+  #noteLatest(target: string, manifest?: Manifest): void {
     const commitSeq = parseManifestKey(this.#ctx.prefix, target);
+    const createdAt = (manifest ?? this.#ctx.tenure.manifestCache.get(target)?.manifest)?.createdAt;
     this.#ctx.health.latestRestorePoint =
-      commitSeq === undefined ? null : { manifestKey: target, commitSeq };
+      commitSeq === undefined
+        ? null
+        : { manifestKey: target, commitSeq, ...(createdAt === undefined ? {} : { createdAt }) };
   }
 
   /** Point LATEST at `target`, replace-if-version against the version last written or read. */
@@ -221,6 +232,15 @@ export class ManifestWriter {
       latestTarget: tenure.latestTarget,
     });
     health.restorePoints = selection.restorePoints;
+    const oldest = selection.kept[0]?.manifest;
+    health.oldestRestorePoint =
+      oldest === undefined
+        ? null
+        : {
+            commitSeq: oldest.commitSeq,
+            restorableFrom: restorableFrom(oldest),
+            createdAt: oldest.createdAt,
+          };
     if (selection.dropped.length === 0) return;
     const generations = retiringGenerations({
       selection,
