@@ -5,7 +5,7 @@
  * the previous release's SQLite fixture (packages/integration-tests/fixtures),
  * with LATEST overwritten by garbage.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
