@@ -10,12 +10,12 @@
  */
 import type { Command, CommandIo } from './cli/command.ts';
 import { UsageError } from './cli/usage-error.ts';
-import { checkCommand } from './commands/check.ts';
-import { leaseCommand } from './commands/lease.ts';
-import { lsCommand } from './commands/ls.ts';
-import { replicateCommand } from './commands/replicate.ts';
-import { restoreCommand } from './commands/restore.ts';
-import { verifyCommand } from './commands/verify.ts';
+import { checkCommand } from './commands/check-command.ts';
+import { leaseCommand } from './commands/lease-command.ts';
+import { lsCommand } from './commands/ls-command.ts';
+import { replicateCommand } from './commands/replicate-command.ts';
+import { restoreCommand } from './commands/restore-command.ts';
+import { verifyCommand } from './commands/verify-command.ts';
 import { ConfigError } from './config.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes.ts';
 import { renderMainHelp } from './main-help.ts';

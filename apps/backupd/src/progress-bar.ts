@@ -2,7 +2,7 @@
  * Progress for long restores: a redrawn bar on a terminal, plain lines
  * (at each phase and every 10 %) otherwise, so logs stay readable.
  */
-import { formatBytes } from './commands/shared.ts';
+import { formatBytes } from './format-bytes.ts';
 
 export interface ProgressState {
   readonly phase: string;

@@ -6,6 +6,7 @@
  * the database and WAL size, bytes shipped, and failed steps beside failed
  * requests (the same counters `/metrics` exposes).
  */
+import { formatBytes } from './format-bytes.ts';
 import type { ReplicaStatus, StatusSource } from './status.ts';
 
 function escapeHtml(text: string): string {
@@ -19,18 +20,6 @@ function ago(unixSeconds: number, now: number): string {
   if (unixSeconds === 0) return 'never';
   const seconds = Math.max(0, Math.round(now / 1000 - unixSeconds));
   return seconds < 120 ? `${seconds}s ago` : `${Math.round(seconds / 60)}m ago`;
-}
-
-/** Bytes as an operator reads them: B, KiB, MiB, GiB. */
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
 
 /** Seconds since an RFC 3339 time, as "12s ago" / "5m ago" / "3h ago"; `''` when it does not parse. */

@@ -20,9 +20,9 @@ describe('the import graph of apps/backupd/src', () => {
   it('is read: the entry reaches every command module, and they reach cli/command.ts', () => {
     const graph = importGraph(SOURCE);
     for (const name of ['replicate', 'restore', 'ls', 'verify', 'check', 'lease']) {
-      expect(graph.get('main.ts')).toContain(`commands/${name}.ts`);
-      expect(graph.get(`commands/${name}.ts`)).toContain('cli/command.ts');
-      expect(graph.get(`commands/${name}.ts`)).not.toContain('main.ts');
+      expect(graph.get('main.ts')).toContain(`commands/${name}-command.ts`);
+      expect(graph.get(`commands/${name}-command.ts`)).toContain('cli/command.ts');
+      expect(graph.get(`commands/${name}-command.ts`)).not.toContain('main.ts');
     }
   });
 });

@@ -20,7 +20,7 @@ import { probeConditionalWrites } from '@x/store-conformance';
 import { type CommandContextFor, defineCommand, type NoOptions } from '../cli/command.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { parseStoreUrl } from '../store-url.ts';
-import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';
+import { expectPositionals, openUrlArgument, print, printJson } from './command-store.ts';
 
 /** An instant for people; a value beyond what a Date can hold (a hostile record) is shown as the number. */
 function instant(milliseconds: number): string {

@@ -2,7 +2,7 @@
 import { verify } from '@x/restore';
 import { booleanOption, type CommandContextFor, defineCommand } from '../cli/command.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
-import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';
+import { expectPositionals, openUrlArgument, print, printJson } from './command-store.ts';
 
 const options = { deep: booleanOption() } as const;
 

@@ -22,16 +22,10 @@ import {
 } from '@x/restore';
 import { booleanOption, type CommandContextFor, defineCommand } from '../cli/command.ts';
 import { EXIT_OK } from '../exit-codes.ts';
+import { formatBytes } from '../format-bytes.ts';
 import { parseStoreUrl } from '../store-url.ts';
-import { newerDataCounts, newerDataJson } from './restore.ts';
-import {
-  expectPositionals,
-  formatBytes,
-  openUrlArgument,
-  print,
-  printJson,
-  table,
-} from './shared.ts';
+import { expectPositionals, openUrlArgument, print, printJson, table } from './command-store.ts';
+import { newerDataCounts, newerDataJson } from './restore-command.ts';
 
 /** `ls` of a local directory that does not exist. */
 export class BackupDirectoryMissingError extends Error {

@@ -28,17 +28,6 @@ export function print(context: CommandContext, text: string): void {
   context.stdout.write(context.redactor.text(`${text}\n`));
 }
 
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
-}
-
 /** Formats rows as aligned columns. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((title, column) =>

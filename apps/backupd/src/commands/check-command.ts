@@ -26,7 +26,7 @@ import {
 } from '@x/store-conformance';
 import { type CommandContextFor, defineCommand, type NoOptions } from '../cli/command.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
-import { expectPositionals, openUrlArgument, print, printJson, table } from './shared.ts';
+import { expectPositionals, openUrlArgument, print, printJson, table } from './command-store.ts';
 
 export interface CheckCleanup {
   /** True when nothing is known to be left under `prefix` and no cleanup step failed. */

@@ -21,7 +21,7 @@ import { EXIT_OK, EXIT_REFUSED } from '../exit-codes.ts';
 import { type ProgressState, progressReporter } from '../progress-bar.ts';
 import { isNothingBackedUp } from '../replicate/nothing-backed-up.ts';
 import { type DatabaseRestoreResult, restoreDatabase } from '../restore-database.ts';
-import { expectPositionals, openUrlArgument, print, printJson } from './shared.ts';
+import { expectPositionals, openUrlArgument, print, printJson } from './command-store.ts';
 
 const options = {
   commit: stringOption({
