@@ -28,9 +28,16 @@ const FILES: Record<string, string> = {
   'packages/store/package.json': JSON.stringify({
     name: '@x/store',
     type: 'module',
-    exports: { '.': { '@x/source': './src/index.ts' } },
+    exports: {
+      '.': { '@x/source': './src/index.ts' },
+      './keys': { '@x/source': './src/keys.ts' },
+    },
   }),
   'packages/store/src/index.ts': "export const store = 'store';\n",
+  'packages/store/src/keys.ts': 'export const keyProblem = (key: string) => key;\n',
+  // Allowed: a format package uses the store's key rules (pure) through @x/store/keys.
+  'packages/manifest/src/uses-key-rules.ts':
+    "import { keyProblem } from '@x/store/keys';\nexport const rules = keyProblem;\n",
   'packages/store-s3/package.json': JSON.stringify({
     name: '@x/store-s3',
     type: 'module',

@@ -9,7 +9,8 @@
  *
  * Guarantees:
  * - a constructor either returns a key that is valid for every store (the
- *   rules of `@x/store`'s `validateKey`, at most 1024 UTF-8 bytes) and lies
+ *   rules of `@x/store`'s `validateKey`, used from `@x/store/keys`, at most
+ *   1024 UTF-8 bytes) and lies
  *   under `${prefix}/`, or throws {@link KeyLayoutError};
  * - a parse function returns a value only for a key some constructor produces
  *   from exactly that value: `parseX(prefix, xKey(prefix, ...v))` is `v`, and
@@ -18,11 +19,12 @@
  * - parse functions never throw for a key taken from a bucket; they throw
  *   {@link KeyLayoutError} only for an invalid `prefix` (a caller's bug).
  */
+import { keyProblem, MAX_KEY_BYTES } from '@x/store/keys';
 import { isCrc32Hex } from './crc32.ts';
 import { KeyLayoutError } from './errors.ts';
 
-/** The longest key, in UTF-8 bytes, any store accepts (S3's and GCS's limit). */
-export const MAX_KEY_BYTES = 1024;
+/** The longest key, in UTF-8 bytes, any store accepts: `@x/store`'s. */
+export { MAX_KEY_BYTES };
 
 /** The longest plain file name, in UTF-8 bytes (the usual file-system limit). */
 export const MAX_NAME_BYTES = 255;
@@ -39,22 +41,6 @@ function hasControlCharacter(text: string): boolean {
     if (code < 0x20 || code === 0x7f) return true;
   }
   return false;
-}
-
-/** Why `key` is not a valid store key, or undefined. Mirrors `@x/store`'s rules. */
-function keyProblem(key: string): string | undefined {
-  if (key.length === 0) return 'empty';
-  if (!key.isWellFormed()) return 'contains a lone surrogate (not valid Unicode)';
-  if (hasControlCharacter(key)) return 'contains NUL or a control character';
-  if (key.includes('\\')) return 'contains a backslash';
-  if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES)
-    return `longer than ${MAX_KEY_BYTES} bytes of UTF-8`;
-  if (key.startsWith('/')) return 'starts with "/"';
-  for (const segment of key.split('/')) {
-    if (segment === '') return 'has an empty path segment ("//" or a trailing "/")';
-    if (segment === '.' || segment === '..') return `has a "${segment}" segment`;
-  }
-  return undefined;
 }
 
 /**

@@ -12,6 +12,9 @@
  * - a backslash (a path separator on some systems);
  * - more than {@link MAX_KEY_BYTES} bytes of UTF-8;
  * - a string that is not well-formed UTF-16 (a lone surrogate cannot be encoded).
+ *
+ * Pure (no I/O): the format packages use these rules through the
+ * `@x/store/keys` subpath, so a key a format builds is one every store takes.
  */
 import { InvalidKeyError } from './errors.ts';
 
@@ -26,7 +29,8 @@ function hasControlCharacter(text: string): boolean {
   return false;
 }
 
-function keyProblem(key: string): string | undefined {
+/** Why `key` is not a valid object key (the rules above), or `undefined`. Never throws. */
+export function keyProblem(key: string): string | undefined {
   if (typeof key !== 'string') return 'not a string';
   if (key.length === 0) return 'empty';
   if (!key.isWellFormed()) return 'contains a lone surrogate (not valid Unicode)';
