@@ -7,7 +7,7 @@
 
 import type { PutMode } from '@x/store';
 import { describeHolder, FencedError, ForeignActiveError } from './errors.ts';
-import type { AcquireSettings } from './options.ts';
+import type { AcquireSettings } from './lease-options.ts';
 import { type LeaseRecord, MAX_SANE_TTL_S, type VersionedLeaseRecord } from './record.ts';
 
 /** Why a foreign record is suspect, or undefined. */

@@ -16,8 +16,8 @@ import {
   type PutMode,
 } from '@x/store';
 import { PreconditionsIgnoredError } from './errors.ts';
+import type { AcquireSettings } from './lease-options.ts';
 import { hasVersion, writeReleasedRecord } from './lease-writes.ts';
-import type { AcquireSettings } from './options.ts';
 import { type LeaseRecord, newNonce, serializeLeaseRecord } from './record.ts';
 
 function makeMadeUpVersion(version: ObjectVersion): ObjectVersion {

@@ -51,6 +51,13 @@ import {
   WriteDeadlineError,
 } from './errors.ts';
 import {
+  type AcquireOptions,
+  type AcquireSettings,
+  type Exclusion,
+  type LeaseLogger,
+  validateAcquireOptions,
+} from './lease-options.ts';
+import {
   describeMode,
   hasVersion,
   isRefusal,
@@ -58,13 +65,6 @@ import {
   sendTime,
   writeReleasedRecord,
 } from './lease-writes.ts';
-import {
-  type AcquireOptions,
-  type AcquireSettings,
-  type Exclusion,
-  type LeaseLogger,
-  validateAcquireOptions,
-} from './options.ts';
 import {
   type LeaseRecord,
   newNonce,

@@ -23,7 +23,7 @@ export {
   type Exclusion,
   type LeaseLogger,
   stderrLeaseLogger,
-} from './options.ts';
+} from './lease-options.ts';
 export {
   DEFAULT_TTL_S,
   type LeaseRecord,

@@ -31,7 +31,7 @@ import {
   type Exclusion,
   type LeaseLogger,
   stderrLeaseLogger,
-} from './options.ts';
+} from './lease-options.ts';
 import type { LeaseRecord } from './record.ts';
 
 /** What happens to a held lease, in order. */

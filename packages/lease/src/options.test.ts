@@ -4,7 +4,7 @@ import { BucketLease } from './bucket-lease.ts';
 import { FakeClock } from './clock.ts';
 import { LeaseError, LeaseOptionsError } from './errors.ts';
 import { holdLease } from './keeper.ts';
-import type { AcquireOptions } from './options.ts';
+import type { AcquireOptions } from './lease-options.ts';
 import { MAX_SANE_TTL_S } from './record.ts';
 
 /** A store that fails the test if the lease sends anything. */

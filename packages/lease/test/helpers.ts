@@ -1,7 +1,7 @@
 /** Shared test helpers: recording logger, event waiters, hand-written records. */
 import type { ObjectStore } from '@x/store';
 import type { LeaseEvent } from '../src/keeper.ts';
-import type { LeaseLogger } from '../src/options.ts';
+import type { LeaseLogger } from '../src/lease-options.ts';
 import { type LeaseRecord, leaseKey, serializeLeaseRecord } from '../src/record.ts';
 
 export interface LogEntry {

@@ -8,7 +8,7 @@ import { expect } from 'vitest';
 import { BucketLease } from '../src/bucket-lease.ts';
 import { FakeClock } from '../src/clock.ts';
 import { ForeignActiveError } from '../src/errors.ts';
-import type { AcquireOptions } from '../src/options.ts';
+import type { AcquireOptions } from '../src/lease-options.ts';
 import { newInstanceId } from '../src/record.ts';
 import { recordingLogger } from './helpers.ts';
 
