@@ -20,6 +20,7 @@ const released: { module: object; namespace: string; classes: string[] }[] = [
       'SimulatedCrashError',
       'ShutdownAbandonedError',
       'WorkerPanicError',
+      'LatestUnusableError',
     ],
   },
   {
