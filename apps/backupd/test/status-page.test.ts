@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { chromium, type Page } from 'playwright-core';
 import { describe, expect, test } from 'vitest';
 import {
   baseEnv,
@@ -41,6 +41,31 @@ if (!haveChromium && !inCi)
     `backupd status page: skipped, ${CHROMIUM} is missing (run scripts/install-browser.sh)`,
   );
 
+/** Runs `use` with a page of a fresh headless Chromium profile, removed afterwards. */
+async function withPage(use: (page: Page) => Promise<void>): Promise<void> {
+  const profile = mkdtempSync(join(tmpdir(), 'backupd-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1280, height: 480 },
+  });
+  try {
+    await use(context.pages()[0] ?? (await context.newPage()));
+  } finally {
+    await context.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+/** Saves the page into test-artifacts/ and checks that a real image came out. */
+async function saveScreenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const screenshot = join(ARTIFACTS, name);
+  await page.screenshot({ path: screenshot, fullPage: true });
+  expect(statSync(screenshot).size).toBeGreaterThan(5_000);
+}
+
 describe('the status page in headless Chromium', () => {
   const { directory, running } = suiteWorkspace('page');
 
@@ -67,15 +92,7 @@ describe('the status page in headless Chromium', () => {
         },
       );
 
-      const profile = mkdtempSync(join(tmpdir(), 'backupd-chromium-'));
-      const context = await chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: CHROMIUM_ARGS,
-        viewport: { width: 1280, height: 480 },
-      });
-      try {
-        const page = context.pages()[0] ?? (await context.newPage());
+      await withPage(async (page) => {
         const response = await page.goto(`${base}/`, { waitUntil: 'load' });
         expect(response?.status()).toBe(200);
         expect(await page.title()).toBe('backupd — healthy');
@@ -90,14 +107,8 @@ describe('the status page in headless Chromium', () => {
         expect(await row.locator('td.lag').innerText()).toMatch(/^\d+s$/);
         const headers = await page.locator('thead th').allInnerTexts();
         expect(headers.indexOf('Lag')).toBe(3);
-        mkdirSync(ARTIFACTS, { recursive: true });
-        const screenshot = join(ARTIFACTS, 'status-page.png');
-        await page.screenshot({ path: screenshot, fullPage: true });
-        expect(statSync(screenshot).size).toBeGreaterThan(5_000);
-      } finally {
-        await context.close();
-        rmSync(profile, { recursive: true, force: true });
-      }
+        await saveScreenshot(page, 'status-page.png');
+      });
       expect(await replicate.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     },
   );
@@ -129,15 +140,7 @@ describe('the status page in headless Chromium', () => {
         { describe: () => replicate.describe(), timeoutMs: 90_000 },
       );
 
-      const profile = mkdtempSync(join(tmpdir(), 'backupd-chromium-'));
-      const context = await chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: CHROMIUM_ARGS,
-        viewport: { width: 1280, height: 480 },
-      });
-      try {
-        const page = context.pages()[0] ?? (await context.newPage());
+      await withPage(async (page) => {
         const response = await page.goto(`${base}/`, { waitUntil: 'load' });
         expect(response?.status()).toBe(200);
         expect(await page.title()).toBe('backupd — attention needed');
@@ -146,14 +149,8 @@ describe('the status page in headless Chromium', () => {
         expect(cells[2]).toMatch(/^unhealthy\n/);
         expect(cells[2]).toMatch(/consecutive failed backup steps \(last: .*ECONNREFUSED/);
         expect(cells[6]).toBe('none yet');
-        mkdirSync(ARTIFACTS, { recursive: true });
-        const screenshot = join(ARTIFACTS, 'status-page-unhealthy.png');
-        await page.screenshot({ path: screenshot, fullPage: true });
-        expect(statSync(screenshot).size).toBeGreaterThan(5_000);
-      } finally {
-        await context.close();
-        rmSync(profile, { recursive: true, force: true });
-      }
+        await saveScreenshot(page, 'status-page-unhealthy.png');
+      });
       await replicate.stop('SIGTERM');
     },
     120_000,
