@@ -71,7 +71,8 @@ import { Requests } from './requests.ts';
 import { retentionPolicy } from './retention-plan.ts';
 import { keyOf, Shipper } from './shipper.ts';
 import { UnrestorableCommits } from './shutdown-report.ts';
-import { type DurablePosition, unchangedBetween } from './source.ts';
+import { snapshotDue } from './snapshot-schedule.ts';
+import { type BackupSource, type DurablePosition, unchangedBetween } from './source.ts';
 import { SourceSlot } from './source-slot.ts';
 import { Tenure } from './tenure.ts';
 import { Triggers } from './triggers.ts';
@@ -83,6 +84,8 @@ import {
   DEFAULT_MAX_SEGMENT_BYTES,
   DEFAULT_OPERATION_TIMEOUT_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
+  DEFAULT_SNAPSHOT_INTERVAL_MS,
+  DEFAULT_SNAPSHOT_LOG_FACTOR,
   DEFAULT_WAL_INTERVAL_MS,
   type ShutdownReport,
   silentLogger,
@@ -100,6 +103,8 @@ export class BackupWorker {
   readonly #logger: BackupLogger;
   readonly #walIntervalMs: number;
   readonly #shutdownGraceMs: number;
+  readonly #snapshotIntervalMs: number;
+  readonly #snapshotLogFactor: number;
   readonly #instanceId: string;
   readonly #hooks: WorkerHooks | undefined;
   readonly #health: HealthTracker;
@@ -140,6 +145,8 @@ export class BackupWorker {
     const conditional = options.conditional ?? true;
     const operationTimeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
     this.#shutdownGraceMs = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
+    this.#snapshotIntervalMs = options.snapshotIntervalMs ?? DEFAULT_SNAPSHOT_INTERVAL_MS;
+    this.#snapshotLogFactor = options.snapshotLogFactor ?? DEFAULT_SNAPSHOT_LOG_FACTOR;
     this.#instanceId = options.instanceId ?? newInstanceId();
     this.#hooks = options.hooks;
     this.#health = new HealthTracker(this.#walIntervalMs, manifestIntervalMs);
@@ -513,6 +520,7 @@ export class BackupWorker {
     let failure: unknown = null;
     try {
       await this.#stepInner();
+      await this.#scheduleSnapshot(source);
     } catch (error) {
       failure = error;
     }
@@ -525,6 +533,33 @@ export class BackupWorker {
       }
     }
     if (failure !== null) throw failure;
+  }
+
+  /**
+   * A scheduled snapshot (snapshot-schedule.ts): once the current generation
+   * is due and everything durable of it is shipped and in a restore point,
+   * ask the source for a new generation; the next step ships its snapshot.
+   */
+  async #scheduleSnapshot(source: BackupSource): Promise<void> {
+    const generation = this.#tenure.current;
+    if (!source.startGeneration || generation === null || this.#refused) return;
+    const position = await source.durablePosition();
+    const caughtUp =
+      sameWalKey(generation.key, keyOf(position)) &&
+      position.durableLength === generation.cursor &&
+      generation.inRestorePoint === generation.cursor;
+    if (!caughtUp) return;
+    const reason = snapshotDue({
+      startedAt: generation.startedAt,
+      now: this.#clock.wallNow(),
+      intervalMs: this.#snapshotIntervalMs,
+      shippedBytes: generation.cursor,
+      databaseBytes: position.engine?.databaseBytes ?? null,
+      logFactor: this.#snapshotLogFactor,
+    });
+    if (reason === null) return;
+    this.#logger.info('backup.snapshot_scheduled', { walGeneration: generation.number, reason });
+    await source.startGeneration({ signal: this.#runAbort.signal });
   }
 
   async #stepInner(): Promise<void> {

@@ -21,6 +21,7 @@ function tenureWithGeneration(): Tenure {
     key: { engineGeneration: 'g1', snapshot: 's', wal: 'w' },
     cursor: 20,
     inRestorePoint: 0,
+    startedAt: 0,
     floor: 10,
     chain: [entry('wal.floor', 0)],
     segments: [{ key: 'db/wal/seg', size: 20, crc32: '00000000', frames: 2, lineage: 'L' }],

@@ -164,6 +164,7 @@ export class Shipper {
         cursor: 0,
         inRestorePoint: 0,
         floor,
+        startedAt: this.#ctx.clock.wallNow(),
         chain,
         segments: [],
       };

@@ -338,6 +338,16 @@ export interface BackupSource {
    */
   afterStep?(shipped: ShippedProgress | null, options?: SourceCallOptions): Promise<void>;
 
+  /**
+   * Starts a new generation at the engine's current state: the next position
+   * names another engine generation, and the next restore point stands on a
+   * fresh snapshot (a scheduled snapshot; see the worker's
+   * `snapshotIntervalMs`). Called only when everything durable is shipped
+   * and in a restore point. Optional: an engine without it starts
+   * generations on its own only.
+   */
+  startGeneration?(options?: SourceCallOptions): Promise<void>;
+
   /** Releases what the source holds. The worker does not call it; the owner does. */
   close?(): Promise<void>;
 }

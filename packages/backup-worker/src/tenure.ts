@@ -21,6 +21,8 @@ export interface Generation {
   /** `cursor` as of the last manifest `LATEST` names. */
   inRestorePoint: number;
   readonly floor: number;
+  /** Wall-clock ms this worker started the generation (scheduled snapshots count from here). */
+  readonly startedAt: number;
   /** The chain files, as they were when the generation started. */
   readonly chain: FileEntry[];
   readonly segments: SegmentEntry[];

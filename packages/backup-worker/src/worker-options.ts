@@ -35,6 +35,10 @@ export const DEFAULT_RETAIN_FOR_MS = 24 * 3_600_000;
 export const DEFAULT_OPERATION_TIMEOUT_MS = 30_000;
 /** Default of `shutdownGraceMs`. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+/** Default of `snapshotIntervalMs`: a new generation, with a fresh snapshot, daily. */
+export const DEFAULT_SNAPSHOT_INTERVAL_MS = 24 * 3_600_000;
+/** Default of `snapshotLogFactor`: a new generation once its WAL outgrows 4 × the database. */
+export const DEFAULT_SNAPSHOT_LOG_FACTOR = 4;
 
 /** Structured logger: one event name, key-value fields; never given credentials. */
 export interface BackupLogger {
@@ -92,6 +96,18 @@ export interface BackupWorkerOptions {
   readonly operationTimeoutMs?: number;
   /** Time a shutdown has to flush and write its final manifest. Default 10 000 ms. */
   readonly shutdownGraceMs?: number;
+  /**
+   * Scheduled snapshots (for sources with `startGeneration`): a new
+   * generation once the current one is this old (wall time, counted from
+   * when this worker started it); 0 disables. Default 24 h.
+   */
+  readonly snapshotIntervalMs?: number;
+  /**
+   * Also a new generation once the WAL shipped in the current one exceeds
+   * this many times the database's size (as the source reports it); 0
+   * disables. Default 4.
+   */
+  readonly snapshotLogFactor?: number;
   /** Part size passed to `store.upload`. */
   readonly partSize?: number;
   /** Largest WAL segment object. Default {@link DEFAULT_MAX_SEGMENT_BYTES}. */

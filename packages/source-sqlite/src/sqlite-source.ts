@@ -261,6 +261,18 @@ export class SqliteSource implements BackupSource {
     return write;
   }
 
+  /**
+   * A scheduled snapshot: the database as it is now (captured up to the
+   * WAL's last commit) becomes the next generation's snapshot, and the log
+   * starts empty. Like any new generation, it counts one commit for the
+   * break. The worker calls it only once everything captured is shipped.
+   */
+  async startGeneration(): Promise<void> {
+    this.#capture();
+    this.#newGeneration();
+    await this.#persist();
+  }
+
   #newGeneration(): void {
     this.#generationBase = this.#commitCount + 1;
     this.#tap.startGeneration();

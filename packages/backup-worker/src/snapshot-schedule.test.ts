@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { snapshotDue } from './snapshot-schedule.ts';
+
+const base = {
+  startedAt: 1_000,
+  now: 1_000,
+  intervalMs: 3_600_000,
+  shippedBytes: 0,
+  databaseBytes: 1_000_000,
+  logFactor: 4,
+};
+
+describe('snapshotDue', () => {
+  it('is due once the generation is as old as the interval, not before', () => {
+    expect(snapshotDue({ ...base, now: 1_000 + 3_599_999 })).toBeNull();
+    expect(snapshotDue({ ...base, now: 1_000 + 3_600_000 })).toMatch(/3600s old/);
+  });
+
+  it('is due once the shipped WAL outgrows the factor times the database, not at it', () => {
+    expect(snapshotDue({ ...base, shippedBytes: 4_000_000 })).toBeNull();
+    expect(snapshotDue({ ...base, shippedBytes: 4_000_001 })).toMatch(/more than 4 ×/);
+  });
+
+  it('ignores a disabled rule and an unknown database size', () => {
+    expect(snapshotDue({ ...base, intervalMs: 0, now: 1e12 })).toBeNull();
+    expect(snapshotDue({ ...base, logFactor: 0, shippedBytes: 1e12 })).toBeNull();
+    expect(snapshotDue({ ...base, databaseBytes: null, shippedBytes: 1e12 })).toBeNull();
+  });
+});

@@ -1,0 +1,156 @@
+/**
+ * Scheduled snapshots with the SQLite source: once a generation is as old as
+ * `snapshotIntervalMs`, or its shipped WAL outgrows `snapshotLogFactor` × the
+ * database, the worker starts a new generation on a fresh snapshot; every
+ * restore point before and after the switch restores exactly, and a restore
+ * of the latest state reads the new snapshot, not the old generation's log.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { BackupWorker, type BackupWorkerOptions } from '@x/backup-worker';
+import { FakeClock } from '@x/lease';
+import { listRestorePoints, restore } from '@x/restore';
+import { MemoryStore } from '@x/store';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sqliteContentHash } from '../src/content-hash.ts';
+import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
+import { SqliteSource } from '../src/sqlite-source.ts';
+
+const directories: string[] = [];
+const closers: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+  for (const directory of directories.splice(0))
+    rmSync(directory, { recursive: true, force: true });
+});
+
+function hashOf(path: string): string {
+  const database = new DatabaseSync(path, { readOnly: true });
+  try {
+    return sqliteContentHash(database);
+  } finally {
+    database.close();
+  }
+}
+
+async function setUp(options: Partial<BackupWorkerOptions>) {
+  const directory = mkdtempSync(join(tmpdir(), 'backupd-scheduled-snapshot-'));
+  directories.push(directory);
+  const path = join(directory, 'app.db');
+  const application = new DatabaseSync(path, { timeout: 5000 });
+  closers.push(() => application.close());
+  application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+  const source = SqliteSource.open({ path, captureIntervalMs: 0 });
+  closers.push(() => source.close());
+  const clock = new FakeClock();
+  const store = new MemoryStore();
+  const worker = new BackupWorker({
+    store,
+    prefix: 'p',
+    source,
+    clock,
+    manifestIntervalMs: 0,
+    ...options,
+  });
+  const insert = application.prepare('INSERT INTO t (body) VALUES (?)');
+  const commit = (rows: number, bytes = 64) => {
+    for (let i = 0; i < rows; i += 1) insert.run(new Uint8Array(bytes).fill(i % 251));
+  };
+  return { directory, path, clock, store, worker, commit };
+}
+
+/** Every restore point of the prefix restores to the database it recorded. */
+async function restoresExactly(
+  store: MemoryStore,
+  directory: string,
+  expected: Map<number, string>,
+): Promise<void> {
+  for (const [commitSeq, hash] of expected) {
+    const target = join(directory, `restored-${commitSeq}`);
+    await restore(store, 'p', target, {
+      commitSeq,
+      materializer: sqliteMaterializer({ databaseName: 'app.db' }),
+    });
+    expect(hashOf(join(target, 'app.db')), `commit ${commitSeq}`).toBe(hash);
+  }
+}
+
+describe('scheduled snapshots (SQLite)', () => {
+  it('starts a new generation once the current one is snapshotIntervalMs old, and restores across it', async () => {
+    const { directory, path, clock, store, worker, commit } = await setUp({
+      snapshotIntervalMs: 3_600_000,
+      snapshotLogFactor: 0,
+    });
+    const expected = new Map<number, string>();
+    const record = async () => {
+      const points = await listRestorePoints(store, 'p');
+      const newest = points.at(-1)!;
+      expected.set(newest.commitSeq, hashOf(path));
+      return newest;
+    };
+    commit(5);
+    await worker.runOnce();
+    const first = await record();
+    clock.advance(1_800_000);
+    commit(5);
+    await worker.runOnce();
+    expect((await record()).walGeneration).toBe(first.walGeneration);
+
+    // An hour since the generation began: the step after it starts a new one.
+    clock.advance(1_800_000);
+    commit(5);
+    await worker.runOnce();
+    await record();
+    await worker.runOnce();
+    const switched = await record();
+    expect(switched.walGeneration!).toBeGreaterThan(first.walGeneration!);
+    commit(5);
+    await worker.runOnce();
+    const after = await record();
+    expect(after.walGeneration).toBe(switched.walGeneration);
+    await restoresExactly(store, directory, expected);
+
+    // A restore of the latest state reads the new generation's snapshot and log only.
+    const latest = (await listRestorePoints(store, 'p')).at(-1)!;
+    expect(latest.restorableFrom!).toBeGreaterThan(first.commitSeq);
+  });
+
+  it('starts a new generation once the shipped WAL outgrows snapshotLogFactor × the database', async () => {
+    const { directory, path, store, worker, commit } = await setUp({
+      snapshotIntervalMs: 0,
+      snapshotLogFactor: 2,
+    });
+    const expected = new Map<number, string>();
+    commit(1);
+    await worker.runOnce();
+    const first = (await listRestorePoints(store, 'p')).at(-1)!;
+    expected.set(first.commitSeq, hashOf(path));
+    // Rewrites of the same rows: the WAL grows, the database hardly does.
+    let generations = new Set([first.walGeneration]);
+    for (let round = 0; round < 12 && generations.size < 2; round += 1) {
+      commit(20, 4096);
+      await worker.runOnce();
+      const newest = (await listRestorePoints(store, 'p')).at(-1)!;
+      expected.set(newest.commitSeq, hashOf(path));
+      generations = new Set([...generations, newest.walGeneration]);
+    }
+    expect(generations.size).toBe(2);
+    await restoresExactly(store, directory, expected);
+  });
+
+  it('never starts one with both rules off', async () => {
+    const { clock, store, worker, commit } = await setUp({
+      snapshotIntervalMs: 0,
+      snapshotLogFactor: 0,
+    });
+    for (let round = 0; round < 4; round += 1) {
+      commit(20, 4096);
+      clock.advance(86_400_000);
+      await worker.runOnce();
+    }
+    const points = await listRestorePoints(store, 'p');
+    expect(new Set(points.map((point) => point.walGeneration)).size).toBe(1);
+  });
+});
