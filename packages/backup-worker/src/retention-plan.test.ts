@@ -98,30 +98,34 @@ describe('selectManifests', () => {
     expect(selection.foreign.has(snapshotKey(P, 7, 0))).toBe(true);
   });
 
-  it('keeps the manifest just written when a newer one by key is there and LATEST names another', () => {
+  // Four restore points, the last newest by key; `retain: 1` keeps it, and
+  // the rule under test must keep the two it names besides.
+  it.each([
+    {
+      rule: 'keeps the manifest just written when a newer one by key is there and LATEST names another',
+      justWritten: 1,
+      latestTarget: 0,
+      kept: [0, 1, 3],
+      dropped: [2],
+    },
+    {
+      rule: "keeps LATEST's target when it is neither the newest nor the one just written",
+      justWritten: 2,
+      latestTarget: 1,
+      kept: [1, 2, 3],
+      dropped: [0],
+    },
+  ])('$rule', ({ justWritten, latestTarget, kept, dropped }) => {
     const all = [restorePoint(0, 1), restorePoint(0, 2), restorePoint(0, 3), restorePoint(0, 100)];
     const selection = selectManifests({
       manifests: all,
       lineage: OURS,
       retain: 1,
-      justWritten: all[1]!.key,
-      latestTarget: all[0]!.key,
+      justWritten: all[justWritten]!.key,
+      latestTarget: all[latestTarget]!.key,
     });
-    expect(selection.kept.map((m) => m.key)).toEqual([all[0]!.key, all[1]!.key, all[3]!.key]);
-    expect(selection.dropped.map((m) => m.key)).toEqual([all[2]!.key]);
-  });
-
-  it("keeps LATEST's target when it is neither the newest nor the one just written", () => {
-    const all = [restorePoint(0, 1), restorePoint(0, 2), restorePoint(0, 3), restorePoint(0, 100)];
-    const selection = selectManifests({
-      manifests: all,
-      lineage: OURS,
-      retain: 1,
-      justWritten: all[2]!.key,
-      latestTarget: all[1]!.key,
-    });
-    expect(selection.kept.map((m) => m.key)).toEqual([all[1]!.key, all[2]!.key, all[3]!.key]);
-    expect(selection.dropped.map((m) => m.key)).toEqual([all[0]!.key]);
+    expect(selection.kept.map((m) => m.key)).toEqual(kept.map((index) => all[index]!.key));
+    expect(selection.dropped.map((m) => m.key)).toEqual(dropped.map((index) => all[index]!.key));
   });
 
   it('turns doubtful when a manifest does not parse, and still names the surplus to drop', () => {
