@@ -74,7 +74,7 @@ describe('config validation', () => {
     [
       'unknown key',
       'databases:\n  - path: a.db\n    url: s3://b/p\n    intervall: 1s\n',
-      'databases[0].intervall: unknown setting (known: path, type, url, urls, interval, restorePointInterval, retention, leaseTtl, shutdownGrace, checkpoint, conditional)',
+      'databases[0].intervall: unknown setting (known: path, type, url, urls, interval, restorePointInterval, retention, leaseTtl, shutdownGrace, snapshotInterval, snapshotLogFactor, checkpoint, conditional)',
     ],
     [
       'bad type',
@@ -163,6 +163,47 @@ describe('config validation', () => {
     expect(database.leaseTtlSeconds).toBe(30);
     // The SQLite tap's own defaults, as the README documents them.
     expect(database.checkpoint).toEqual({ passivePages: 1000, truncatePages: 10_000 });
+  });
+
+  it('reads the snapshot schedule, with the worker defaults and 0 to turn a trigger off', () => {
+    const database = (extra: string) =>
+      parseConfig(`databases:\n  - path: a.db\n    url: s3://b/p\n${extra}`, {
+        env,
+        baseDir: '/srv',
+      }).databases[0]!;
+    // The worker's own defaults: daily, or once the shipped WAL is 4 × the database.
+    expect(database('').snapshotIntervalMs).toBe(86_400_000);
+    expect(database('').snapshotLogFactor).toBe(4);
+    const set = database('    snapshotInterval: 7d\n    snapshotLogFactor: 2.5\n');
+    expect(set.snapshotIntervalMs).toBe(7 * 86_400_000);
+    expect(set.snapshotLogFactor).toBe(2.5);
+    const off = database('    snapshotInterval: 0s\n    snapshotLogFactor: 0\n');
+    expect(off.snapshotIntervalMs).toBe(0);
+    expect(off.snapshotLogFactor).toBe(0);
+    const fromEnv = singleDatabaseConfig(
+      { path: 'app.db', url: 'file:///tmp/backups' },
+      {
+        env: { BACKUPD_SNAPSHOT_INTERVAL: '6h', BACKUPD_SNAPSHOT_LOG_FACTOR: '8' },
+        baseDir: '/srv',
+      },
+    ).databases[0]!;
+    expect(fromEnv.snapshotIntervalMs).toBe(6 * 3_600_000);
+    expect(fromEnv.snapshotLogFactor).toBe(8);
+  });
+
+  it('refuses a snapshot schedule that would snapshot too often, naming the setting', () => {
+    const problems = problemsOf(
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    snapshotInterval: 10s\n    snapshotLogFactor: 0.5\n',
+    );
+    expect(problems).toEqual([
+      'databases[0].snapshotInterval: must be at least 1m, or 0s to snapshot only by size',
+      'databases[0].snapshotLogFactor: must be a number from 1 to 1000, or 0 to snapshot only by age, got number 0.5',
+    ]);
+    expect(
+      problemsOf('databases:\n  - path: a.db\n    url: s3://b/p\n    snapshotLogFactor: many\n'),
+    ).toEqual([
+      'databases[0].snapshotLogFactor: must be a number from 1 to 1000, or 0 to snapshot only by age, got string "many"',
+    ]);
   });
 
   it('reports every problem at once', () => {

@@ -12,6 +12,8 @@ import {
   DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_RETAIN_FOR_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
+  DEFAULT_SNAPSHOT_INTERVAL_MS,
+  DEFAULT_SNAPSHOT_LOG_FACTOR,
   DEFAULT_WAL_INTERVAL_MS,
 } from '@x/backup-worker';
 import { CPU_PRIORITIES, type CpuPriority, isCpuPriority } from '@x/cpu-priority';
@@ -59,6 +61,10 @@ export interface DatabaseConfig {
   readonly retention: Retention;
   readonly leaseTtlSeconds: number;
   readonly shutdownGraceMs: number;
+  /** A new generation on a fresh snapshot once the current one is this old; 0: never by age. */
+  readonly snapshotIntervalMs: number;
+  /** Also once the WAL shipped in the current generation exceeds this many times the database; 0: never by size. */
+  readonly snapshotLogFactor: number;
   readonly checkpoint: CheckpointSettings;
   /** false runs the lease best-effort on services without conditional writes (logged as a warning). */
   readonly conditional: boolean;
@@ -85,6 +91,8 @@ export const DEFAULTS = {
   retention: { windowMs: DEFAULT_RETAIN_FOR_MS } as Retention,
   leaseTtlSeconds: DEFAULT_TTL_S,
   shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
+  snapshotIntervalMs: DEFAULT_SNAPSHOT_INTERVAL_MS,
+  snapshotLogFactor: DEFAULT_SNAPSHOT_LOG_FACTOR,
   // The SQLite tap's own defaults: below SQLite's auto-checkpoint (1000
   // pages), so the application's commits do not copy in their own path.
   checkpoint: {
@@ -107,6 +115,12 @@ export const BOUNDS = {
   retention: { minCount: 1, minWindowMs: 60_000, maxWindowMs: 3650 * 86_400_000 },
   leaseTtlSeconds: { min: MIN_TTL_S, max: MAX_SANE_TTL_S },
   shutdownGraceMs: { min: 0 },
+  // 0 turns a trigger off; a snapshot more often than every minute would
+  // upload the database again and again for little history.
+  snapshotIntervalMs: { min: 60_000 },
+  // Below 1, every generation would be cut before its WAL reached the
+  // database's own size: more snapshot bytes than log bytes.
+  snapshotLogFactor: { min: 1, max: 1000 },
   checkpointPages: { min: 1 },
 } as const;
 
@@ -166,6 +180,18 @@ export const DATABASE_SETTINGS: readonly DatabaseSetting[] = [
     field: 'shutdownGraceMs',
     reading: 'duration',
     workerOption: 'BackupWorker shutdownGraceMs',
+  },
+  {
+    key: 'snapshotInterval',
+    field: 'snapshotIntervalMs',
+    reading: 'duration',
+    workerOption: 'BackupWorker snapshotIntervalMs',
+  },
+  {
+    key: 'snapshotLogFactor',
+    field: 'snapshotLogFactor',
+    reading: 'number',
+    workerOption: 'BackupWorker snapshotLogFactor',
   },
   {
     key: 'checkpoint.passivePages',
@@ -434,10 +460,20 @@ function validateDatabase(
   const urls = validateUrls(entry, path, type, problems);
   const timings = validateTimings(entry, path, problems);
   const retention = validateRetention(entry.retention, `${path}.retention`, problems);
+  const snapshots = validateSnapshots(entry, path, problems);
   const checkpoint = validateCheckpoint(entry.checkpoint, `${path}.checkpoint`, problems);
   const conditional = validateConditional(entry.conditional, path, problems);
   if (problems.length > before) return undefined;
-  return { path: databasePath, type, urls, ...timings, retention, checkpoint, conditional };
+  return {
+    path: databasePath,
+    type,
+    urls,
+    ...timings,
+    retention,
+    ...snapshots,
+    checkpoint,
+    conditional,
+  };
 }
 
 function validatePath(value: unknown, path: string, baseDir: string, problems: string[]): string {
@@ -602,6 +638,45 @@ function wholeNumber(
     return fallback;
   }
   return value;
+}
+
+/**
+ * `snapshotInterval` (a duration of at least a minute, units up to days, or
+ * `0s` to turn the age
+ * trigger off) and `snapshotLogFactor` (a number from 1 to 1000, or 0 to turn
+ * the size trigger off). A refused one is its default (and a problem).
+ */
+function validateSnapshots(
+  entry: Record<string, unknown>,
+  path: string,
+  problems: string[],
+): Pick<DatabaseConfig, 'snapshotIntervalMs' | 'snapshotLogFactor'> {
+  let snapshotIntervalMs: number = DEFAULTS.snapshotIntervalMs;
+  if (entry.snapshotInterval !== undefined) {
+    const parsed = parseDuration(entry.snapshotInterval, { days: true });
+    const { min } = BOUNDS.snapshotIntervalMs;
+    if (typeof parsed === 'string') problems.push(`${path}.snapshotInterval: ${parsed}`);
+    else if (parsed !== 0 && parsed < min)
+      problems.push(
+        `${path}.snapshotInterval: must be at least ${formatDuration(min)}, or 0s to snapshot only by size`,
+      );
+    else snapshotIntervalMs = parsed;
+  }
+  let snapshotLogFactor: number = DEFAULTS.snapshotLogFactor;
+  const factor = entry.snapshotLogFactor;
+  if (factor !== undefined) {
+    const { min, max } = BOUNDS.snapshotLogFactor;
+    if (
+      typeof factor !== 'number' ||
+      !Number.isFinite(factor) ||
+      (factor !== 0 && (factor < min || factor > max))
+    )
+      problems.push(
+        `${path}.snapshotLogFactor: must be a number from ${min} to ${max}, or 0 to snapshot only by age, got ${describe(factor)}`,
+      );
+    else snapshotLogFactor = factor;
+  }
+  return { snapshotIntervalMs, snapshotLogFactor };
 }
 
 function validateCheckpoint(value: unknown, at: string, problems: string[]): CheckpointSettings {

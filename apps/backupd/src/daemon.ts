@@ -106,6 +106,8 @@ export async function startDaemon(
           leaseTtlSeconds: database.leaseTtlSeconds,
           conditional: database.conditional,
           shutdownGraceMs: database.shutdownGraceMs,
+          snapshotIntervalMs: database.snapshotIntervalMs,
+          snapshotLogFactor: database.snapshotLogFactor,
           logger: workerLogger(options.logger, { database: database.path, replica }),
         });
         options.logger.info({
