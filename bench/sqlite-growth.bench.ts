@@ -1,0 +1,269 @@
+/**
+ * How a SQLite backup's cost grows with uptime, as an operator sees it: a
+ * `backupd replicate` process (the installed command, defaults unless the
+ * environment says otherwise) backs up a database of about 2 MiB (512 rows
+ * of 4 KiB random blobs, 4 KiB pages, WAL mode) to a `file://` prefix while a
+ * writer in a process of its own updates one random row per transaction
+ * (a fresh 4 KiB random blob, `synchronous=NORMAL`) at a steady rate.
+ *
+ * At each uptime mark (seconds since the replicate started) it reports:
+ * - `bucket ÷ db`: bytes under the prefix ÷ the database file's bytes;
+ * - `upload MB/h`: the prefix's growth since the previous mark, per hour
+ *   (nothing is deleted inside the default 24 h window, so growth is what was
+ *   uploaded);
+ * - `restore read ÷ db`: bytes of the objects the newest restore point names
+ *   (what `backupd restore` of the latest state downloads) ÷ the database;
+ * - `restore s`: wall time of `backupd restore` of the latest state, a process
+ *   of its own, while the writer keeps writing;
+ * - `largest manifest KiB`: the largest restore-point object under the prefix.
+ *
+ * After the last mark the writer stops, the replicate is stopped with
+ * SIGTERM (it writes its final restore point), started again with no write in
+ * between, left until it has written a restore point of its own, and stopped
+ * again: `idle restart adds % of db` is what that restart added to the prefix.
+ *
+ * Environment: `SQLITE_GROWTH_RATES` (transactions/s, default `100,500`),
+ * `SQLITE_GROWTH_MARKS` (seconds, default `30,60,90`), and any `BACKUPD_*`
+ * setting, passed to the replicate as is (for example
+ * `BACKUPD_SNAPSHOT_INTERVAL=1m` to see scheduled snapshots within minutes).
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdir, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseLatest, parseManifest, parseManifestKey } from '@x/manifest';
+import { FsStore } from '@x/store';
+import { defineBenchmark, type Measurement } from './harness.ts';
+
+const BIN = fileURLToPath(new URL('../node_modules/.bin/backupd', import.meta.url));
+const ROWS = 512;
+const BLOB_BYTES = 4096;
+const RATES = (process.env.SQLITE_GROWTH_RATES ?? '100,500').split(',').map(Number);
+const MARKS_S = (process.env.SQLITE_GROWTH_MARKS ?? '30,60,90').split(',').map(Number);
+
+interface State {
+  readonly tempDir: string;
+}
+
+/** The writer: one UPDATE of a random row per transaction, paced to `rate` per second. */
+const WRITER_SOURCE = `
+import { DatabaseSync } from 'node:sqlite';
+const [path, rate] = [process.argv[1], Number(process.argv[2])];
+const db = new DatabaseSync(path);
+db.exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=10000');
+const update = db.prepare('UPDATE blobs SET data = randomblob(${BLOB_BYTES}) WHERE id = ?');
+const started = performance.now();
+let done = 0;
+let stopping = false;
+process.on('SIGTERM', () => { stopping = true; });
+while (!stopping) {
+  const due = Math.floor(((performance.now() - started) / 1000) * rate);
+  while (done < due) { update.run(1 + Math.floor(Math.random() * ${ROWS})); done++; }
+  await new Promise((resolve) => setTimeout(resolve, 5));
+}
+db.close();
+process.stdout.write(String(done));
+`;
+
+function createDatabase(path: string): void {
+  const db = new DatabaseSync(path);
+  db.exec('PRAGMA page_size=4096; PRAGMA journal_mode=WAL;');
+  db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB NOT NULL)');
+  const insert = db.prepare('INSERT INTO blobs (id, data) VALUES (?, randomblob(?))');
+  db.exec('BEGIN');
+  for (let id = 1; id <= ROWS; id++) insert.run(id, BLOB_BYTES);
+  db.exec('COMMIT');
+  db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+  db.close();
+}
+
+/** This process's environment: every `BACKUPD_*` setting given reaches the command as is. */
+function backupdEnv(): NodeJS.ProcessEnv {
+  return process.env;
+}
+
+function startReplicate(database: string, url: string): ChildProcess {
+  const child = spawn(BIN, ['replicate', database, url, '--log-level', 'warn'], {
+    env: backupdEnv(),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  child.on('exit', (code, signal) => {
+    if (code !== 0 && signal === null)
+      process.stderr.write(`replicate exited ${code}: ${stderr}\n`);
+  });
+  return child;
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+interface ListedPoint {
+  readonly manifestKey: string;
+  readonly commitSeq: number;
+}
+
+function listRestorePoints(url: string): ListedPoint[] {
+  const listed = spawnSync(BIN, ['ls', url, '--json'], { env: backupdEnv(), encoding: 'utf8' });
+  if (listed.status !== 0) return [];
+  // A plain list, or an object with `restorePoints` when LATEST has a problem.
+  const parsed = JSON.parse(listed.stdout) as ListedPoint[] | { restorePoints: ListedPoint[] };
+  return Array.isArray(parsed) ? parsed : parsed.restorePoints;
+}
+
+/** The prefix `backupd` uses inside a `file://` directory. */
+const FILE_URL_PREFIX = 'backup';
+
+/** Bytes of every object under the prefix, and of the largest restore point (manifest). */
+async function prefixBytes(store: FsStore): Promise<{ total: number; largestManifest: number }> {
+  const { objects } = await store.list(`${FILE_URL_PREFIX}/`);
+  let total = 0;
+  let largestManifest = 0;
+  for (const object of objects) {
+    total += object.size;
+    if (parseManifestKey(FILE_URL_PREFIX, object.key) !== undefined)
+      largestManifest = Math.max(largestManifest, object.size);
+  }
+  return { total, largestManifest };
+}
+
+/** What a restore of the latest state downloads: LATEST, its manifest, and every object it names. */
+async function latestRestoreBytes(store: FsStore): Promise<number> {
+  const latest = await store.get(`${FILE_URL_PREFIX}/LATEST`);
+  if (latest === null) throw new Error('no restore point yet (LATEST is missing)');
+  const manifestKey = parseLatest(latest.body, { prefix: FILE_URL_PREFIX });
+  const object = await store.get(manifestKey);
+  if (object === null) throw new Error(`LATEST names ${manifestKey}, which is missing`);
+  const manifest = parseManifest(object.body, { prefix: FILE_URL_PREFIX });
+  const named = [...manifest.files, ...manifest.segments].reduce((sum, o) => sum + o.size, 0);
+  return latest.size + object.size + named;
+}
+
+function restoreSeconds(url: string, target: string): number {
+  const started = process.hrtime.bigint();
+  const restored = spawnSync(BIN, ['restore', url, target, '--force'], {
+    env: backupdEnv(),
+    encoding: 'utf8',
+  });
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  if (restored.status !== 0)
+    throw new Error(`restore exited ${restored.status}: ${restored.stderr}`);
+  const db = new DatabaseSync(target, { readOnly: true });
+  const rows = (db.prepare('SELECT count(*) AS n FROM blobs').get() as { n: number }).n;
+  db.close();
+  if (rows !== ROWS) throw new Error(`restored database holds ${rows} rows, expected ${ROWS}`);
+  return elapsed;
+}
+
+async function waitForNewRestorePoint(url: string, after: readonly ListedPoint[]): Promise<void> {
+  const known = new Set(after.map((point) => point.manifestKey));
+  for (let i = 0; i < 600; i++) {
+    if (listRestorePoints(url).some((point) => !known.has(point.manifestKey))) return;
+    await sleep(100);
+  }
+  throw new Error('the restarted replicate wrote no restore point within 60 s');
+}
+
+function ratio(value: number, unit = '×'): Measurement {
+  return { value, unit, higherIsBetter: false };
+}
+
+async function oneRate(
+  tempDir: string,
+  rate: number,
+  measured: Record<string, Measurement>,
+): Promise<void> {
+  const directory = join(tempDir, `rate-${rate}`);
+  await rm(directory, { recursive: true, force: true });
+  await mkdir(directory, { recursive: true });
+  const database = join(directory, 'app.db');
+  const prefix = join(directory, 'backups');
+  const url = pathToFileURL(prefix).href;
+  const store = new FsStore({ root: prefix });
+  createDatabase(database);
+  const replicate = startReplicate(database, url);
+  // Uptime counts from the first restore point (the process's own start-up
+  // and first snapshot are not what grows).
+  await waitForNewRestorePoint(url, []);
+  const startedAt = performance.now();
+  const writer = spawn(
+    process.execPath,
+    ['--input-type=module', '-e', WRITER_SOURCE, database, String(rate)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let written = '';
+  writer.stdout?.on('data', (chunk: Buffer) => {
+    written += chunk.toString();
+  });
+  try {
+    let previous = { atS: 0, bytes: (await prefixBytes(store)).total };
+    for (const mark of MARKS_S) {
+      await sleep(Math.max(0, mark * 1000 - (performance.now() - startedAt)));
+      const atS = (performance.now() - startedAt) / 1000;
+      const databaseBytes = (await stat(database)).size;
+      const { total, largestManifest } = await prefixBytes(store);
+      const restoreRead = await latestRestoreBytes(store);
+      const seconds = restoreSeconds(url, join(directory, 'restored.db'));
+      const label = `${rate}/s ${mark}s`;
+      measured[`${label} bucket ÷ db`] = ratio(total / databaseBytes);
+      measured[`${label} upload MB/h`] = ratio(
+        ((total - previous.bytes) / 1e6 / (atS - previous.atS)) * 3600,
+        'MB/h',
+      );
+      measured[`${label} restore read ÷ db`] = ratio(restoreRead / databaseBytes);
+      measured[`${label} restore s`] = ratio(seconds, 's');
+      measured[`${label} largest manifest KiB`] = ratio(largestManifest / 1024, 'KiB');
+      previous = { atS, bytes: total };
+    }
+  } finally {
+    await stopProcess(writer);
+  }
+  if (!(Number(written) > 0)) throw new Error('the writer committed nothing');
+  // Let the last commits ship, then stop gracefully (a final restore point).
+  await sleep(3000);
+  await stopProcess(replicate);
+  const before = await prefixBytes(store);
+  const points = listRestorePoints(url);
+  const restarted = startReplicate(database, url);
+  try {
+    await waitForNewRestorePoint(url, points);
+  } finally {
+    await stopProcess(restarted);
+  }
+  const after = await prefixBytes(store);
+  const databaseBytes = (await stat(database)).size;
+  measured[`${rate}/s idle restart adds % of db`] = ratio(
+    ((after.total - before.total) / databaseBytes) * 100,
+    '%',
+  );
+}
+
+export const benchmark = defineBenchmark<State>({
+  name: 'sqlite-growth',
+  description: `backupd replicate on a 2 MiB SQLite database under ${RATES.join(' and ')} single-row updates/s to file://: bucket, upload, restore read and time, largest restore point at ${MARKS_S.join(', ')} s of uptime, and what an idle restart adds`,
+  runs: 3,
+  async setup(context) {
+    const probe = spawnSync(BIN, ['--version'], { encoding: 'utf8' });
+    if (probe.status !== 0) throw new Error(`backupd does not run: ${probe.stderr}`);
+    return { tempDir: context.tempDir };
+  },
+  async run(state, context) {
+    const measured: Record<string, Measurement> = {};
+    for (const rate of RATES) {
+      context.log(`sqlite-growth: ${rate} transactions/s for ${MARKS_S.at(-1)} s`);
+      await oneRate(state.tempDir, rate, measured);
+    }
+    return measured;
+  },
+});
