@@ -13,7 +13,18 @@
 // BACKUPD_FROM_SOURCES=1 forces the sources; BACKUPD_DEBUG=1 says which one
 // runs.
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { registerHooks } from 'node:module';
+
+// Checked before anything that needs a newer Node is loaded (a static import
+// of a missing export would fail with a SyntaxError that names no version).
+// 22.15 brings `module.registerHooks` (below) and zstd in node:zlib.
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 15)) {
+  process.stderr.write(
+    `backupd: needs Node.js 22.15 or newer; this is v${process.versions.node} (${process.execPath})\n`,
+  );
+  process.exit(1);
+}
+const { registerHooks } = await import('node:module');
 
 const app = new URL('..', import.meta.url);
 const repository = new URL('../..', app);
@@ -36,6 +47,13 @@ function bundleIsFresh() {
 }
 
 const fromBundle = !checkout || bundleIsFresh();
+if (!fromBundle && major === 22 && minor < 18) {
+  // Node strips TypeScript types without a flag from 22.18 on.
+  process.stderr.write(
+    `backupd: running from the TypeScript sources needs Node.js 22.18 or newer; this is v${process.versions.node}. Run \`pnpm install\` to build the bundle, or use a newer Node\n`,
+  );
+  process.exit(1);
+}
 if (checkout) {
   // For the bundle too: the cloud adapters it leaves out load from their
   // sources. Installed, they load from their published builds.
