@@ -27,17 +27,25 @@
  * setting, passed to the replicate as is (for example
  * `BACKUPD_SNAPSHOT_INTERVAL=1m` to see scheduled snapshots within minutes).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseLatest, parseManifest, parseManifestKey } from '@x/manifest';
+import { pathToFileURL } from 'node:url';
 import { FsStore } from '@x/store';
+import {
+  checkBackupdRuns,
+  latestRestoreBytes,
+  listRestorePoints,
+  prefixBytes,
+  restoreSeconds,
+  startReplicate,
+  stopProcess,
+  waitForNewRestorePoint,
+} from './backupd-processes.ts';
 import { defineBenchmark, type Measurement } from './harness.ts';
 
-const BIN = fileURLToPath(new URL('../node_modules/.bin/backupd', import.meta.url));
 const ROWS = 512;
 const BLOB_BYTES = 4096;
 const RATES = (process.env.SQLITE_GROWTH_RATES ?? '100,500').split(',').map(Number);
@@ -79,98 +87,11 @@ function createDatabase(path: string): void {
   db.close();
 }
 
-/** This process's environment: every `BACKUPD_*` setting given reaches the command as is. */
-function backupdEnv(): NodeJS.ProcessEnv {
-  return process.env;
-}
-
-function startReplicate(database: string, url: string): ChildProcess {
-  const child = spawn(BIN, ['replicate', database, url, '--log-level', 'warn'], {
-    env: backupdEnv(),
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
-  });
-  child.on('exit', (code, signal) => {
-    if (code !== 0 && signal === null)
-      process.stderr.write(`replicate exited ${code}: ${stderr}\n`);
-  });
-  return child;
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  await exited;
-}
-
-interface ListedPoint {
-  readonly manifestKey: string;
-  readonly commitSeq: number;
-}
-
-function listRestorePoints(url: string): ListedPoint[] {
-  const listed = spawnSync(BIN, ['ls', url, '--json'], { env: backupdEnv(), encoding: 'utf8' });
-  if (listed.status !== 0) return [];
-  // A plain list, or an object with `restorePoints` when LATEST has a problem.
-  const parsed = JSON.parse(listed.stdout) as ListedPoint[] | { restorePoints: ListedPoint[] };
-  return Array.isArray(parsed) ? parsed : parsed.restorePoints;
-}
-
-/** The prefix `backupd` uses inside a `file://` directory. */
-const FILE_URL_PREFIX = 'backup';
-
-/** Bytes of every object under the prefix, and of the largest restore point (manifest). */
-async function prefixBytes(store: FsStore): Promise<{ total: number; largestManifest: number }> {
-  const { objects } = await store.list(`${FILE_URL_PREFIX}/`);
-  let total = 0;
-  let largestManifest = 0;
-  for (const object of objects) {
-    total += object.size;
-    if (parseManifestKey(FILE_URL_PREFIX, object.key) !== undefined)
-      largestManifest = Math.max(largestManifest, object.size);
-  }
-  return { total, largestManifest };
-}
-
-/** What a restore of the latest state downloads: LATEST, its manifest, and every object it names. */
-async function latestRestoreBytes(store: FsStore): Promise<number> {
-  const latest = await store.get(`${FILE_URL_PREFIX}/LATEST`);
-  if (latest === null) throw new Error('no restore point yet (LATEST is missing)');
-  const manifestKey = parseLatest(latest.body, { prefix: FILE_URL_PREFIX });
-  const object = await store.get(manifestKey);
-  if (object === null) throw new Error(`LATEST names ${manifestKey}, which is missing`);
-  const manifest = parseManifest(object.body, { prefix: FILE_URL_PREFIX });
-  const named = [...manifest.files, ...manifest.segments].reduce((sum, o) => sum + o.size, 0);
-  return latest.size + object.size + named;
-}
-
-function restoreSeconds(url: string, target: string): number {
-  const started = process.hrtime.bigint();
-  const restored = spawnSync(BIN, ['restore', url, target, '--force'], {
-    env: backupdEnv(),
-    encoding: 'utf8',
-  });
-  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
-  if (restored.status !== 0)
-    throw new Error(`restore exited ${restored.status}: ${restored.stderr}`);
-  const db = new DatabaseSync(target, { readOnly: true });
+function checkRestoredRows(path: string): void {
+  const db = new DatabaseSync(path, { readOnly: true });
   const rows = (db.prepare('SELECT count(*) AS n FROM blobs').get() as { n: number }).n;
   db.close();
   if (rows !== ROWS) throw new Error(`restored database holds ${rows} rows, expected ${ROWS}`);
-  return elapsed;
-}
-
-async function waitForNewRestorePoint(url: string, after: readonly ListedPoint[]): Promise<void> {
-  const known = new Set(after.map((point) => point.manifestKey));
-  for (let i = 0; i < 600; i++) {
-    if (listRestorePoints(url).some((point) => !known.has(point.manifestKey))) return;
-    await sleep(100);
-  }
-  throw new Error('the restarted replicate wrote no restore point within 60 s');
 }
 
 function ratio(value: number, unit = '×'): Measurement {
@@ -214,7 +135,9 @@ async function oneRate(
       const databaseBytes = (await stat(database)).size;
       const { total, largestManifest } = await prefixBytes(store);
       const restoreRead = await latestRestoreBytes(store);
-      const seconds = restoreSeconds(url, join(directory, 'restored.db'));
+      const restored = join(directory, 'restored.db');
+      const seconds = restoreSeconds(url, restored);
+      checkRestoredRows(restored);
       const label = `${rate}/s ${mark}s`;
       measured[`${label} bucket ÷ db`] = ratio(total / databaseBytes);
       measured[`${label} upload MB/h`] = ratio(
@@ -254,8 +177,7 @@ export const benchmark = defineBenchmark<State>({
   description: `backupd replicate on a 2 MiB SQLite database under ${RATES.join(' and ')} single-row updates/s to file://: bucket, upload, restore read and time, largest restore point at ${MARKS_S.join(', ')} s of uptime, and what an idle restart adds`,
   runs: 3,
   async setup(context) {
-    const probe = spawnSync(BIN, ['--version'], { encoding: 'utf8' });
-    if (probe.status !== 0) throw new Error(`backupd does not run: ${probe.stderr}`);
+    checkBackupdRuns();
     return { tempDir: context.tempDir };
   },
   async run(state, context) {
