@@ -11,6 +11,21 @@ export {
 } from './frames.ts';
 export { type NewSegment, type ReadNewSegmentOptions, readNewSegment } from './read-segment.ts';
 export {
+  decodeSegmentObject,
+  encodeSegmentObject,
+  type ObjectCodec,
+  readSegmentObjectHeader,
+  SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL,
+  SEGMENT_OBJECT_MAGIC,
+  SEGMENT_OBJECT_MAX_HEADER_BYTES,
+  SEGMENT_OBJECT_MIN_HEADER_BYTES,
+  SEGMENT_OBJECT_VERSION,
+  SegmentObjectError,
+  type SegmentObjectFields,
+  type SegmentObjectHeader,
+  type SegmentObjectKind,
+} from './segment-object.ts';
+export {
   parseSqliteWalHeader,
   SQLITE_WAL_FORMAT_VERSION,
   SQLITE_WAL_FRAME_HEADER_BYTES,

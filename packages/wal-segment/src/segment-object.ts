@@ -1,0 +1,377 @@
+/**
+ * The stored-object envelope: `header + body`, where the body is a
+ * commit-log segment's (or a snapshot's) bytes encoded by a codec the header
+ * names. Byte layout (little-endian):
+ *
+ * | offset | size | field |
+ * |---|---|---|
+ * | 0 | 4 | magic `BKO1` |
+ * | 4 | 2 | header length H (everything before the body, header CRC included) |
+ * | 6 | 1 | envelope version: 1 |
+ * | 7 | 1 | codec: 0 identity, 1 zstd |
+ * | 8 | 1 | encryption: 0 none (any other value is refused) |
+ * | 9 | 1 | kind: 1 commit-log segment, 3 snapshot (2 reserved) |
+ * | 10 | 2 | reserved, written 0, ignored on read |
+ * | 12 | 8 | generation |
+ * | 20 | 8 | start (log byte offset of the body's first byte; 0 for a snapshot) |
+ * | 28 | 8 | end (exclusive; decoded body length = end − start) |
+ * | 36 | 8 | commits the body holds |
+ * | 44 | 4 | previous: CRC-32 of the stored bytes of the object before this one in the chain (0 for a snapshot) |
+ * | 48 | 4 | CRC-32 of the decoded body |
+ * | 52 | 1 | lineage length L (1..128) |
+ * | 53 | L | lineage (ASCII: A-Z a-z 0-9 . _ -) |
+ * | H−4 | 4 | CRC-32 of header bytes 0..H−4 |
+ *
+ * Bytes between the lineage and H−4 are fields a later version of this
+ * envelope may add; a reader skips them (they are covered by the header CRC).
+ *
+ * Guarantees: {@link decodeSegmentObject} returns a body only when every
+ * check passed (header CRC, known version/codec/encryption/kind, decoded
+ * length = end − start, decoded CRC); zstd output is bounded by end − start
+ * while decoding, so a decompression bomb cannot allocate more than the
+ * header claims. Limits: the calls are synchronous and hold the whole object
+ * in memory — meant for segments of at most a few MiB. A CRC-32 catches
+ * corruption and torn writes, not tampering.
+ */
+import { constants, crc32, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
+
+function hasMarker(value: unknown, marker: symbol): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[marker] === true
+  );
+}
+
+/** `BKO1`: the first four bytes of every envelope. */
+export const SEGMENT_OBJECT_MAGIC: Uint8Array = Uint8Array.of(0x42, 0x4b, 0x4f, 0x31);
+
+/** The envelope version this module writes and reads. */
+export const SEGMENT_OBJECT_VERSION = 1;
+
+/** The shortest header: the fixed fields, a one-byte lineage and the header CRC. */
+export const SEGMENT_OBJECT_MIN_HEADER_BYTES = 53 + 1 + 4;
+
+/**
+ * The longest header this reader accepts. A reader that fetches a header
+ * alone (a ranged GET) needs at most this many bytes.
+ */
+export const SEGMENT_OBJECT_MAX_HEADER_BYTES = 4096;
+
+/** The zstd level used when the caller names none: zstd's default, a fit for small commits. */
+export const SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL = 3;
+
+export type ObjectCodec = 'identity' | 'zstd';
+export type SegmentObjectKind = 'segment' | 'snapshot';
+
+export interface SegmentObjectHeader {
+  readonly version: 1;
+  readonly codec: ObjectCodec;
+  readonly kind: SegmentObjectKind;
+  readonly generation: number;
+  readonly start: number;
+  readonly end: number;
+  readonly commits: number;
+  readonly previousCrc32: number;
+  readonly bodyCrc32: number;
+  readonly lineage: string;
+  readonly headerBytes: number;
+}
+
+export type SegmentObjectFields = Omit<
+  SegmentObjectHeader,
+  'version' | 'bodyCrc32' | 'headerBytes'
+>;
+
+const CODEC_VALUES: Record<ObjectCodec, number> = { identity: 0, zstd: 1 };
+const CODEC_NAMES: Record<number, ObjectCodec> = { 0: 'identity', 1: 'zstd' };
+const KIND_VALUES: Record<SegmentObjectKind, number> = { segment: 1, snapshot: 3 };
+const KIND_NAMES: Record<number, SegmentObjectKind> = { 1: 'segment', 3: 'snapshot' };
+const LINEAGE_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+
+const SEGMENT_OBJECT_ERROR_MARKER = Symbol.for('x.wal-segment.error.SegmentObjectError');
+
+/**
+ * An envelope cannot be written or read: `field` names the header field (or
+ * `body`, `bytes`) that is wrong and `problem` says how. Readers refuse such
+ * an object whole; nothing of its body may be used.
+ */
+export class SegmentObjectError extends Error {
+  readonly code = 'SEGMENT_OBJECT_INVALID';
+  readonly field: string;
+  readonly problem: string;
+
+  constructor(field: string, problem: string, options: { cause?: unknown } = {}) {
+    super(
+      `invalid stored object: ${field}: ${problem}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
+    this.name = 'SegmentObjectError';
+    this.field = field;
+    this.problem = problem;
+    (this as unknown as Record<symbol, boolean>)[SEGMENT_OBJECT_ERROR_MARKER] = true;
+  }
+
+  static isInstance(value: unknown): value is SegmentObjectError {
+    return hasMarker(value, SEGMENT_OBJECT_ERROR_MARKER);
+  }
+}
+
+function checkU53(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new SegmentObjectError(field, 'not an integer in 0..2^53-1');
+  }
+  return value;
+}
+
+function checkU32(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 0xffffffff) {
+    throw new SegmentObjectError(field, 'not an integer in 0..2^32-1');
+  }
+  return value;
+}
+
+/** Checks the relations between fields that hold for every valid header. */
+function checkRanges(kind: SegmentObjectKind, start: number, end: number, previous: number): void {
+  if (end < start) throw new SegmentObjectError('end', `less than start (${start})`);
+  if (kind === 'segment' && end === start) {
+    throw new SegmentObjectError('end', `equal to start (${start}): a segment is never empty`);
+  }
+  if (kind === 'snapshot' && start !== 0) {
+    throw new SegmentObjectError('start', 'not 0 for a snapshot');
+  }
+  if (kind === 'snapshot' && previous !== 0) {
+    throw new SegmentObjectError('previousCrc32', 'not 0 for a snapshot');
+  }
+}
+
+/**
+ * `header + body` for `body` encoded with `fields.codec`. `fields.start` and
+ * `fields.end` must span exactly `body.length` bytes. `options.level` is the
+ * zstd level (default {@link SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL}). Throws
+ * {@link SegmentObjectError} naming the field for any invalid value.
+ */
+export function encodeSegmentObject(
+  body: Uint8Array,
+  fields: SegmentObjectFields,
+  options: { level?: number } = {},
+): Uint8Array {
+  if (!(body instanceof Uint8Array)) throw new SegmentObjectError('body', 'not a Uint8Array');
+  const codec = CODEC_VALUES[fields.codec];
+  if (codec === undefined)
+    throw new SegmentObjectError('codec', `unknown codec ${String(fields.codec)}`);
+  const kind = KIND_VALUES[fields.kind];
+  if (kind === undefined)
+    throw new SegmentObjectError('kind', `unknown kind ${String(fields.kind)}`);
+  const generation = checkU53('generation', fields.generation);
+  const start = checkU53('start', fields.start);
+  const end = checkU53('end', fields.end);
+  const commits = checkU53('commits', fields.commits);
+  const previous = checkU32('previousCrc32', fields.previousCrc32);
+  checkRanges(fields.kind, start, end, previous);
+  if (end - start !== body.length) {
+    throw new SegmentObjectError(
+      'end',
+      `end − start (${end - start}) is not the body's length (${body.length})`,
+    );
+  }
+  if (typeof fields.lineage !== 'string' || !LINEAGE_PATTERN.test(fields.lineage)) {
+    throw new SegmentObjectError('lineage', 'not a lineage id (1 to 128 of A-Z a-z 0-9 . _ -)');
+  }
+  const level = options.level ?? SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL;
+  if (!Number.isInteger(level)) throw new SegmentObjectError('level', 'not an integer');
+
+  const encoded =
+    fields.codec === 'zstd'
+      ? zstdCompressSync(body, {
+          params: {
+            [constants.ZSTD_c_compressionLevel]: level,
+            // The frame states its decoded size, so a reader can check it
+            // against the header before decompressing.
+            [constants.ZSTD_c_contentSizeFlag]: 1,
+            [constants.ZSTD_c_checksumFlag]: 0,
+          },
+          pledgedSrcSize: body.length,
+        })
+      : body;
+
+  const lineageLength = fields.lineage.length;
+  const headerBytes = 53 + lineageLength + 4;
+  const out = new Uint8Array(headerBytes + encoded.length);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  out.set(SEGMENT_OBJECT_MAGIC, 0);
+  view.setUint16(4, headerBytes, true);
+  out[6] = SEGMENT_OBJECT_VERSION;
+  out[7] = codec;
+  out[8] = 0;
+  out[9] = kind;
+  view.setUint16(10, 0, true);
+  view.setBigUint64(12, BigInt(generation), true);
+  view.setBigUint64(20, BigInt(start), true);
+  view.setBigUint64(28, BigInt(end), true);
+  view.setBigUint64(36, BigInt(commits), true);
+  view.setUint32(44, previous, true);
+  view.setUint32(48, crc32(body), true);
+  out[52] = lineageLength;
+  for (let i = 0; i < lineageLength; i++) out[53 + i] = fields.lineage.charCodeAt(i);
+  view.setUint32(headerBytes - 4, crc32(out.subarray(0, headerBytes - 4)), true);
+  out.set(encoded, headerBytes);
+  return out;
+}
+
+function readU53(view: DataView, offset: number, field: string): number {
+  const value = view.getBigUint64(offset, true);
+  if (value > BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new SegmentObjectError(field, 'greater than 2^53-1');
+  }
+  return Number(value);
+}
+
+/**
+ * The header of an envelope, checked: magic, header length, header CRC,
+ * version, codec, encryption, kind, lineage and the field ranges. Needs only
+ * the first `headerBytes` bytes (at most {@link SEGMENT_OBJECT_MAX_HEADER_BYTES});
+ * the body is not looked at. Throws {@link SegmentObjectError}.
+ */
+export function readSegmentObjectHeader(bytes: Uint8Array): SegmentObjectHeader {
+  if (!(bytes instanceof Uint8Array)) throw new SegmentObjectError('bytes', 'not a Uint8Array');
+  if (bytes.length < 6) {
+    throw new SegmentObjectError('magic', `object is ${bytes.length} bytes, shorter than a header`);
+  }
+  for (let i = 0; i < 4; i++) {
+    if (bytes[i] !== SEGMENT_OBJECT_MAGIC[i]) {
+      throw new SegmentObjectError('magic', 'not BKO1 (not an envelope, or a corrupt one)');
+    }
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerBytes = view.getUint16(4, true);
+  if (
+    headerBytes < SEGMENT_OBJECT_MIN_HEADER_BYTES ||
+    headerBytes > SEGMENT_OBJECT_MAX_HEADER_BYTES
+  ) {
+    throw new SegmentObjectError(
+      'headerBytes',
+      `${headerBytes} is outside ${SEGMENT_OBJECT_MIN_HEADER_BYTES}..${SEGMENT_OBJECT_MAX_HEADER_BYTES}`,
+    );
+  }
+  if (bytes.length < headerBytes) {
+    throw new SegmentObjectError(
+      'headerBytes',
+      `header claims ${headerBytes} bytes but only ${bytes.length} are present`,
+    );
+  }
+  // The CRC first: a flipped bit anywhere in the header is reported as such,
+  // not as whatever field it happened to land in.
+  const storedHeaderCrc = view.getUint32(headerBytes - 4, true);
+  const actualHeaderCrc = crc32(bytes.subarray(0, headerBytes - 4));
+  if (storedHeaderCrc !== actualHeaderCrc) {
+    throw new SegmentObjectError(
+      'headerCrc32',
+      `header CRC-32 ${storedHeaderCrc.toString(16).padStart(8, '0')} does not match its bytes (${actualHeaderCrc.toString(16).padStart(8, '0')})`,
+    );
+  }
+  const version = bytes[6]!;
+  if (version !== SEGMENT_OBJECT_VERSION) {
+    throw new SegmentObjectError('version', `unknown envelope version ${version}`);
+  }
+  const codec = CODEC_NAMES[bytes[7]!];
+  if (codec === undefined) throw new SegmentObjectError('codec', `unknown codec ${bytes[7]}`);
+  if (bytes[8] !== 0) {
+    throw new SegmentObjectError(
+      'encryption',
+      `unknown encryption ${bytes[8]} (this reader knows only 0, none)`,
+    );
+  }
+  const kind = KIND_NAMES[bytes[9]!];
+  if (kind === undefined) throw new SegmentObjectError('kind', `unknown kind ${bytes[9]}`);
+  const generation = readU53(view, 12, 'generation');
+  const start = readU53(view, 20, 'start');
+  const end = readU53(view, 28, 'end');
+  const commits = readU53(view, 36, 'commits');
+  const previousCrc32 = view.getUint32(44, true);
+  const bodyCrc32 = view.getUint32(48, true);
+  checkRanges(kind, start, end, previousCrc32);
+  const lineageLength = bytes[52]!;
+  if (lineageLength < 1 || lineageLength > 128 || 53 + lineageLength + 4 > headerBytes) {
+    throw new SegmentObjectError(
+      'lineage',
+      `length ${lineageLength} is outside 1..128 or does not fit the header`,
+    );
+  }
+  let lineage = '';
+  for (let i = 0; i < lineageLength; i++) lineage += String.fromCharCode(bytes[53 + i]!);
+  if (!LINEAGE_PATTERN.test(lineage)) {
+    throw new SegmentObjectError('lineage', 'not a lineage id (1 to 128 of A-Z a-z 0-9 . _ -)');
+  }
+  return {
+    version: 1,
+    codec,
+    kind,
+    generation,
+    start,
+    end,
+    commits,
+    previousCrc32,
+    bodyCrc32,
+    lineage,
+    headerBytes,
+  };
+}
+
+/**
+ * The header and decoded body of a whole envelope, after every check: the
+ * header's (see {@link readSegmentObjectHeader}), the body decodes, its
+ * decoded length is `end − start` and its CRC-32 is the header's. Throws
+ * {@link SegmentObjectError} naming the field otherwise (`body` for a body
+ * that does not decode, `end` for a wrong decoded length, `bodyCrc32`).
+ */
+export function decodeSegmentObject(bytes: Uint8Array): {
+  header: SegmentObjectHeader;
+  body: Uint8Array;
+} {
+  const header = readSegmentObjectHeader(bytes);
+  const stored = bytes.subarray(header.headerBytes);
+  const expected = header.end - header.start;
+  let body: Uint8Array;
+  if (header.codec === 'identity') {
+    body = stored;
+  } else {
+    try {
+      // One byte more than expected: an output that reaches it is too long,
+      // and nothing beyond it is ever allocated.
+      const decoded = zstdDecompressSync(stored, { maxOutputLength: expected + 1 });
+      body = new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
+        throw new SegmentObjectError(
+          'end',
+          `body decodes to more than end − start (${expected}) bytes`,
+          {
+            cause: error,
+          },
+        );
+      }
+      throw new SegmentObjectError(
+        'body',
+        `does not decode as ${header.codec}: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+  if (body.length !== expected) {
+    throw new SegmentObjectError(
+      'end',
+      `body decodes to ${body.length > expected ? 'more than' : body.length} bytes, not end − start (${expected})`,
+    );
+  }
+  const actual = crc32(body);
+  if (actual !== header.bodyCrc32) {
+    throw new SegmentObjectError(
+      'bodyCrc32',
+      `decoded body CRC-32 ${actual.toString(16).padStart(8, '0')} is not the header's (${header.bodyCrc32.toString(16).padStart(8, '0')})`,
+    );
+  }
+  return { header, body };
+}
