@@ -1,7 +1,7 @@
 /** Shared by the proxy tests on the real servers. */
 import type { ObjectStore } from '@x/store';
-import { afterEach } from 'vitest';
 import { type FaultProxy, type FaultProxyOptions, startFaultProxy } from '@x/test-faults';
+import { afterEach } from 'vitest';
 
 export const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 export const text = (body: Uint8Array): string => new TextDecoder().decode(body);
