@@ -1,7 +1,8 @@
 /**
  * What an acquire does with the record it read — create, continue our own,
  * take over an expired or released one, take over a suspect one only after
- * watching it unchanged for a TTL, or refuse (`ForeignActiveError`,
+ * watching it unchanged for a TTL, reclaim our own record when told it was
+ * left by a dead run of ours (`ownRecord: 'reclaim'`), or refuse (`ForeignActiveError`,
  * `FencedError`). Pure decision: it writes nothing.
  */
 
@@ -21,7 +22,13 @@ export function suspectReason(record: LeaseRecord, wallNow: number): string | un
 }
 
 export interface AcquirePlan {
-  readonly kind: 'create' | 'continue' | 'takeover' | 'after-release' | 'suspect-takeover';
+  readonly kind:
+    | 'create'
+    | 'continue'
+    | 'reclaim'
+    | 'takeover'
+    | 'after-release'
+    | 'suspect-takeover';
   readonly mode: PutMode;
   readonly generation: number;
   readonly acquiredAt: number | undefined;
@@ -52,8 +59,20 @@ export function planAcquire(
   if (record.term !== undefined && record.term > (settings.term ?? 0))
     throw new FencedError(key, settings.term, record.term, 'the published lease');
   const term = settings.term ?? record.term;
+  const takeover = (kind: AcquirePlan['kind']): AcquirePlan => ({
+    kind,
+    mode: { ifMatch: version },
+    generation: record.generation + 1,
+    acquiredAt: undefined,
+    term,
+    previous: record,
+  });
   if (record.instanceId === settings.instanceId && !record.released) {
     settings.watch.reset();
+    // A dead earlier run of ours (the caller proved it): a new tenure at
+    // once, fenced like any takeover. Checked before the suspect and expiry
+    // rules, which are about records of other instances.
+    if (settings.ownRecord === 'reclaim') return takeover('reclaim');
     return {
       kind: 'continue',
       mode: { ifMatch: version },
@@ -63,14 +82,6 @@ export function planAcquire(
       previous: undefined,
     };
   }
-  const takeover = (kind: AcquirePlan['kind']): AcquirePlan => ({
-    kind,
-    mode: { ifMatch: version },
-    generation: record.generation + 1,
-    acquiredAt: undefined,
-    term,
-    previous: record,
-  });
   if (record.released) {
     settings.watch.reset();
     return takeover('after-release');

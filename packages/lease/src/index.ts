@@ -22,6 +22,7 @@ export {
   type AcquireOptions,
   type Exclusion,
   type LeaseLogger,
+  type OwnRecord,
   stderrLeaseLogger,
 } from './lease-options.ts';
 export {

@@ -68,4 +68,9 @@ describe('invalid options are refused before any request', () => {
   it('a negative term', async () => {
     expect((await optionError({ ...base, term: -1 })).option).toBe('term');
   });
+  it('an ownRecord other than continue or reclaim', async () => {
+    const error = await optionError({ ...base, ownRecord: 'steal' as 'reclaim' });
+    expect(error.option).toBe('ownRecord');
+    expect(error.message).toMatch(/'continue' or 'reclaim'/);
+  });
 });

@@ -53,7 +53,23 @@ export interface AcquireOptions {
   watch?: LeaseWatch;
   /** Cancels the acquire (every store call gets it). */
   signal?: AbortSignal;
+  /**
+   * What an acquire does with a record naming this `instanceId` that is not
+   * released. `'continue'` (default): it is an earlier attempt of this
+   * instance whose answer was lost, kept as it is (same generation).
+   * `'reclaim'`: it was left by an earlier run of this instance that is
+   * known to be dead, and is taken over at once as a new tenure (generation
+   * + 1, replace-if-version, the term rules of any takeover) instead of
+   * being waited out for a TTL. Only sound when the caller proves that no
+   * other live process uses this instance id (for example by a local lock
+   * held while the id is in use): two live processes sharing an id would
+   * take the lease from each other.
+   */
+  ownRecord?: OwnRecord;
 }
+
+/** See {@link AcquireOptions.ownRecord}. */
+export type OwnRecord = 'continue' | 'reclaim';
 
 /** @internal Validated options. */
 export interface AcquireSettings {
@@ -67,6 +83,7 @@ export interface AcquireSettings {
   readonly logger: LeaseLogger;
   readonly watch: LeaseWatch;
   readonly signal: AbortSignal | undefined;
+  readonly ownRecord: OwnRecord;
 }
 
 /** @internal @throws LeaseOptionsError naming the first bad option. */
@@ -109,6 +126,12 @@ export function validateAcquireOptions(options: AcquireOptions): AcquireSettings
     typeof clock.setTimer !== 'function'
   )
     throw new LeaseOptionsError('clock', 'must have wallNow, monotonicNow and setTimer');
+  const ownRecord = options.ownRecord ?? 'continue';
+  if (ownRecord !== 'continue' && ownRecord !== 'reclaim')
+    throw new LeaseOptionsError(
+      'ownRecord',
+      `must be 'continue' or 'reclaim', got ${String(options.ownRecord)}`,
+    );
   return {
     prefix,
     key: `${prefix}/LEASE`,
@@ -120,5 +143,6 @@ export function validateAcquireOptions(options: AcquireOptions): AcquireSettings
     logger: options.logger ?? stderrLeaseLogger,
     watch: options.watch ?? new LeaseWatch(),
     signal: options.signal,
+    ownRecord,
   };
 }

@@ -4,7 +4,7 @@
  * Time is a FakeClock everywhere, also on real servers: the record's
  * timestamps come from the fake wall clock, so nothing sleeps. *
  * One module per group of scenarios (scenarios-acquire.ts, -renew,
- * -self-fencing, -suspect, -misbehaving-stores, -release, -keeper); what
+ * -self-fencing, -suspect, -misbehaving-stores, -release, -reclaim, -keeper); what
  * they share is in scenario-helpers.ts.
  */
 import { describe } from 'vitest';
@@ -12,6 +12,7 @@ import type { StoreTarget } from './scenario-helpers.ts';
 import { acquireScenarios } from './scenarios-acquire.ts';
 import { keeperScenarios } from './scenarios-keeper.ts';
 import { misbehavingStoreScenarios } from './scenarios-misbehaving-stores.ts';
+import { reclaimScenarios } from './scenarios-reclaim.ts';
 import { releaseScenarios } from './scenarios-release.ts';
 import { renewScenarios } from './scenarios-renew.ts';
 import { selfFencingScenarios } from './scenarios-self-fencing.ts';
@@ -32,6 +33,7 @@ export function defineLeaseScenarios(target: StoreTarget): void {
     suspectRecordScenarios(target);
     misbehavingStoreScenarios(target);
     releaseScenarios(target);
+    reclaimScenarios(target);
     keeperScenarios(target);
   });
 }
