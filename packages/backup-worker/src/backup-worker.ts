@@ -168,6 +168,7 @@ export class BackupWorker {
       store,
       prefix: this.#prefix,
       instanceId: this.#instanceId,
+      ...(options.leaseOwnRecord ? { ownRecord: options.leaseOwnRecord } : {}),
       ttlSeconds: options.leaseTtlSeconds ?? DEFAULT_TTL_S,
       conditional,
       operationTimeoutMs,

@@ -32,6 +32,8 @@ export interface LeaseHolderOptions {
   readonly store: ObjectStore;
   readonly prefix: string;
   readonly instanceId: string;
+  /** What an acquisition does with a record naming `instanceId` (`@x/lease`'s `ownRecord`; default `'continue'`). */
+  readonly ownRecord?: 'continue' | 'reclaim';
   readonly ttlSeconds: number;
   readonly conditional: boolean;
   readonly operationTimeoutMs: number;
@@ -104,6 +106,7 @@ export class LeaseHolder {
       const keeper = await holdLease(o.store, {
         prefix: o.prefix,
         instanceId: o.instanceId,
+        ownRecord: o.ownRecord ?? 'continue',
         ttlSeconds: o.ttlSeconds,
         conditional: o.conditional,
         clock: o.clock,

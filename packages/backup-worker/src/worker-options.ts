@@ -118,6 +118,13 @@ export interface BackupWorkerOptions {
   /** The lease instance id, the same for every attempt. Default: a new random id. */
   readonly instanceId?: string;
   /**
+   * `@x/lease`'s `ownRecord` for this worker's acquisitions. `'reclaim'`
+   * takes a lease record naming `instanceId` over at once as a new tenure:
+   * only for an id the caller proves no other live process uses (a dead
+   * earlier run of this one). Default `'continue'`.
+   */
+  readonly leaseOwnRecord?: 'continue' | 'reclaim';
+  /**
    * Called at points a test wants to fail at (see `TestHooks`); an exception
    * one throws fails that request or step as if it happened there. Default: none.
    */
