@@ -25,8 +25,10 @@ export {
   parseVersionedGeneration,
   plainNameProblem,
   prefixProblem,
+  type SegmentLayout,
   segmentGenerationPrefix,
   segmentKey,
+  segmentObjectKey,
   sideKey,
   snapshotKey,
 } from './keys.ts';

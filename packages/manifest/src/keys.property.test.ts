@@ -40,6 +40,7 @@ import {
   prefixProblem,
   segmentGenerationPrefix,
   segmentKey,
+  segmentObjectKey,
   sideKey,
   snapshotKey,
 } from './keys.ts';
@@ -109,6 +110,7 @@ const HOSTILE_PIECES = [
   '.snapshot',
   '.archive',
   '.segment',
+  '.seg',
   'wal.',
   '00000000000000000001',
   '00009007199254740991',
@@ -272,7 +274,12 @@ function rebuild(prefix: string, parsed: ParsedKey): string {
     case 'archive':
       return archiveKey(prefix, parsed.generation, parsed.n);
     case 'segment':
-      return segmentKey(prefix, parsed.generation, parsed.start, parsed.end);
+      return (parsed.layout === 'object' ? segmentObjectKey : segmentKey)(
+        prefix,
+        parsed.generation,
+        parsed.start,
+        parsed.end,
+      );
     case 'side':
       return sideKey(prefix, parsed.name, parsed.crc32, parsed.size);
   }
@@ -342,12 +349,28 @@ describe('key layout, property-tested', () => {
           if (end <= MAX) {
             const segment = fits('segmentKey', () => segmentKey(prefix, a, start, end));
             if (segment !== undefined) {
-              expect(parseSegmentKey(prefix, segment)).toEqual({ generation: a, start, end });
+              expect(parseSegmentKey(prefix, segment)).toEqual({
+                generation: a,
+                start,
+                end,
+                layout: 'raw',
+              });
               expect(parseKey(prefix, segment)).toEqual({
                 kind: 'segment',
                 generation: a,
                 start,
                 end,
+                layout: 'raw',
+              });
+            }
+            const object = fits('segmentObjectKey', () => segmentObjectKey(prefix, a, start, end));
+            if (object !== undefined) {
+              expect(parseKey(prefix, object)).toEqual({
+                kind: 'segment',
+                generation: a,
+                start,
+                end,
+                layout: 'object',
               });
             }
           }
@@ -412,6 +435,19 @@ describe('key layout, property-tested', () => {
                 sameNumber(parsed.end, c),
             ).toBe(true);
           }
+          const object = builtKey(prefix, 'segmentObjectKey', () =>
+            segmentObjectKey(prefix, a, b, c),
+          );
+          if (object !== undefined) {
+            tally.add('segment object');
+            const parsed = parseSegmentKey(prefix, object)!;
+            expect(b < c && parsed.layout === 'object').toBe(true);
+            expect(
+              sameNumber(parsed.generation, a) &&
+                sameNumber(parsed.start, b) &&
+                sameNumber(parsed.end, c),
+            ).toBe(true);
+          }
           const side = builtKey(prefix, 'sideKey', () => sideKey(prefix, name, crc, c));
           if (side !== undefined) {
             tally.add('side');
@@ -444,7 +480,7 @@ describe('key layout, property-tested', () => {
     );
     // Not vacuous: hostile arguments are refused, and some arguments still make keys.
     expect(tally.get('refused prefix')).toBeGreaterThan(100);
-    for (const kind of ['manifest', 'segment', 'side'])
+    for (const kind of ['manifest', 'segment', 'segment object', 'side'])
       expect(tally.get(kind), kind).toBeGreaterThan(50);
   });
 
@@ -482,6 +518,7 @@ describe('key layout, property-tested', () => {
         () => snapshotKey(prefix, 1, 2),
         () => archiveKey(prefix, MAX, 0),
         () => segmentKey(prefix, 1, 2, 3),
+        () => segmentObjectKey(prefix, 1, 2, 3),
         () => sideKey(prefix, 'roles.json', '0badf00d', 3),
         () => segmentGenerationPrefix(prefix, 7),
       );
@@ -555,7 +592,7 @@ describe('key layout, property-tested', () => {
           }
           const parsed = parseKey(prefix, key);
           if (parsed !== undefined) {
-            tally.add(parsed.kind);
+            tally.add(parsed.kind === 'segment' ? `${parsed.kind} ${parsed.layout}` : parsed.kind);
             expect(rebuild(prefix, parsed)).toBe(key);
             expect(isStoreKey(key)).toBe(true);
           }
@@ -581,7 +618,8 @@ describe('key layout, property-tested', () => {
       'manifest',
       'snapshot',
       'archive',
-      'segment',
+      'segment raw',
+      'segment object',
       'side',
       'generation prefix',
     ])

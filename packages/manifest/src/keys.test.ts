@@ -21,6 +21,7 @@ import {
   parseVersionedGeneration,
   segmentGenerationPrefix,
   segmentKey,
+  segmentObjectKey,
   sideKey,
   snapshotKey,
 } from './keys.ts';
@@ -52,6 +53,9 @@ describe('key layout', () => {
     );
     expect(segmentKey('db/a', 3, 0, 4096)).toBe(
       'db/a/wal/00000000000000000003/00000000000000000000-00000000000000004096.segment',
+    );
+    expect(segmentObjectKey('db/a', 3, 0, 4096)).toBe(
+      'db/a/wal/00000000000000000003/00000000000000000000-00000000000000004096.seg',
     );
     expect(sideKey('db/a', 'roles.json', '0badf00d', 12)).toBe(
       'db/a/side/roles.json/0badf00d-00000000000000000012',
@@ -100,6 +104,20 @@ describe('key layout', () => {
               generation: a,
               start,
               end,
+              layout: 'raw',
+            });
+            expect(parseSegmentKey(prefix, segmentObjectKey(prefix, a, start, end))).toEqual({
+              generation: a,
+              start,
+              end,
+              layout: 'object',
+            });
+            expect(parseKey(prefix, segmentObjectKey(prefix, a, start, end))).toEqual({
+              kind: 'segment',
+              generation: a,
+              start,
+              end,
+              layout: 'object',
             });
           }
           expect(parseSegmentGenerationPrefix(prefix, segmentGenerationPrefix(prefix, a))).toBe(a);
@@ -151,6 +169,22 @@ describe('key layout', () => {
       parseSegmentKey(
         prefix,
         'db/a/wal/00000000000000000001/00000000000000000006-00000000000000000006.segment',
+      ),
+    ).toBeUndefined();
+    for (const suffix of ['.SEG', '.se', '.segm', '.seg.', '.seg/', '.snap', '']) {
+      const key = `db/a/wal/00000000000000000001/00000000000000000005-00000000000000000006${suffix}`;
+      expect(parseSegmentKey(prefix, key), key).toBeUndefined();
+    }
+    expect(
+      parseSegmentKey(
+        prefix,
+        'db/a/wal/00000000000000000001/00000000000000000006-00000000000000000006.seg',
+      ),
+    ).toBeUndefined();
+    expect(
+      parseSegmentKey(
+        prefix,
+        'db/a/wal/00000000000000000001/00000000000000000007-00000000000000000006.seg',
       ),
     ).toBeUndefined();
     expect(parseSideKey(prefix, 'db/a/side/../00000000-00000000000000000001')).toBeUndefined();
@@ -229,19 +263,23 @@ describe('key layout', () => {
 
   it('never parses a random or mutated key into a value that escapes its prefix or is not canonical', () => {
     const prefix = 'db/a';
+    const built = [
+      manifestKey(prefix, 42),
+      snapshotKey(prefix, 1, 2),
+      archiveKey(prefix, 1, 2),
+      segmentKey(prefix, 1, 2, 3),
+      segmentObjectKey(prefix, 1, 2, 3),
+      sideKey(prefix, 'roles.json', '0badf00d', 3),
+      latestKey(prefix),
+    ];
     const keyGenerators = fc.oneof(
       fc.string({ maxLength: 120, unit: 'binary' }),
       fc.string({ maxLength: 120, unit: 'grapheme-ascii' }).map((tail) => `${prefix}/${tail}`),
+      // Unchanged, so that every kind parses and is rebuilt.
+      fc.constantFrom(...built),
       fc
         .tuple(
-          fc.constantFrom(
-            manifestKey(prefix, 42),
-            snapshotKey(prefix, 1, 2),
-            archiveKey(prefix, 1, 2),
-            segmentKey(prefix, 1, 2, 3),
-            sideKey(prefix, 'roles.json', '0badf00d', 3),
-            latestKey(prefix),
-          ),
+          fc.constantFrom(...built),
           fc.nat(),
           fc.string({ maxLength: 4, unit: 'binary' }),
           fc.nat({ max: 3 }),
@@ -268,7 +306,12 @@ describe('key layout', () => {
             parsed.kind === 'archive' && archiveKey(prefix, parsed.generation, parsed.n),
           segment: () =>
             parsed.kind === 'segment' &&
-            segmentKey(prefix, parsed.generation, parsed.start, parsed.end),
+            (parsed.layout === 'object' ? segmentObjectKey : segmentKey)(
+              prefix,
+              parsed.generation,
+              parsed.start,
+              parsed.end,
+            ),
           side: () =>
             parsed.kind === 'side' && sideKey(prefix, parsed.name, parsed.crc32, parsed.size),
         }[parsed.kind]();
@@ -278,7 +321,7 @@ describe('key layout', () => {
       { numRuns: 2000 },
     );
     // Not vacuous: mutations that keep a key valid (or leave it unchanged) do parse.
-    expect(parsedCount).toBeGreaterThan(50);
+    expect(parsedCount).toBeGreaterThan(200);
     for (const parse of [parseArchiveName]) {
       fc.assert(
         fc.property(fc.string({ maxLength: 30, unit: 'binary' }), (name) => {

@@ -146,6 +146,33 @@ export function segmentKey(prefix: string, generation: number, start: number, en
 }
 
 /**
+ * `${prefix}/wal/{generation}/{start}-{end}.seg`: bytes `start..end` of the
+ * generation's WAL file, stored in the object envelope of `@x/wal-segment`
+ * (a header naming the codec, then the encoded bytes). The range is of the
+ * decoded log, as for {@link segmentKey}; the object's size is not `end −
+ * start`. A segment is never empty: `start < end`.
+ */
+export function segmentObjectKey(
+  prefix: string,
+  generation: number,
+  start: number,
+  end: number,
+): string {
+  checkPrefix(prefix);
+  checkNumber('generation', generation);
+  checkNumber('start', start);
+  checkNumber('end', end);
+  if (start >= end) throw new KeyLayoutError('end', end, `not greater than start (${start})`);
+  return checkResult(`${prefix}/wal/${pad20(generation)}/${pad20(start)}-${pad20(end)}.seg`);
+}
+
+/**
+ * How a segment object is stored: `raw` (`.segment`, the log's bytes as they
+ * are) or `object` (`.seg`, the envelope: header + encoded bytes).
+ */
+export type SegmentLayout = 'raw' | 'object';
+
+/**
  * `${prefix}/wal/{generation}/`: the listing prefix of one generation's
  * segments (what a LIST of `wal/` with delimiter `/` returns as a common prefix).
  */
@@ -219,7 +246,7 @@ function relativeTo(prefix: string, key: string): string | undefined {
 const MANIFEST_PATTERN = /^manifest\/([0-9]{20})\.json$/;
 const SNAPSHOT_PATTERN = /^snapshots\/([0-9]{20})-([0-9]{20})\.snapshot$/;
 const ARCHIVE_PATTERN = /^archives\/([0-9]{20})\/wal\.([0-9]{20})\.archive$/;
-const SEGMENT_PATTERN = /^wal\/([0-9]{20})\/([0-9]{20})-([0-9]{20})\.segment$/;
+const SEGMENT_PATTERN = /^wal\/([0-9]{20})\/([0-9]{20})-([0-9]{20})\.(segment|seg)$/;
 const SEGMENT_GENERATION_PATTERN = /^wal\/([0-9]{20})\/$/;
 const SIDE_PATTERN = /^side\/([^/]+)\/([0-9a-f]{8})-([0-9]{20})$/;
 
@@ -269,16 +296,22 @@ export function parseArchiveKey(
   return values === undefined ? undefined : { generation: values[0]!, n: values[1]! };
 }
 
-/** The generation and byte range a segment key names, or undefined (also when `start >= end`). */
+/**
+ * The generation, byte range and layout a segment key names — `.segment`
+ * ({@link segmentKey}, layout `raw`) or `.seg` ({@link segmentObjectKey},
+ * layout `object`) — or undefined (also when `start >= end`).
+ */
 export function parseSegmentKey(
   prefix: string,
   key: string,
-): { generation: number; start: number; end: number } | undefined {
+): { generation: number; start: number; end: number; layout: SegmentLayout } | undefined {
   const relative = relativeTo(prefix, key);
   if (relative === undefined) return undefined;
-  const values = numbers(SEGMENT_PATTERN.exec(relative), 3);
+  const match = SEGMENT_PATTERN.exec(relative);
+  const values = numbers(match, 3);
   if (values === undefined || values[1]! >= values[2]!) return undefined;
-  return { generation: values[0]!, start: values[1]!, end: values[2]! };
+  const layout: SegmentLayout = match![4] === 'seg' ? 'object' : 'raw';
+  return { generation: values[0]!, start: values[1]!, end: values[2]!, layout };
 }
 
 /** The generation of a listing prefix from {@link segmentGenerationPrefix} (trailing `/` included), or undefined. */
@@ -320,7 +353,7 @@ export type ParsedKey =
   | { kind: 'manifest'; commitSeq: number }
   | { kind: 'snapshot'; generation: number; frames: number }
   | { kind: 'archive'; generation: number; n: number }
-  | { kind: 'segment'; generation: number; start: number; end: number }
+  | { kind: 'segment'; generation: number; start: number; end: number; layout: SegmentLayout }
   | { kind: 'side'; name: string; crc32: string; size: number };
 
 /** Which kind of layout key `key` is under `prefix`, with its values; undefined for anything else. */

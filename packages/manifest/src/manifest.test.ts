@@ -8,6 +8,7 @@ import {
   isPlainName,
   manifestKey,
   segmentKey,
+  segmentObjectKey,
   sideKey,
   snapshotKey,
 } from './keys.ts';
@@ -517,6 +518,29 @@ describe('manifest', () => {
       ],
       [
         mutated((m) => {
+          m.segments[0]!.key = segmentObjectKey(PREFIX, 4, 0, 100);
+          m.segments[0]!.size = 57;
+        }),
+        'segments[0].size',
+        /57 is less than the smallest stored segment object \(58 bytes\)/,
+      ],
+      [
+        mutated((m) => {
+          m.segments[0]!.key = segmentObjectKey(PREFIX, 4, 0, 100);
+          m.segments[1]!.key = segmentObjectKey(PREFIX, 4, 101, 250);
+        }),
+        'segments[1].key',
+        /not where the previous segment ends \(100\)/,
+      ],
+      [
+        mutated((m) => {
+          m.segments[0]!.key = segmentObjectKey(PREFIX, 3, 0, 100);
+        }),
+        'segments[0].key',
+        /generation 3, not of walGeneration 4/,
+      ],
+      [
+        mutated((m) => {
           m.segments[1]!.key = m.files[0]!.key;
         }),
         'segments[1].key',
@@ -538,6 +562,19 @@ describe('manifest', () => {
       expect(error.message).toContain(field);
       expect(error.code).toBe('MANIFEST_INVALID');
     }
+  });
+
+  it('accepts .seg segments, whose size is the stored object’s and not the range, chained with .segment ones', () => {
+    const manifest = example();
+    const stored = {
+      ...manifest.segments[1]!,
+      key: segmentObjectKey(PREFIX, 4, 100, 250),
+      size: 61,
+    };
+    const mixed: Manifest = { ...manifest, segments: [manifest.segments[0]!, stored] };
+    const parsed = parseManifest(serializeManifest(mixed, { prefix: PREFIX }), { prefix: PREFIX });
+    expect(parsed.segments[1]).toEqual(stored);
+    expect(parsed.commitSeq).toBe(manifest.commitSeq);
   });
 
   it('refuses numbers that are not plain non-negative decimal integers, or beyond 2^53 - 1', () => {

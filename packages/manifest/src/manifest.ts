@@ -99,6 +99,11 @@ const MANIFEST_FIELDS = [
 ] as const;
 const FILE_FIELDS = ['name', 'key', 'size', 'crc32', 'frames', 'lineage'] as const;
 const SEGMENT_FIELDS = ['key', 'size', 'crc32', 'frames', 'lineage'] as const;
+/**
+ * The smallest `.seg` object: the envelope header with a one-byte lineage
+ * (`@x/wal-segment`'s `SEGMENT_OBJECT_MIN_HEADER_BYTES`) and an empty body.
+ */
+const MIN_SEGMENT_OBJECT_BYTES = 58;
 
 /**
  * A JSON number whose text was not a plain non-negative decimal integer
@@ -308,7 +313,16 @@ function checkManifest(value: unknown, prefix: string | undefined): Manifest {
           `a segment of generation ${range.generation}, not of walGeneration ${walGeneration}`,
         );
       }
-      if (segment.size !== range.end - range.start) {
+      if (range.layout === 'object') {
+        // An envelope's size is its header plus the encoded bytes: not the
+        // range, but never less than the smallest header.
+        if (segment.size < MIN_SEGMENT_OBJECT_BYTES) {
+          check.fail(
+            `${at}.size`,
+            `${segment.size} is less than the smallest stored segment object (${MIN_SEGMENT_OBJECT_BYTES} bytes)`,
+          );
+        }
+      } else if (segment.size !== range.end - range.start) {
         check.fail(
           `${at}.size`,
           `${segment.size} does not match the key's byte range (${range.end - range.start})`,
