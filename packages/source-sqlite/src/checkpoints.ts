@@ -3,8 +3,10 @@
  * copy without any lock, and the WAL restart under a brief write lock,
  * optionally followed by a TRUNCATE that empties the `-wal` file.
  *
- * Guarantees: a restart is tried only once every frame was read; the
- * write lock is never released without a reader of the tap's held (between
+ * Guarantees: a restart is tried only once every frame was read, or, when
+ * it insists (the WAL past 1.5 times the restart threshold), with at most
+ * one capture budget left, which it reads under the write lock; the write
+ * lock is never released without a reader of the tap's held (between
  * the two an application checkpoint could copy and drop uncaptured frames);
  * the TRUNCATE runs only when everything is in the database file and the
  * held reader has mark 0, so it can only drop captured frames. The caller
@@ -21,6 +23,7 @@ import type { CopyProgress } from './copy-progress.ts';
 import { type HeldReaders, READER_BUSY_TIMEOUT_MS } from './held-readers.ts';
 import type { SqliteTapOptions } from './tap-options.ts';
 import type { WalCapture } from './wal-capture.ts';
+import { WAL_FRAME_HEADER_BYTES } from './wal-file.ts';
 
 /** Tries at a restart with nothing left to copy under the lock before copying under it. */
 const RESTART_LOCK_ATTEMPTS = 3;
@@ -77,18 +80,32 @@ export function refusedCheckpoint(
   };
 }
 
-/** Runs one of the tap's own checkpoints now; the snapshot must not be pinned. */
+/**
+ * Runs one of the tap's own checkpoints now; the snapshot must not be pinned.
+ * `insist` (a restart with the WAL past 1.5 times its threshold): the restart
+ * uses the first write lock it gets to the end (see
+ * {@link restartUnderWriteLock}), and reads a capture backlog of up to one
+ * capture budget under it.
+ */
 export function runCheckpoint(
   mode: 'passive' | 'truncate',
   context: CheckpointContext,
+  insist = false,
 ): CheckpointReport {
   context.advance();
   const passive = checkpointOn(context.readers.idle(), 'PASSIVE');
   noteCopied(context, passive);
-  // A restart is tried only once every frame was read: otherwise the
-  // capture under the write lock would read the backlog while the
-  // application waits for the lock.
-  if (mode === 'passive' || !context.capture.caughtUp) {
+  // A restart is normally tried only once every frame was read: otherwise
+  // the capture under the write lock reads the backlog while the
+  // application waits for the lock. When it insists, a backlog of at most
+  // one capture budget is read under the lock (so the application waits for
+  // one capture at most): a tap that catches up only now and then, between
+  // the application's bursts, would otherwise seldom find itself caught up
+  // and the lock free at once.
+  const restartable =
+    context.capture.caughtUp ||
+    (insist && backlogBytes(context) <= context.options.captureBudgetBytes);
+  if (mode === 'passive' || !restartable) {
     return {
       mode,
       busy: passive.busy !== 0 || mode !== 'passive',
@@ -100,7 +117,7 @@ export function runCheckpoint(
       truncated: false,
     };
   }
-  const restart = restartUnderWriteLock(context, passive);
+  const restart = restartUnderWriteLock(context, passive, insist ? 1 : RESTART_LOCK_ATTEMPTS);
   if (!restart.locked) {
     // The application held the write lock for longer than busyTimeoutMs:
     // skip this time; the WAL stays bounded by the next attempt.
@@ -146,10 +163,21 @@ interface RestartOutcome {
   readonly writeLockHeldMs: number;
 }
 
-/** The restart, under the write lock, after the PASSIVE copy `passive`. */
+/**
+ * The restart, under the write lock, after the PASSIVE copy `passive`, in at
+ * most `lockAttempts` takes of the lock. Each take but the last lets go when
+ * commits landed since the copy before it; the last reads and copies
+ * whatever is left under the lock. A restart that insists takes the lock
+ * once: where the tap gets the write lock only now and then (it shares a CPU
+ * with other work, or runs at idle priority beside a busy one, and so runs
+ * mostly while the application sleeps in its commit's fsync, holding the
+ * lock), needing three takes in a row let the WAL grow to tens of thousands
+ * of frames past the threshold.
+ */
 function restartUnderWriteLock(
   context: CheckpointContext,
   passive: CheckpointResult,
+  lockAttempts: number,
 ): RestartOutcome {
   const { options, readers, writer, capture } = context;
   // While the write lock is held no commit can land,
@@ -171,7 +199,7 @@ function restartUnderWriteLock(
       // just made did not include, let go at once (an application that
       // meets the held lock sleeps at least 1 ms, so every microsecond it
       // is held counts), before reading anything.
-      if (attempt < RESTART_LOCK_ATTEMPTS && !nothingNewSince(capture, passiveBefore)) {
+      if (attempt < lockAttempts && !nothingNewSince(capture, passiveBefore)) {
         retry = true;
       } else {
         // Unbounded: the restart below needs every frame read.
@@ -180,7 +208,7 @@ function restartUnderWriteLock(
           passiveBefore.busy === 0 &&
           passiveBefore.checkpointed === passiveBefore.log &&
           capture.walFrames === passiveBefore.log;
-        if (!copiedAlready && attempt < RESTART_LOCK_ATTEMPTS) {
+        if (!copiedAlready && attempt < lockAttempts) {
           retry = true;
         } else {
           readers.letGo();
@@ -232,6 +260,14 @@ function nothingNewSince(capture: WalCapture, copy: CheckpointResult): boolean {
   if (copy.busy !== 0 || copy.checkpointed !== copy.log) return false;
   const index = capture.readWalIndex();
   return index === null || index.committedFrames === copy.log;
+}
+
+/** WAL bytes the wal-index counts as committed past what was captured (0 when it cannot be read). */
+function backlogBytes(context: CheckpointContext): number {
+  const index = context.capture.readWalIndex();
+  if (index === null) return 0;
+  const frames = Math.max(0, index.committedFrames - context.capture.walFrames);
+  return frames * (WAL_FRAME_HEADER_BYTES + context.capture.pageSize);
 }
 
 /** Remembers how much of the WAL SQLite says is copied (the PASSIVE threshold counts from there). */

@@ -8,6 +8,15 @@
 export const DEFAULT_PASSIVE_CHECKPOINT_PAGES = 1000;
 /** Default of `truncateCheckpointPages`. */
 export const DEFAULT_TRUNCATE_CHECKPOINT_PAGES = 10_000;
+/**
+ * Past this many times `truncateCheckpointPages` (by the wal-index's count,
+ * captured or not) the restart insists: it uses the first write lock it gets
+ * to the end, and reads a capture backlog of up to one capture budget under
+ * it (see checkpoints.ts). The WAL then restarts at the tap's first take of
+ * the lock with its capture that close to the WAL's end, however seldom it
+ * gets the lock.
+ */
+export const INSISTENT_RESTART_FACTOR = 1.5;
 /** Default of `captureBudgetBytes`. */
 export const DEFAULT_CAPTURE_BUDGET_BYTES = 16 * 1024 * 1024;
 /** Default of `maxHeldLogBytes`. */
@@ -29,7 +38,9 @@ export interface SqliteTapOptions {
    * least 1 ms), so restarting seldom costs it less than keeping the WAL
    * under SQLite's auto-checkpoint size (1000 pages); past that size the
    * application's own auto-checkpoints copy up to the tap's reader after its
-   * commits, as they would without backupd.
+   * commits, as they would without backupd. Past
+   * {@link INSISTENT_RESTART_FACTOR} times this size the restart insists
+   * (see there).
    */
   readonly truncateCheckpointPages?: number;
   /**

@@ -45,7 +45,9 @@
  * lock is tried back to back rather than through SQLite's busy handler (an
  * application committing back to back frees it only for microseconds), and
  * the copy under it waits for a checkpoint of the application's that may be
- * running at that moment (SQLite runs one at a time and would answer busy). With
+ * running at that moment (SQLite runs one at a time and would answer busy).
+ * Past 1.5 times the threshold the restart insists: the first write lock it
+ * gets is used to the end (see tap-options.ts, INSISTENT_RESTART_FACTOR). With
  * `truncateWalFile`, a TRUNCATE checkpoint with no busy wait then empties the
  * file; the mark-0 reader makes sure it can only drop frames that were
  * captured. The tap never writes to the database and creates no tables in it.
@@ -111,7 +113,11 @@ import type { HeldLogRange } from './held-log.ts';
 import { HeldReaders, READER_BUSY_TIMEOUT_MS } from './held-readers.ts';
 import { checkDatabaseFile, openTapConnection, openWriterConnection } from './open-database.ts';
 import { QuietOpener } from './quiet-descriptors.ts';
-import { resolveTapOptions, type SqliteTapOptions } from './tap-options.ts';
+import {
+  INSISTENT_RESTART_FACTOR,
+  resolveTapOptions,
+  type SqliteTapOptions,
+} from './tap-options.ts';
 import { WalCapture } from './wal-capture.ts';
 
 export type { CheckpointReport } from './checkpoints.ts';
@@ -153,6 +159,7 @@ export class SqliteTap {
   #settled = false;
   #checkpointReports: CheckpointReport[] = [];
   readonly #checkpointCounts = { passive: 0, truncate: 0 };
+  #insistentRestarts = 0;
 
   private constructor(path: string, options: SqliteTapOptions) {
     this.path = path;
@@ -251,12 +258,20 @@ export class SqliteTap {
     return this.#generation.snapshotAvailable;
   }
 
-  /** Checkpoint reports since the last call (for metrics and benchmarks). */
   /** Checkpoints the tap has run since it opened, by mode (busy ones included); never drained. */
   get checkpointCounts(): { readonly passive: number; readonly truncate: number } {
     return { ...this.#checkpointCounts };
   }
 
+  /**
+   * Restarts tried with the WAL past {@link INSISTENT_RESTART_FACTOR} times
+   * the threshold since the tap opened (see tap-options.ts); never drained.
+   */
+  get insistentRestarts(): number {
+    return this.#insistentRestarts;
+  }
+
+  /** Checkpoint reports since the last call (for metrics and benchmarks). */
   takeCheckpointReports(): CheckpointReport[] {
     const reports = this.#checkpointReports;
     this.#checkpointReports = [];
@@ -336,7 +351,13 @@ export class SqliteTap {
     const captured = this.advance();
     if (this.#pinned()) return null;
     if (captured > 0) this.#settled = false;
-    if (this.#capture.walFrames >= this.options.truncateCheckpointPages)
+    // A capture behind the WAL counts fewer frames than it holds: past the
+    // insistent size by the wal-index's count, try the restart anyway (it
+    // reads a backlog of up to one capture budget under the write lock).
+    if (
+      this.#capture.walFrames >= this.options.truncateCheckpointPages ||
+      (!this.#capture.caughtUp && this.#insists())
+    )
       return this.checkpoint('truncate');
     // An application that checkpoints on its own (SQLite's auto-checkpoint,
     // on by default) copies up to the tap's reader within a commit of each
@@ -375,16 +396,22 @@ export class SqliteTap {
   checkpoint(mode: 'passive' | 'truncate'): CheckpointReport {
     this.#assertOpen();
     if (this.#pinned()) return this.#report(refusedCheckpoint(mode, this.#capture.walFrames));
+    const insist = mode === 'truncate' && this.#insists();
+    if (insist) this.#insistentRestarts += 1;
     return this.#report(
-      runCheckpoint(mode, {
-        options: this.options,
-        readers: this.#readers,
-        writer: this.#writer,
-        capture: this.#capture,
-        progress: this.#progress,
-        advance: () => this.advance(),
-        captureIntoLog: (budgetBytes) => this.#captureIntoLog(budgetBytes),
-      }),
+      runCheckpoint(
+        mode,
+        {
+          options: this.options,
+          readers: this.#readers,
+          writer: this.#writer,
+          capture: this.#capture,
+          progress: this.#progress,
+          advance: () => this.advance(),
+          captureIntoLog: (budgetBytes) => this.#captureIntoLog(budgetBytes),
+        },
+        insist,
+      ),
     );
   }
 
@@ -455,6 +482,18 @@ export class SqliteTap {
     this.#checkpointReports.push(report);
     this.#checkpointCounts[report.mode] += 1;
     return report;
+  }
+
+  /**
+   * True when the WAL holds {@link INSISTENT_RESTART_FACTOR} times the
+   * restart threshold: by the frames captured of this cycle, or by the
+   * wal-index's count of committed frames when the capture is behind.
+   */
+  #insists(): boolean {
+    const limit = this.options.truncateCheckpointPages * INSISTENT_RESTART_FACTOR;
+    if (this.#capture.walFrames >= limit) return true;
+    const index = this.#capture.readWalIndex();
+    return index !== null && index.committedFrames >= limit;
   }
 
   #captureIntoLog(budgetBytes: number): number {

@@ -92,6 +92,11 @@ export class WalCapture {
     this.#shmPath = `${context.path}-shm`;
   }
 
+  /** The database's page size (every WAL frame holds one page). */
+  get pageSize(): number {
+    return this.#context.pageSize;
+  }
+
   /** Frames in the WAL cycle being read, up to its last captured commit. */
   get walFrames(): number {
     return this.#walFrame;
