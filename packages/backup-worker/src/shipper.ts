@@ -13,17 +13,23 @@
  * - Archives are reused only when number, length and CRC match the local file.
  * - A step ships up to the durable length seen when it began, never chasing
  *   what lands meanwhile, and stops early once a restore point is due.
+ * - Segments are stored as `.seg` objects in `@x/wal-segment`'s envelope,
+ *   zstd-compressed; the header names the generation, the byte range, the
+ *   commits, the decoded CRC-32 and the stored CRC-32 of the object before it
+ *   in the generation (the previous segment, or the generation's snapshot for
+ *   the first), so each object says what it is and where it belongs. The
+ *   manifest entry records the stored object's size and CRC-32.
  */
 import {
   archiveKey,
   Crc32,
   crc32Hex,
   type FileEntry,
-  formatCrc32,
-  segmentKey,
+  segmentObjectKey,
   sideKey,
   snapshotKey,
 } from '@x/manifest';
+import { encodeSegmentObject } from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
 import { BackupError } from './errors.ts';
 import { sameWalKey, type WalKey } from './health.ts';
@@ -281,9 +287,20 @@ export class Shipper {
     const target = (await this.#ctx.source.durablePosition()).durableLength;
     let next = await this.#readSegment(generation, generation.cursor, target);
     while (next !== null) {
-      const { range, crc32 } = next;
-      const key = segmentKey(this.#ctx.prefix, generation.number, range.start, range.end);
-      const upload = this.#ctx.requests.putImmutable(key, range.bytes, crc32);
+      const { range } = next;
+      const key = segmentObjectKey(this.#ctx.prefix, generation.number, range.start, range.end);
+      const stored = encodeSegmentObject(range.bytes, {
+        codec: 'zstd',
+        kind: 'segment',
+        generation: generation.number,
+        start: range.start,
+        end: range.end,
+        commits: range.frames,
+        previousCrc32: this.#previousCrc32(generation, range.start),
+        lineage: this.#ctx.tenure.ownLineage(),
+      });
+      const crc32 = crc32Hex(stored);
+      const upload = this.#ctx.requests.putImmutable(key, stored, crc32);
       const stopAfterThis = this.manifestDue();
       const prefetch = stopAfterThis
         ? Promise.resolve(null)
@@ -300,7 +317,7 @@ export class Shipper {
       generation.cursor = range.end;
       generation.segments.push({
         key,
-        size: range.bytes.byteLength,
+        size: stored.byteLength,
         crc32,
         frames: range.frames,
         lineage: this.#ctx.tenure.ownLineage(),
@@ -309,6 +326,23 @@ export class Shipper {
       this.#ctx.tenure.manifestDirty = true;
       next = await prefetch;
     }
+  }
+
+  /**
+   * The chain CRC of the segment starting at `start`: the stored CRC-32 of
+   * the segment that ends there, or for the first segment the generation's
+   * snapshot object's (0 when the restore point has no snapshot).
+   */
+  #previousCrc32(generation: Generation, start: number): number {
+    const last = generation.segments.at(-1);
+    if (last !== undefined) return Number.parseInt(last.crc32, 16);
+    if (start !== 0) {
+      throw new BackupError(
+        `generation ${generation.number} has no shipped segment ending at ${start} to chain to`,
+      );
+    }
+    const snapshot = this.#ctx.tenure.snapshot;
+    return snapshot === null ? 0 : Number.parseInt(snapshot.crc32, 16);
   }
 
   /**
@@ -321,7 +355,7 @@ export class Shipper {
     generation: Generation,
     cursor: number,
     target: number,
-  ): Promise<{ range: WalRange; crc32: string } | null> {
+  ): Promise<{ range: WalRange } | null> {
     const before = await this.#ctx.source.observe();
     const position = await this.#ctx.source.durablePosition();
     if (
@@ -348,10 +382,7 @@ export class Shipper {
       throw new BackupError(
         `the source returned WAL range ${range.start}-${range.end} for cursor ${cursor}`,
       );
-    return {
-      range,
-      crc32: range.crc32 === undefined ? crc32Hex(range.bytes) : formatCrc32(range.crc32),
-    };
+    return { range };
   }
 
   recordShipped(): void {

@@ -9,6 +9,7 @@ export {
 export {
   NoRestorePointError,
   ObjectCorruptError,
+  ObjectEncodingError,
   ObjectMissingError,
   type RestorableRange,
   RestoreError,
@@ -21,6 +22,12 @@ export {
 } from './restore-errors.ts';
 export { fileNameProblem } from './restore-point-checks.ts';
 export { type LatestFallback, type LatestReading, readLatest } from './restore-points.ts';
+export {
+  decodedSize,
+  decodeSegmentEntry,
+  expectedPreviousCrc32,
+  isSegmentObject,
+} from './segment-object-read.ts';
 export {
   type FindUnnamedNewerDataOptions,
   findUnnamedNewerData,

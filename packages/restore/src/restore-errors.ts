@@ -221,20 +221,26 @@ export class ObjectMissingError extends RestoreError {
 const CORRUPT_MARKER = errorMarker(MARKER_NAMESPACE, 'ObjectCorruptError');
 
 /**
- * An object's size or CRC-32 differs from what the manifest records. It was
- * not used: nothing was written to the target.
+ * An object's size or CRC-32 differs from what the manifest records, or (a
+ * stored-object envelope, `property: 'encoding'`, see
+ * {@link ObjectEncodingError}) it does not decode to what its header and key
+ * say. It was not used: nothing was written to the target.
  */
 export class ObjectCorruptError extends RestoreError {
   readonly key: string;
-  readonly property: 'size' | 'crc32';
+  readonly property: 'size' | 'crc32' | 'encoding';
   readonly expected: string;
   readonly actual: string;
 
-  constructor(key: string, property: 'size' | 'crc32', expected: string, actual: string) {
-    super(
-      `object ${key} is corrupt: ${property} expected ${expected}, found ${actual}`,
-      'OBJECT_CORRUPT',
-    );
+  constructor(
+    key: string,
+    property: 'size' | 'crc32' | 'encoding',
+    expected: string,
+    actual: string,
+    message = `object ${key} is corrupt: ${property} expected ${expected}, found ${actual}`,
+    options?: { cause?: unknown },
+  ) {
+    super(message, 'OBJECT_CORRUPT', options);
     this.name = 'ObjectCorruptError';
     this.key = key;
     this.property = property;
@@ -245,6 +251,43 @@ export class ObjectCorruptError extends RestoreError {
 
   static override isInstance(value: unknown): value is ObjectCorruptError {
     return hasErrorMarker(value, CORRUPT_MARKER);
+  }
+}
+
+const ENCODING_MARKER = errorMarker(MARKER_NAMESPACE, 'ObjectEncodingError');
+
+/**
+ * A stored-object envelope (a `.seg` segment) matched the manifest's size
+ * and CRC-32 but cannot be used: its header is invalid (bad magic, unknown
+ * version, codec or encryption, header CRC), its body does not decode or
+ * decodes to another length or CRC than the header says, or the header
+ * disagrees with the key or the manifest entry (generation, range, commits,
+ * lineage, the chain CRC of the previous object). `field` names the header
+ * field, `problem` says how. Also an {@link ObjectCorruptError} (`property:
+ * 'encoding'`), so callers that handle corrupt objects handle it too. Nothing
+ * of it was written to the target.
+ */
+export class ObjectEncodingError extends ObjectCorruptError {
+  readonly field: string;
+  readonly problem: string;
+
+  constructor(key: string, field: string, problem: string, options?: { cause?: unknown }) {
+    super(
+      key,
+      'encoding',
+      field,
+      problem,
+      `object ${key} is corrupt: ${field}: ${problem}`,
+      options,
+    );
+    this.name = 'ObjectEncodingError';
+    this.field = field;
+    this.problem = problem;
+    markError(this, ENCODING_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is ObjectEncodingError {
+    return hasErrorMarker(value, ENCODING_MARKER);
   }
 }
 

@@ -49,6 +49,12 @@ import {
   restorePointForCommit,
 } from './restore-points.ts';
 import {
+  decodedSize,
+  decodeSegmentEntry,
+  expectedPreviousCrc32,
+  isSegmentObject,
+} from './segment-object-read.ts';
+import {
   type CommitPlan,
   checkCommit,
   commitStaged,
@@ -450,24 +456,45 @@ async function rebuildWal(
   const prefetched = new Map<number, Promise<Uint8Array[]>>();
   let prefetchedBytes = 0;
   let ahead = 0;
+  // A `.seg` segment is held whole, stored and decoded, while it is checked:
+  // nothing of it reaches the cutter (or the staged file) before its header,
+  // decoded length and decoded CRC-32 passed.
+  const memoryOf = (segment: SegmentEntry): number =>
+    isSegmentObject(prefix, segment.key)
+      ? segment.size + decodedSize(prefix, segment)
+      : segment.size;
+  const fetchWhole = async (index: number): Promise<Uint8Array[]> => {
+    const segment = segments[index]!;
+    const chunks: Uint8Array[] = [];
+    await download(segment, name, (chunk) => {
+      chunks.push(chunk);
+    });
+    if (!isSegmentObject(prefix, segment.key)) return chunks;
+    const stored = chunks.length === 1 ? chunks[0]! : new Uint8Array(Buffer.concat(chunks));
+    return [
+      decodeSegmentEntry(
+        prefix,
+        segment,
+        stored,
+        expectedPreviousCrc32(prefix, point.manifest, index),
+      ),
+    ];
+  };
   const fetchAhead = (from: number): void => {
     for (let index = Math.max(from, ahead); index < segments.length; index += 1) {
       const segment = segments[index]!;
       if (prefetched.size >= PREFETCH_SEGMENTS) break;
-      if (segment.size > PREFETCH_SEGMENT_MAX_BYTES) {
+      if (memoryOf(segment) > PREFETCH_SEGMENT_MAX_BYTES) {
         // Streams in its turn; nothing past it is fetched before then, so
         // memory stays bounded and the order of requests stays simple.
         break;
       }
-      if (prefetchedBytes + segment.size > PREFETCH_BYTES) break;
-      const chunks: Uint8Array[] = [];
-      const fetched = download(segment, name, (chunk) => {
-        chunks.push(chunk);
-      }).then(() => chunks);
+      if (prefetchedBytes + memoryOf(segment) > PREFETCH_BYTES) break;
+      const fetched = fetchWhole(index);
       // Awaited in its turn; until then a failure must not count as unhandled.
       fetched.catch(() => {});
       prefetched.set(index, fetched);
-      prefetchedBytes += segment.size;
+      prefetchedBytes += memoryOf(segment);
       ahead = index + 1;
     }
   };
@@ -481,12 +508,14 @@ async function rebuildWal(
       fetchAhead(index);
       const fetched = prefetched.get(index);
       if (fetched === undefined) {
-        await download(segment, name, write);
+        if (isSegmentObject(prefix, segment.key)) {
+          for (const chunk of await fetchWhole(index)) await write(chunk);
+        } else await download(segment, name, write);
         ahead = Math.max(ahead, index + 1);
       } else {
         const chunks = await fetched;
         prefetched.delete(index);
-        prefetchedBytes -= segment.size;
+        prefetchedBytes -= memoryOf(segment);
         for (const chunk of chunks) await write(chunk);
       }
       const frames = cutter.commitsSeen - seenBefore;

@@ -10,19 +10,32 @@
  *   prefix and segments that chain from offset 0 (the checks restore makes);
  * - every object a manifest names exists with the recorded size — one LIST
  *   per directory of named objects, not one HEAD per object — and, with
- *   `deep`, has the recorded CRC-32 (each distinct object streamed once).
+ *   `deep`, has the recorded CRC-32 (each distinct object streamed once);
+ *   a `.seg` segment is then also decoded and checked as restore checks it
+ *   (header, decoded length and CRC-32, header against key, entry and chain).
  *
  * A manifest that disappears while it is being verified (retention ran) is
  * reported as `vanished`, not as broken. Store failures and aborts do throw:
  * a report built on a failed read would be a guess.
  */
-import { latestKey, MAX_MANIFEST_BYTES, type Manifest, parseManifest } from '@x/manifest';
+import {
+  latestKey,
+  MAX_MANIFEST_BYTES,
+  type Manifest,
+  parseManifest,
+  type SegmentEntry,
+} from '@x/manifest';
 import { isValidKey, normalizePrefix, type ObjectInfo, type ObjectStore } from '@x/store';
 import type { VerifyProgress } from './progress.ts';
 import { PROGRESS_BYTE_STEP } from './progress.ts';
 import { ObjectCorruptError, ObjectMissingError, RestoreOptionsError } from './restore-errors.ts';
 import { classifiedProblems, messageOf } from './restore-point-checks.ts';
 import { type LatestReading, listManifestKeys, readCapped, readLatest } from './restore-points.ts';
+import {
+  decodeSegmentEntry,
+  expectedPreviousCrc32,
+  isSegmentObject,
+} from './segment-object-read.ts';
 import { downloadVerified } from './verified-download.ts';
 
 export interface VerifyOptions {
@@ -52,6 +65,8 @@ export type VerifyProblemKind =
   | 'object-missing'
   | 'object-size'
   | 'object-crc'
+  /** A `.seg` segment whose envelope is invalid, does not decode, or disagrees with its key or entry (`deep`). */
+  | 'object-encoding'
   /** Two manifests record different sizes or CRCs for one key. */
   | 'object-conflict';
 
@@ -100,6 +115,8 @@ interface ObjectClaim {
   readonly size: number;
   readonly crc32: string;
   readonly manifests: Set<string>;
+  /** For a `.seg` segment: its entry and the chain CRC it must carry (as the first manifest naming it says). */
+  readonly segment?: { readonly entry: SegmentEntry; readonly previousCrc32: number };
 }
 
 interface ManifestState {
@@ -248,17 +265,27 @@ function claimObjects(
   for (const state of states.values()) {
     const manifest = state.manifest;
     if (manifest === undefined) continue;
+    const segmentIndex = new Map(manifest.segments.map((segment, index) => [segment, index]));
     for (const entry of [...manifest.files, ...manifest.segments]) {
       // Never read outside the prefix, whatever a manifest says; such a key
       // is already reported as a layout problem.
       if (!isValidKey(entry.key) || !entry.key.startsWith(prefixWithSlash)) continue;
       const claim = claims.get(entry.key);
       if (claim === undefined) {
+        const index = segmentIndex.get(entry as SegmentEntry);
         claims.set(entry.key, {
           key: entry.key,
           size: entry.size,
           crc32: entry.crc32,
           manifests: new Set([state.key]),
+          ...(index !== undefined && isSegmentObject(prefix, entry.key)
+            ? {
+                segment: {
+                  entry: entry as SegmentEntry,
+                  previousCrc32: expectedPreviousCrc32(prefix, manifest, index),
+                },
+              }
+            : {}),
         });
       } else if (claim.size !== entry.size || claim.crc32 !== entry.crc32) {
         const message = `${entry.key} is recorded as ${entry.size} bytes, CRC ${entry.crc32} here and ${claim.size} bytes, CRC ${claim.crc32} by ${[...claim.manifests].join(', ')}`;
@@ -325,6 +352,7 @@ async function checkObjectsListed(
  */
 async function checkObjectsDeep(
   store: ObjectStore,
+  prefix: string,
   claims: Map<string, ObjectClaim>,
   present: Map<string, ObjectInfo>,
   states: Map<string, ManifestState>,
@@ -339,8 +367,13 @@ async function checkObjectsDeep(
       const before = counters.bytesDone;
       let reported = 0;
       counters.report('objects', claim.key);
+      const chunks: Uint8Array[] = [];
       try {
-        await downloadVerified(store, claim, () => {}, {
+        // Only a `.seg` segment is held (to decode it); everything else streams
+        // through the CRC check in constant memory.
+        const sink =
+          claim.segment === undefined ? () => {} : (chunk: Uint8Array) => void chunks.push(chunk);
+        await downloadVerified(store, claim, sink, {
           manifestKey: [...claim.manifests][0] ?? '',
           ...callOptions(signal),
           onBytes: (read) => {
@@ -351,10 +384,24 @@ async function checkObjectsDeep(
             }
           },
         });
+        const segment = claim.segment;
+        if (segment !== undefined) {
+          decodeSegmentEntry(
+            prefix,
+            segment.entry,
+            new Uint8Array(Buffer.concat(chunks)),
+            segment.previousCrc32,
+          );
+        }
       } catch (error) {
         if (ObjectCorruptError.isInstance(error)) {
           blame(states, claim, {
-            kind: error.property === 'crc32' ? 'object-crc' : 'object-size',
+            kind:
+              error.property === 'crc32'
+                ? 'object-crc'
+                : error.property === 'encoding'
+                  ? 'object-encoding'
+                  : 'object-size',
             key: claim.key,
             message: error.message,
           });
@@ -497,7 +544,16 @@ export async function verify(
   counters.objectsTotal = claims.size;
   if (deep) for (const claim of claims.values()) counters.bytesTotal += claim.size;
   const present = await checkObjectsListed(store, claims, states, signal);
-  const bytesRead = await checkObjectsDeep(store, claims, present, states, deep, counters, signal);
+  const bytesRead = await checkObjectsDeep(
+    store,
+    normalized,
+    claims,
+    present,
+    states,
+    deep,
+    counters,
+    signal,
+  );
   await markVanished(store, states, signal);
 
   const latest = latestSection(normalized, listing, states);

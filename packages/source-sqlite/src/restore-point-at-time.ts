@@ -15,7 +15,12 @@
  * from the previous generation (or is `null`): never a state newer than asked.
  */
 import { parseManifest } from '@x/manifest';
-import { listRestorePoints } from '@x/restore';
+import {
+  decodeSegmentEntry,
+  expectedPreviousCrc32,
+  isSegmentObject,
+  listRestorePoints,
+} from '@x/restore';
 import type { ObjectStore } from '@x/store';
 import { decodeCommitRecord, splitLogFrames } from './commit-record.ts';
 import { SqliteRestoreCorruptError } from './sqlite-errors.ts';
@@ -57,12 +62,29 @@ export async function sqliteCommitAtTime(
       manifest.oldestCommitSeq + manifest.files.reduce((sum, file) => sum + file.frames, 0);
     let found: SqliteCommitAtTime | null = null;
     let carry: Uint8Array = new Uint8Array(0);
-    for (const segment of manifest.segments) {
-      const body = await store.get(segment.key, options);
-      if (body === null) break;
-      const joined = new Uint8Array(carry.byteLength + body.body.byteLength);
+    for (const [index, segment] of manifest.segments.entries()) {
+      const object = await store.get(segment.key, options);
+      if (object === null) break;
+      let body = object.body;
+      if (isSegmentObject(prefix, segment.key)) {
+        // A `.seg` segment: the WAL bytes are its decoded body, used only
+        // once header, length and CRC-32 checked out.
+        try {
+          body = decodeSegmentEntry(
+            prefix,
+            segment,
+            body,
+            expectedPreviousCrc32(prefix, manifest, index),
+          );
+        } catch (error) {
+          throw new SqliteRestoreCorruptError(segment.key, (error as Error).message, {
+            cause: error,
+          });
+        }
+      }
+      const joined = new Uint8Array(carry.byteLength + body.byteLength);
       joined.set(carry, 0);
-      joined.set(body.body, carry.byteLength);
+      joined.set(body, carry.byteLength);
       let split: ReturnType<typeof splitLogFrames>;
       try {
         split = splitLogFrames(joined);

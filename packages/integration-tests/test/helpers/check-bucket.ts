@@ -14,6 +14,7 @@ import {
   verifyLineage,
 } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
+import { decodeSegmentObject } from '@x/wal-segment';
 
 export interface BucketCheck {
   manifests: Map<string, Manifest>;
@@ -86,7 +87,19 @@ export async function checkRestorePointContent(
       throw new Error(`${segment.key} is not of generation ${manifest.walGeneration}`);
     if (parsed.start !== cursor) throw new Error(`${segment.key} does not start at ${cursor}`);
     cursor = parsed.end;
-    payloads.push(...framePayloads(bodies.get(segment.key)!, segment.key));
+    let body = bodies.get(segment.key)!;
+    if (parsed.layout === 'object') {
+      // A `.seg` object: its frames are the decoded body, for exactly the key's range.
+      const decoded = decodeSegmentObject(body);
+      if (decoded.header.start !== parsed.start || decoded.header.end !== parsed.end)
+        throw new Error(
+          `${segment.key}: header range ${decoded.header.start}-${decoded.header.end}`,
+        );
+      if (decoded.header.commits !== segment.frames)
+        throw new Error(`${segment.key}: header says ${decoded.header.commits} commits`);
+      body = decoded.body;
+    }
+    payloads.push(...framePayloads(body, segment.key));
   }
   const expected = Array.from(
     { length: manifest.commitSeq - manifest.oldestCommitSeq },

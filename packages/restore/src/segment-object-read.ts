@@ -1,0 +1,95 @@
+/**
+ * Reading a `.seg` segment (the stored-object envelope of `@x/wal-segment`)
+ * the way restore and verify must: the stored bytes were already checked
+ * against the manifest's size and CRC-32; here the header, the decoded body
+ * and the agreement of header, key and manifest entry are checked before a
+ * single decoded byte is handed on.
+ *
+ * Guarantees: {@link decodeSegmentEntry} returns the decoded WAL bytes only
+ * when every check passed; otherwise it throws {@link ObjectEncodingError}
+ * naming the key and the field. Decoding is bounded by the range the key
+ * names (a decompression bomb cannot allocate more). Limit: the object is
+ * decoded whole in memory (segments are at most the worker's
+ * `maxSegmentBytes`, 32 MiB by default).
+ */
+import { type Manifest, parseSegmentKey, parseSnapshotKey, type SegmentEntry } from '@x/manifest';
+import { decodeSegmentObject, SegmentObjectError } from '@x/wal-segment';
+import { ObjectEncodingError } from './restore-errors.ts';
+
+/** True when `key` is a segment stored in the envelope (`.seg`), which must be decoded. */
+export function isSegmentObject(prefix: string, key: string): boolean {
+  return parseSegmentKey(prefix, key)?.layout === 'object';
+}
+
+/** Bytes a segment occupies once decoded (its key's range), or its stored size for a raw one. */
+export function decodedSize(prefix: string, segment: SegmentEntry): number {
+  const range = parseSegmentKey(prefix, segment.key);
+  return range === undefined ? segment.size : range.end - range.start;
+}
+
+/**
+ * The chain CRC the segment at `index` of the manifest must carry: the
+ * stored CRC-32 of the segment before it, or for the first one the
+ * generation's snapshot object's (0 when the restore point has none).
+ */
+export function expectedPreviousCrc32(prefix: string, manifest: Manifest, index: number): number {
+  if (index > 0) return Number.parseInt(manifest.segments[index - 1]!.crc32, 16);
+  const snapshot = manifest.files.find(
+    (file) => parseSnapshotKey(prefix, file.key)?.generation === manifest.walGeneration,
+  );
+  return snapshot === undefined ? 0 : Number.parseInt(snapshot.crc32, 16);
+}
+
+/**
+ * Decodes the stored bytes of `segment` (already checked against its size
+ * and CRC-32) and checks the header against the key (generation, start,
+ * end), the entry (commits = frames, lineage) and, when given, the chain
+ * (`previousCrc32`).
+ * @throws ObjectEncodingError
+ */
+export function decodeSegmentEntry(
+  prefix: string,
+  segment: SegmentEntry,
+  stored: Uint8Array,
+  previousCrc32?: number,
+): Uint8Array {
+  const range = parseSegmentKey(prefix, segment.key);
+  if (range === undefined || range.layout !== 'object') {
+    throw new ObjectEncodingError(segment.key, 'key', 'not a .seg segment key of this prefix');
+  }
+  let decoded: ReturnType<typeof decodeSegmentObject>;
+  try {
+    decoded = decodeSegmentObject(stored);
+  } catch (error) {
+    if (SegmentObjectError.isInstance(error)) {
+      throw new ObjectEncodingError(segment.key, error.field, error.problem, { cause: error });
+    }
+    throw error;
+  }
+  const { header, body } = decoded;
+  const mismatch = (field: string, found: unknown, expected: unknown, of: string): never => {
+    throw new ObjectEncodingError(
+      segment.key,
+      field,
+      `the header says ${String(found)}, the ${of} says ${String(expected)}`,
+    );
+  };
+  if (header.kind !== 'segment') mismatch('kind', header.kind, 'segment', 'key');
+  if (header.generation !== range.generation)
+    mismatch('generation', header.generation, range.generation, 'key');
+  if (header.start !== range.start) mismatch('start', header.start, range.start, 'key');
+  if (header.end !== range.end) mismatch('end', header.end, range.end, 'key');
+  if (header.commits !== segment.frames)
+    mismatch('commits', header.commits, segment.frames, 'manifest entry');
+  if (header.lineage !== segment.lineage)
+    mismatch('lineage', header.lineage, segment.lineage, 'manifest entry');
+  if (previousCrc32 !== undefined && header.previousCrc32 !== previousCrc32) {
+    mismatch(
+      'previousCrc32',
+      header.previousCrc32.toString(16).padStart(8, '0'),
+      previousCrc32.toString(16).padStart(8, '0'),
+      'previous object in the chain',
+    );
+  }
+  return body;
+}
