@@ -289,16 +289,20 @@ export class Shipper {
     while (next !== null) {
       const { range } = next;
       const key = segmentObjectKey(this.#ctx.prefix, generation.number, range.start, range.end);
-      const stored = encodeSegmentObject(range.bytes, {
-        codec: 'zstd',
-        kind: 'segment',
-        generation: generation.number,
-        start: range.start,
-        end: range.end,
-        commits: range.frames,
-        previousCrc32: this.#previousCrc32(generation, range.start),
-        lineage: this.#ctx.tenure.ownLineage(),
-      });
+      const stored = encodeSegmentObject(
+        range.bytes,
+        {
+          codec: 'zstd',
+          kind: 'segment',
+          generation: generation.number,
+          start: range.start,
+          end: range.end,
+          commits: range.frames,
+          previousCrc32: this.#previousCrc32(generation, range.start),
+          lineage: this.#ctx.tenure.ownLineage(),
+        },
+        range.crc32 === undefined ? {} : { bodyCrc32: range.crc32 },
+      );
       const crc32 = crc32Hex(stored);
       const upload = this.#ctx.requests.putImmutable(key, stored, crc32);
       const stopAfterThis = this.manifestDue();

@@ -1,8 +1,8 @@
 /**
- * A source's own CRC of a WAL range (`WalRange.crc32`): the worker records
- * it as the segment's CRC without reading the bytes again, so a right one
- * verifies, and a wrong one is caught by a deep verify (the downloaded bytes
- * do not match it): never silently accepted.
+ * A source's own CRC of a WAL range (`WalRange.crc32`): the worker writes
+ * it as the decoded CRC-32 in the segment's envelope header without reading
+ * the bytes again, so a right one verifies, and a wrong one is caught by a
+ * deep verify (the decoded bytes do not match it): never silently accepted.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -60,7 +60,8 @@ describe('WalRange.crc32', () => {
     const problems = report.manifests.flatMap((manifest) => manifest.problems);
     expect(problems.length).toBeGreaterThan(0);
     for (const problem of problems) {
-      expect(problem.kind).toBe('object-crc');
+      expect(problem.kind).toBe('object-encoding');
+      expect(problem.message).toContain('bodyCrc32');
       expect(problem.key).toMatch(/\/wal\//);
     }
   });

@@ -129,6 +129,17 @@ describe('encodeSegmentObject / decodeSegmentObject', () => {
     );
   });
 
+  it('writes a given body CRC as given, so a wrong one fails the decode check', () => {
+    const right = encodeSegmentObject(HELLO, FIELDS, { bodyCrc32: crc32(HELLO) });
+    expect(right).toEqual(encodeSegmentObject(HELLO, FIELDS));
+    const wrong = encodeSegmentObject(HELLO, FIELDS, { bodyCrc32: (crc32(HELLO) ^ 1) >>> 0 });
+    expect(readSegmentObjectHeader(wrong).bodyCrc32).toBe((crc32(HELLO) ^ 1) >>> 0);
+    expect(refusal(() => decodeSegmentObject(wrong)).field).toBe('bodyCrc32');
+    expect(refusal(() => encodeSegmentObject(HELLO, FIELDS, { bodyCrc32: -1 })).field).toBe(
+      'bodyCrc32',
+    );
+  });
+
   it('an identity body is stored as is after the header', () => {
     const stored = encodeSegmentObject(HELLO, { ...FIELDS, codec: 'identity' });
     expect(Buffer.from(stored.subarray(62)).toString()).toBe('hello');

@@ -148,13 +148,17 @@ function checkRanges(kind: SegmentObjectKind, start: number, end: number, previo
 /**
  * `header + body` for `body` encoded with `fields.codec`. `fields.start` and
  * `fields.end` must span exactly `body.length` bytes. `options.level` is the
- * zstd level (default {@link SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL}). Throws
+ * zstd level (default {@link SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL}).
+ * `options.bodyCrc32` is the CRC-32 of `body` when the caller already has it
+ * (from the pass that read the bytes): it is written as given, not
+ * recomputed, so a wrong one makes the object fail its decode check
+ * (`bodyCrc32`) instead of passing unnoticed. Throws
  * {@link SegmentObjectError} naming the field for any invalid value.
  */
 export function encodeSegmentObject(
   body: Uint8Array,
   fields: SegmentObjectFields,
-  options: { level?: number } = {},
+  options: { level?: number; bodyCrc32?: number } = {},
 ): Uint8Array {
   if (!(body instanceof Uint8Array)) throw new SegmentObjectError('body', 'not a Uint8Array');
   const codec = CODEC_VALUES[fields.codec];
@@ -178,6 +182,8 @@ export function encodeSegmentObject(
   if (typeof fields.lineage !== 'string' || !LINEAGE_PATTERN.test(fields.lineage)) {
     throw new SegmentObjectError('lineage', 'not a lineage id (1 to 128 of A-Z a-z 0-9 . _ -)');
   }
+  const bodyCrc32 =
+    options.bodyCrc32 === undefined ? crc32(body) : checkU32('bodyCrc32', options.bodyCrc32);
   const level = options.level ?? SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL;
   if (!Number.isInteger(level)) throw new SegmentObjectError('level', 'not an integer');
 
@@ -211,7 +217,7 @@ export function encodeSegmentObject(
   view.setBigUint64(28, BigInt(end), true);
   view.setBigUint64(36, BigInt(commits), true);
   view.setUint32(44, previous, true);
-  view.setUint32(48, crc32(body), true);
+  view.setUint32(48, bodyCrc32, true);
   out[52] = lineageLength;
   for (let i = 0; i < lineageLength; i++) out[53 + i] = fields.lineage.charCodeAt(i);
   view.setUint32(headerBytes - 4, crc32(out.subarray(0, headerBytes - 4)), true);
