@@ -55,9 +55,12 @@ export interface FileEntry {
 export interface SegmentEntry {
   /** The segment's full key (it carries the generation and the byte range). */
   key: string;
-  /** The segment's size in bytes: `end − start` of its key. */
+  /**
+   * The stored object's size in bytes: `end − start` of its key for a
+   * `.segment` key; the envelope's (header + encoded bytes) for a `.seg` key.
+   */
   size: number;
-  /** CRC-32 of the segment's bytes, 8 lowercase hex digits. */
+  /** CRC-32 of the stored object's bytes, 8 lowercase hex digits. */
   crc32: string;
   /** Complete frames (commits) in the segment. */
   frames: number;
