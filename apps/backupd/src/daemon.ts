@@ -86,6 +86,14 @@ export async function startDaemon(
     logger: Logger;
     env: Readonly<Record<string, string | undefined>>;
     sources: SourceFactory;
+    /**
+     * The lease instance id of each database's workers, by database path,
+     * kept across restarts beside the database under its local lock
+     * (replicate/database-lock.ts). With one, a lease record naming it is
+     * reclaimed at once (`leaseOwnRecord: 'reclaim'`): the lock proves no
+     * other live process uses the id. Without: a new random id per worker.
+     */
+    instanceIds?: ReadonlyMap<string, string>;
   },
 ): Promise<Daemon> {
   const replicas: Replica[] = [];
@@ -96,6 +104,7 @@ export async function startDaemon(
         const store = new InstrumentedStore(bare);
         const choice = await options.sources(database);
         const replica = describeLocation(url.location);
+        const instanceId = options.instanceIds?.get(database.path);
         const worker = new BackupWorker({
           store,
           prefix,
@@ -109,6 +118,7 @@ export async function startDaemon(
           snapshotIntervalMs: database.snapshotIntervalMs,
           snapshotLogFactor: database.snapshotLogFactor,
           logger: workerLogger(options.logger, { database: database.path, replica }),
+          ...(instanceId === undefined ? {} : { instanceId, leaseOwnRecord: 'reclaim' as const }),
         });
         options.logger.info({
           event: 'replica-started',

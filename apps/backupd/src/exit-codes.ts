@@ -10,6 +10,8 @@
  *   ignores preconditions (no exclusion between writers), or the prefix
  *   belongs to another database (lineage). Without `--exec` only: while it
  *   supervises an application, replicate stays up, unhealthy with the reason;
+ * - 6: `replicate` refused to start: another `replicate` of the same database
+ *   holds its local lock (the message names its pid, host, start and URLs);
  * - 130: stopped by a second SIGINT/SIGTERM before the graceful shutdown finished.
  * `replicate --exec` exits with the child's code instead.
  */
@@ -19,4 +21,5 @@ export const EXIT_USAGE = 2;
 export const EXIT_REFUSED = 3;
 export const EXIT_INCOMPLETE = 4;
 export const EXIT_PERMANENT_REFUSAL = 5;
+export const EXIT_DATABASE_IN_USE = 6;
 export const EXIT_INTERRUPTED = 130;

@@ -12,14 +12,24 @@
  * replace-if-version every lease is best-effort (a conditional acquire fails
  * closed there). On one that honours them the holder may have run either way:
  * "unknown". A store that cannot write conditionally at all is best-effort.
+ *
+ * A holder on this host (the record's host is this host's name) is looked
+ * at too: a pid that no longer runs is a dead process; with the database
+ * (`--database <db>`, or the directory beside it that `replicate <db>` uses
+ * by default), its local lock (replicate/database-lock.ts) tells a live
+ * replicate of that database from a dead one whose pid was reused. Only
+ * looked at: the lock is never taken.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { type LeaseRecord, LeaseRecordError, MAX_SANE_TTL_S, readLease } from '@x/lease';
 import type { ObjectStore } from '@x/store';
 import { probeConditionalWrites } from '@x/store-conformance';
-import { type CommandContextFor, defineCommand, type NoOptions } from '../cli/command.ts';
+import { type CommandContextFor, defineCommand, stringOption } from '../cli/command.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
-import { parseStoreUrl } from '../store-url.ts';
+import { inspectDatabaseLock, processRunning } from '../replicate/database-lock.ts';
+import { parseStoreUrl, type StoreLocation } from '../store-url.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './command-store.ts';
 
 /** An instant for people; a value beyond what a Date can hold (a hostile record) is shown as the number. */
@@ -97,21 +107,95 @@ async function measureExclusion(
   };
 }
 
+const options = {
+  database: stringOption({
+    argument: '<db>',
+    description:
+      'the database backed up to <url>: a holder on this host is checked against its local lock (live replicate or dead)',
+  }),
+} as const;
+
 export const leaseCommand = defineCommand({
   name: 'lease',
   synopsis: 'lease <url>',
   summary: 'show who holds the backup lease',
-  usage: 'Usage: backupd lease <url> [--json]',
+  usage: 'Usage: backupd lease <url> [--database <db>] [--json]',
   description: `Shows who holds the backup lease on <url>, since when, how long until another
-instance may take it over, and whether the service gives real exclusion.`,
-  options: {},
-  examples: ['backupd lease s3://my-bucket/app'],
+instance may take it over, and whether the service gives real exclusion. A holder
+on this host is said to be a live replicate or a dead process.`,
+  options,
+  examples: [
+    'backupd lease s3://my-bucket/app',
+    'backupd lease s3://my-bucket/app --database ./app.db',
+  ],
   run: showLease,
 });
 
-async function showLease(context: CommandContextFor<NoOptions>): Promise<number> {
+/** What is known of a holder on this host. */
+export interface LocalHolder {
+  /**
+   * `dead-process`: its pid is gone, or the database's local lock is free;
+   * `live-replicate`: the lock is held by the replicate the record names;
+   * `other-replicate`: the lock is held by a replicate of another instance id;
+   * `running-process`: its pid runs, the lock was not looked at (no database).
+   */
+  readonly holder: 'dead-process' | 'live-replicate' | 'other-replicate' | 'running-process';
+  readonly detail: string;
+  /** The database whose local lock was looked at. */
+  readonly database?: string;
+}
+
+/** The database `replicate <db>` backs up to `location` by default (`<db>-backups/` beside it), when it is there. */
+function defaultDatabaseOf(location: StoreLocation): string | undefined {
+  if (location.scheme !== 'file' || !location.root.endsWith('-backups')) return undefined;
+  const database = location.root.slice(0, -'-backups'.length);
+  return existsSync(database) ? database : undefined;
+}
+
+/** A record's holder, when it is on this host and the record is not released; undefined otherwise. */
+export function localHolder(
+  record: LeaseRecord,
+  database: string | undefined,
+): LocalHolder | undefined {
+  if (record.released || record.host !== hostname()) return undefined;
+  const tookOver =
+    'a replicate of this database started on this host takes the lease back at once (its instance id is kept beside the database); another host waits until the record expires';
+  if (database !== undefined) {
+    const lock = inspectDatabaseLock(database);
+    if (lock.state === 'free')
+      return {
+        holder: 'dead-process',
+        database,
+        detail: `no replicate of ${database} runs on this host (its local lock ${lock.files.lock} is free): the holder, pid ${record.pid}, is dead; ${tookOver}`,
+      };
+    const by = lock.holder;
+    if (by !== undefined && by.instanceId === record.instanceId)
+      return {
+        holder: 'live-replicate',
+        database,
+        detail: `this host's live replicate of ${database} (pid ${by.pid}, since ${by.since}) holds it`,
+      };
+    return {
+      holder: 'other-replicate',
+      database,
+      detail: `the local lock of ${database} is held by ${by ? `pid ${by.pid} (instance ${by.instanceId}, since ${by.since})` : 'a replicate that has not said who it is'}, not by the lease's holder (instance ${record.instanceId}, pid ${record.pid})`,
+    };
+  }
+  if (!processRunning(record.pid))
+    return {
+      holder: 'dead-process',
+      detail: `pid ${record.pid} no longer runs on this host: the holder is dead; ${tookOver}`,
+    };
+  return {
+    holder: 'running-process',
+    detail: `pid ${record.pid} runs on this host; give --database <db> to check that it is the replicate of that database (a pid can be reused)`,
+  };
+}
+
+async function showLease(context: CommandContextFor<typeof options>): Promise<number> {
   expectPositionals(context, 1);
   const { store, prefix, url } = await openUrlArgument(context, 0);
+  const database = context.values.database ?? defaultDatabaseOf(parseStoreUrl(url));
   const now = Date.now();
   let found: Awaited<ReturnType<typeof readLease>>;
   try {
@@ -144,17 +228,20 @@ async function showLease(context: CommandContextFor<NoOptions>): Promise<number>
   const { record } = found;
   const state = leaseState(record, now);
   const expiresAt = record.renewedAt + record.ttlSeconds * 1000;
+  const local = localHolder(record, database);
   if (context.values.json) {
     printJson(context, {
       state,
       record,
       expiresAt: instant(expiresAt),
+      ...(local ? { local } : {}),
       exclusion,
       exclusionDetail: measured.detail,
     });
     return EXIT_OK;
   }
-  print(context, [...recordLines(record, state, now), exclusionLine].join('\n'));
+  const localLine = local ? [`on this host: ${local.holder} (${local.detail})`] : [];
+  print(context, [...recordLines(record, state, now), ...localLine, exclusionLine].join('\n'));
   return EXIT_OK;
 }
 

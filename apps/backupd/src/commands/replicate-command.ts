@@ -18,11 +18,16 @@ import {
 } from '../cli/command.ts';
 import { STORE_URL_HELP } from '../cli/store-url-help.ts';
 import { type BackupdConfig, DATABASE_SETTINGS, environmentVariable } from '../config.ts';
-import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import { EXIT_DATABASE_IN_USE, EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { createLogger, type Logger, parseLogLevel } from '../logger.ts';
 import { isWalDatabase, waitForWalDatabase } from '../open-sqlite.ts';
 import { startApplication } from '../replicate/application.ts';
 import { loadReplicateConfig } from '../replicate/config-arguments.ts';
+import {
+  DatabaseInUseError,
+  type DatabaseLock,
+  lockDatabases,
+} from '../replicate/database-lock.ts';
 import { restoreMissingDatabases } from '../replicate/first-boot-restore.ts';
 import { watchRefusals } from '../replicate/refusals.ts';
 import { stopReplication } from '../replicate/shutdown.ts';
@@ -33,6 +38,7 @@ import {
   type Replication,
   startReplication,
 } from '../replicate/start.ts';
+import { describeLocation } from '../store-url.ts';
 
 export { defaultBackupUrl } from '../replicate/config-arguments.ts';
 
@@ -116,6 +122,53 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
     ...(values['log-format'] ? { format: values['log-format'] } : {}),
     ...(values['log-level'] ? { level: values['log-level'] } : {}),
   });
+  // One replicate per database on a host: before anything else (a first
+  // boot's restore included), each database's lock beside it is taken or
+  // the start is refused, naming the holder. The kernel releases the locks
+  // when this process ends, however it ends.
+  let locks: DatabaseLock[];
+  try {
+    locks = lockDatabases(
+      config.databases.map((database) => ({
+        path: database.path,
+        replicas: database.urls.map((url) => describeLocation(url.location)),
+      })),
+    );
+  } catch (error) {
+    if (!(error instanceof DatabaseInUseError)) throw error;
+    logger.error({
+      event: 'database-in-use',
+      database: error.database,
+      lock: error.lockFile,
+      ...(error.holder ? { holder: error.holder } : {}),
+      error: error.message,
+    });
+    context.stderr.write(context.redactor.text(`backupd replicate: ${error.message}\n`));
+    return EXIT_DATABASE_IN_USE;
+  }
+  try {
+    return await replicateLocked(context, { config, logger, locks });
+  } finally {
+    for (const lock of locks) lock.release();
+  }
+}
+
+/** `replicate` once every database's local lock is held. */
+async function replicateLocked(
+  context: CommandContextFor<typeof options>,
+  run: { readonly config: BackupdConfig; readonly logger: Logger; readonly locks: DatabaseLock[] },
+): Promise<number> {
+  const { values } = context;
+  const { config, logger } = run;
+  const instanceIds = new Map(run.locks.map((lock) => [lock.database, lock.instanceId]));
+  for (const lock of run.locks)
+    logger.info({
+      event: 'database-locked',
+      database: lock.database,
+      lock: lock.files.lock,
+      instanceId: lock.instanceId,
+      instanceIdKept: lock.reused,
+    });
   announceBackups(config, context);
   const firstBoot = values['restore-if-missing']
     ? await restoreMissingDatabases(config, { env: context.env, logger })
@@ -142,8 +195,9 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
         logger,
         command: values.exec,
         awaited: awaited.map((database) => database.path),
+        instanceIds,
       });
-    const replication = await startReplication(config, { ...context, logger });
+    const replication = await startReplication(config, { ...context, logger, instanceIds });
     const application = values.exec !== undefined ? startApplication(values.exec) : undefined;
     // Only now, so the application started above keeps its own priority.
     lowerCpuPriority(config, logger);
@@ -175,6 +229,7 @@ async function firstBootReplicate(
     readonly logger: Logger;
     readonly command: string;
     readonly awaited: readonly string[];
+    readonly instanceIds: ReadonlyMap<string, string>;
   },
 ): Promise<number> {
   const { logger } = run;
@@ -200,7 +255,7 @@ async function firstBootReplicate(
         return undefined;
       }
     }
-    return startReplication(run.config, { ...context, logger });
+    return startReplication(run.config, { ...context, logger, instanceIds: run.instanceIds });
   })().catch((error: unknown) => {
     startError = error;
     if (application.exitCode === null) application.kill('SIGTERM');

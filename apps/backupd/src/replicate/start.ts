@@ -38,6 +38,8 @@ export async function startReplication(
     readonly logger: Logger;
     readonly env: Readonly<Record<string, string | undefined>>;
     readonly redactor: Redactor;
+    /** Each database's lease instance id, kept under its local lock (see database-lock.ts). */
+    readonly instanceIds?: ReadonlyMap<string, string>;
   },
 ): Promise<Replication> {
   let daemon: Daemon;
@@ -46,6 +48,7 @@ export async function startReplication(
       logger: options.logger,
       env: options.env,
       sources: defaultSourceFactory(sqliteSourceFactory(config)),
+      ...(options.instanceIds ? { instanceIds: options.instanceIds } : {}),
     });
   } catch (error) {
     options.logger.error({ event: 'start-failed', ...errorFields(error) });

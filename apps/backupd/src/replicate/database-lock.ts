@@ -1,0 +1,289 @@
+/**
+ * One `replicate` per database on a host: a lock beside the database that
+ * the kernel releases when its holder dies, and the lease instance id kept
+ * with it across restarts.
+ *
+ * Two files beside the database `<db>` (the same directory, names derived
+ * from its own; the directory is created when missing, as a restore would):
+ * - `<db>-backupd.lock`: an empty SQLite file, held by an open
+ *   `BEGIN EXCLUSIVE` transaction (and `locking_mode=EXCLUSIVE`, so nothing
+ *   downgrades it) through `node:sqlite`. SQLite takes POSIX `fcntl` locks,
+ *   which belong to the process: the kernel drops them when it exits, however
+ *   it exits (SIGKILL, a crash, the host's power). So a free lock proves that
+ *   no live process holds it, and a held one that one does: there is no stale
+ *   lock to guess about, no pid file to trust. Why this and not another:
+ *   Node has no `flock`/`fcntl` of its own, native addons are not wanted,
+ *   and the alternatives without them are not released by the kernel (a pid
+ *   file, a socket file, `mkdir`) or are not beside the database (an
+ *   abstract Unix socket is per network namespace, so two containers sharing
+ *   the volume would not see each other, while `fcntl` locks are per kernel).
+ * - `<db>-backupd.json`: who holds the lock (pid, host, since, the replicas'
+ *   URLs without credentials) and the lease instance id, written by the
+ *   holder after taking the lock (to a temporary name, then renamed). The
+ *   next holder on the same host keeps the instance id, so its worker can
+ *   reclaim a lease record naming that id at once (`@x/lease`'s
+ *   `ownRecord: 'reclaim'`): holding the lock proves that no other live
+ *   replicate of this database on this host uses the id.
+ *
+ * Limits: POSIX locks are released when the holding process closes *any*
+ * descriptor of the file, so nothing in the holder may open the lock file
+ * but the connection that holds it (this module keeps that one connection
+ * and nothing else reads the lock file). The lock is per file name: a hard
+ * link to the database under another name, or a copy, gets its own lock
+ * (symbolic links are resolved). On a network file system the lock is as
+ * good as that file system's `fcntl` locks. A JSON copied to another host
+ * (an image of the disk) carries the instance id along; it is reused only
+ * under the same host name, so a clone with the same host name and the same
+ * id could reclaim the original's lease: give clones their own host names,
+ * or delete `<db>-backupd.json` in the image.
+ */
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
+import { hostname } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { newInstanceId } from '@x/lease';
+
+/** Who holds (or last held) a database's lock, as its holder wrote it. */
+export interface LockHolder {
+  /** The lease instance id the holder's workers use. */
+  readonly instanceId: string;
+  readonly host: string;
+  readonly pid: number;
+  /** When the holder took the lock (ISO 8601). */
+  readonly since: string;
+  /** Where it backs the database up to, without credentials. */
+  readonly replicas: readonly string[];
+}
+
+/** The files of a database's lock. */
+export interface LockFiles {
+  /** The SQLite file whose lock is held. */
+  readonly lock: string;
+  /** The holder's record and the kept instance id. */
+  readonly holder: string;
+}
+
+/** How long a contender waits for a lock held for an instant (`backupd lease` looking at it). */
+const BUSY_TIMEOUT_MS = 250;
+/** How long a refused contender waits for a holder that took the lock but has not written who it is yet. */
+const HOLDER_RECORD_WAIT_MS = 2000;
+
+/**
+ * Another `replicate` of the same database runs on this host (or started
+ * on a host sharing this file system): nothing was started. `holder` is
+ * what it wrote about itself, undefined when it had not written it yet.
+ */
+export class DatabaseInUseError extends Error {
+  override readonly name = 'DatabaseInUseError';
+  readonly code = 'DATABASE_IN_USE';
+  readonly database: string;
+  readonly lockFile: string;
+  readonly holder: LockHolder | undefined;
+
+  constructor(database: string, files: LockFiles, holder: LockHolder | undefined) {
+    const who = holder
+      ? `pid ${holder.pid} on ${holder.host}, since ${holder.since}, backing up to ${holder.replicas.join(', ') || '(no replica named)'}`
+      : `a process that has not written who it is to ${files.holder} yet`;
+    super(
+      `${database} is already being replicated by another backupd replicate (${who}); one replicate per database: stop that one first (the lock ${files.lock} is released when it exits)`,
+    );
+    this.database = database;
+    this.lockFile = files.lock;
+    this.holder = holder;
+  }
+}
+
+/**
+ * The lock files of `database`: beside it, named after it. Symbolic links
+ * (of the database or of its directory) are resolved first, so two names of
+ * one file by symlink share one lock.
+ */
+export function lockFiles(database: string): LockFiles {
+  const absolute = resolve(database);
+  let real: string;
+  if (existsSync(absolute)) real = realpathSync(absolute);
+  else if (existsSync(dirname(absolute)))
+    real = join(realpathSync(dirname(absolute)), basename(absolute));
+  else real = absolute;
+  return { lock: `${real}-backupd.lock`, holder: `${real}-backupd.json` };
+}
+
+/** A held lock. `release()` gives it up (also done by the kernel at exit). */
+export interface DatabaseLock {
+  readonly database: string;
+  readonly files: LockFiles;
+  /** The lease instance id to use for this database's workers (kept from the previous holder on this host, or new). */
+  readonly instanceId: string;
+  /** Whether `instanceId` was kept from an earlier holder on this host. */
+  readonly reused: boolean;
+  release(): void;
+}
+
+/**
+ * Takes the lock of `database`, then writes who holds it (with the kept or
+ * a new instance id).
+ * @throws DatabaseInUseError — another live process holds it; nothing was written.
+ */
+export function lockDatabase(database: string, replicas: readonly string[]): DatabaseLock {
+  const files = lockFiles(database);
+  mkdirSync(dirname(files.lock), { recursive: true });
+  const connection = new DatabaseSync(files.lock, { timeout: BUSY_TIMEOUT_MS });
+  try {
+    // Nothing is ever written to it: the journal in memory keeps an
+    // exclusive transaction from leaving a `-journal` file beside it.
+    connection.exec('PRAGMA journal_mode = MEMORY');
+    connection.exec('PRAGMA locking_mode = EXCLUSIVE');
+    connection.exec('BEGIN EXCLUSIVE');
+  } catch (error) {
+    connection.close();
+    if (!isBusy(error)) throw error;
+    throw new DatabaseInUseError(database, files, awaitHolderRecord(files));
+  }
+  const previous = readHolder(files);
+  const reused = previous !== undefined && previous.host === hostname();
+  const holder: LockHolder = {
+    instanceId: reused ? previous.instanceId : newInstanceId(),
+    host: hostname(),
+    pid: process.pid,
+    since: new Date().toISOString(),
+    replicas: [...replicas],
+  };
+  try {
+    const temporary = `${files.holder}.${process.pid}.tmp`;
+    writeFileSync(temporary, `${JSON.stringify(holder, null, 2)}\n`);
+    renameSync(temporary, files.holder);
+  } catch (error) {
+    connection.close();
+    throw error;
+  }
+  let released = false;
+  return {
+    database,
+    files,
+    instanceId: holder.instanceId,
+    reused,
+    release() {
+      if (released) return;
+      released = true;
+      // Closing the connection ends the transaction and drops the lock; the
+      // JSON stays, so the next holder keeps the instance id.
+      connection.close();
+    },
+  };
+}
+
+/**
+ * Locks every database, or none.
+ * @throws DatabaseInUseError for the first database held elsewhere (the locks taken before it are released).
+ */
+export function lockDatabases(
+  databases: readonly { readonly path: string; readonly replicas: readonly string[] }[],
+): DatabaseLock[] {
+  const locks: DatabaseLock[] = [];
+  try {
+    for (const database of databases) locks.push(lockDatabase(database.path, database.replicas));
+  } catch (error) {
+    for (const lock of locks) lock.release();
+    throw error;
+  }
+  return locks;
+}
+
+/** What is known of a database's lock from outside: free or held, and what its (last) holder wrote. */
+export interface LockState {
+  readonly files: LockFiles;
+  /** `free`: no live process holds it (or it never existed). */
+  readonly state: 'held' | 'free';
+  readonly holder: LockHolder | undefined;
+}
+
+/**
+ * Looks at the lock of `database` without taking it: a read-only open and
+ * one read, refused while a holder has it (for an instant, it delays a
+ * replicate starting then by up to that read). Creates nothing. Never call
+ * it from the process that holds the lock: opening the file there would
+ * release it (POSIX locks).
+ */
+export function inspectDatabaseLock(database: string): LockState {
+  const files = lockFiles(database);
+  const holder = readHolder(files);
+  if (!existsSync(files.lock)) return { files, state: 'free', holder };
+  let connection: DatabaseSync | undefined;
+  try {
+    connection = new DatabaseSync(files.lock, { readOnly: true, timeout: 0 });
+    connection.prepare('SELECT count(*) FROM sqlite_master').get();
+    return { files, state: 'free', holder };
+  } catch (error) {
+    if (isBusy(error)) return { files, state: 'held', holder: readHolder(files) };
+    throw error;
+  } finally {
+    connection?.close();
+  }
+}
+
+/** Whether `pid` names a running process on this host (one of another user counts). */
+export function processRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function isBusy(error: unknown): boolean {
+  const code = (error as { errcode?: number }).errcode;
+  // SQLITE_BUSY (5) and its extended codes (5 | n << 8).
+  return typeof code === 'number' && (code & 0xff) === 5;
+}
+
+/**
+ * The holder record of a lock found held. A holder writes it just after
+ * taking the lock, so a contender that arrives in between finds none, or the
+ * previous holder's: wait a little for one naming a live process.
+ */
+function awaitHolderRecord(files: LockFiles): LockHolder | undefined {
+  const deadline = Date.now() + HOLDER_RECORD_WAIT_MS;
+  for (;;) {
+    const holder = readHolder(files);
+    const current =
+      holder !== undefined &&
+      (holder.host !== hostname() || (holder.pid !== process.pid && processRunning(holder.pid)));
+    if (current || Date.now() >= deadline) return current ? holder : undefined;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+  }
+}
+
+/** The holder record, or undefined when missing or not one (it is then written anew by the next holder). */
+function readHolder(files: LockFiles): LockHolder | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(files.holder, 'utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const record = value as Record<string, unknown>;
+  const { instanceId, host, pid, since, replicas } = record;
+  if (
+    typeof instanceId !== 'string' ||
+    instanceId.length === 0 ||
+    instanceId.length > 256 ||
+    [...instanceId].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f) ||
+    typeof host !== 'string' ||
+    typeof pid !== 'number' ||
+    !Number.isSafeInteger(pid) ||
+    typeof since !== 'string' ||
+    !Array.isArray(replicas) ||
+    !replicas.every((replica) => typeof replica === 'string')
+  )
+    return undefined;
+  return { instanceId, host, pid, since, replicas: replicas as string[] };
+}
