@@ -25,6 +25,7 @@ export {
   type SegmentObjectHeader,
   type SegmentObjectKind,
 } from './segment-object.ts';
+export { decodeSegmentObjectStream, type SegmentObjectStream } from './segment-object-stream.ts';
 export {
   parseSqliteWalHeader,
   SQLITE_WAL_FORMAT_VERSION,

@@ -1,0 +1,120 @@
+/**
+ * Streaming read of a stored-object envelope, for objects too large to hold
+ * in memory (snapshots can be GiBs): the header is parsed from the first
+ * bytes, the body is decoded chunk by chunk through a zstd stream, counted
+ * and CRC-checked in passing.
+ *
+ * Guarantees: decoded bytes never exceed end − start (the stream is stopped
+ * at the first byte beyond, with `end`); the iteration ends without error
+ * only when the decoded length is end − start and the decoded CRC-32 is the
+ * header's. Decoded chunks are handed out BEFORE those final checks (that
+ * is what streaming means): a caller writes them to a staging file and uses
+ * it only once the iteration completed. Memory: a header (≤ 4096 bytes) and
+ * the zstd stream's buffers.
+ */
+import { Readable } from 'node:stream';
+import { crc32, createZstdDecompress } from 'node:zlib';
+import {
+  readSegmentObjectHeader,
+  SEGMENT_OBJECT_MAX_HEADER_BYTES,
+  SEGMENT_OBJECT_MIN_HEADER_BYTES,
+  SegmentObjectError,
+  type SegmentObjectHeader,
+} from './segment-object.ts';
+
+export interface SegmentObjectStream {
+  readonly header: SegmentObjectHeader;
+  /** The decoded body, in order; throws {@link SegmentObjectError} (`body`, `end`, `bodyCrc32`). */
+  readonly body: AsyncIterable<Uint8Array>;
+}
+
+/**
+ * Reads the header from the start of `stored` (a stream of the object's
+ * bytes), then returns it with the body's decoded chunks.
+ * @throws SegmentObjectError for the header (as {@link readSegmentObjectHeader}).
+ */
+export async function decodeSegmentObjectStream(
+  stored: AsyncIterable<Uint8Array>,
+): Promise<SegmentObjectStream> {
+  const iterator = stored[Symbol.asyncIterator]();
+  let head = new Uint8Array(0);
+  let wanted = SEGMENT_OBJECT_MIN_HEADER_BYTES;
+  // Read until the header length is known and the whole header is here.
+  while (head.byteLength < wanted) {
+    const next = await iterator.next();
+    if (next.done) break;
+    head = new Uint8Array(Buffer.concat([head, next.value]));
+    if (head.byteLength >= 6) {
+      const claimed = new DataView(head.buffer, head.byteOffset).getUint16(4, true);
+      wanted = Math.min(
+        Math.max(claimed, SEGMENT_OBJECT_MIN_HEADER_BYTES),
+        SEGMENT_OBJECT_MAX_HEADER_BYTES,
+      );
+    }
+  }
+  const header = readSegmentObjectHeader(head);
+  const rest = head.subarray(header.headerBytes);
+  async function* remaining(): AsyncGenerator<Uint8Array> {
+    if (rest.byteLength > 0) yield rest;
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) return;
+      yield next.value;
+    }
+  }
+  return { header, body: decodedBody(header, remaining()) };
+}
+
+async function* decodedBody(
+  header: SegmentObjectHeader,
+  encoded: AsyncIterable<Uint8Array>,
+): AsyncGenerator<Uint8Array> {
+  const expected = header.end - header.start;
+  let length = 0;
+  let crc = 0;
+  const check = (chunk: Uint8Array): void => {
+    length += chunk.byteLength;
+    if (length > expected) {
+      throw new SegmentObjectError(
+        'end',
+        `body decodes to more than end − start (${expected}) bytes`,
+      );
+    }
+    crc = crc32(chunk, crc);
+  };
+  if (header.codec === 'identity') {
+    for await (const chunk of encoded) {
+      check(chunk);
+      yield chunk;
+    }
+  } else {
+    const decompress = createZstdDecompress();
+    const decoded = Readable.from(encoded).pipe(decompress);
+    try {
+      for await (const chunk of decoded as AsyncIterable<Buffer>) {
+        const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+        check(bytes);
+        yield bytes;
+      }
+    } catch (error) {
+      if (SegmentObjectError.isInstance(error)) throw error;
+      throw new SegmentObjectError('body', `does not decode as zstd: ${(error as Error).message}`, {
+        cause: error,
+      });
+    } finally {
+      decompress.destroy();
+    }
+  }
+  if (length !== expected) {
+    throw new SegmentObjectError(
+      'end',
+      `body decodes to ${length} bytes, not end − start (${expected})`,
+    );
+  }
+  if (crc !== header.bodyCrc32) {
+    throw new SegmentObjectError(
+      'bodyCrc32',
+      `decoded body CRC-32 ${crc.toString(16).padStart(8, '0')} is not the header's (${header.bodyCrc32.toString(16).padStart(8, '0')})`,
+    );
+  }
+}
