@@ -107,13 +107,14 @@ export class RunningProcess {
     label: string,
     command: string,
     args: readonly string[],
-    options: { env: Env; cwd?: string },
+    /** `stdin: true` gives the child a pipe (`child.stdin`) instead of no input. */
+    options: { env: Env; cwd?: string; stdin?: boolean },
   ) {
     this.label = label;
     this.child = spawn(command, args, {
       env: options.env as NodeJS.ProcessEnv,
       cwd: options.cwd,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
     this.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       this.stdout += chunk;
