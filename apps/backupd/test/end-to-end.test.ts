@@ -126,9 +126,9 @@ describe.skipIf(!versitygw)('backupd end to end on versitygw', () => {
     expect((await first.exited).signal).toBe('SIGKILL');
     const generationsBeforeKill = await segmentGenerations();
 
-    // The killed instance's lease stays in the bucket until its TTL runs out:
-    // the restarted one must wait for it, then continue the same prefix with
-    // a new generation. Restore points come every manifest interval (10 s,
+    // The killed instance's lease stays in the bucket; the restarted one (the
+    // same database on the same host, so the same kept instance id) takes it
+    // back at once and continues the same prefix with a new generation. Restore points come every manifest interval (10 s,
     // the worker's default); the graceful stop below writes the restarted
     // instance's final one, so waiting for its first shipped segment is enough.
     const second = startBackupd(['replicate', databasePath, url], {

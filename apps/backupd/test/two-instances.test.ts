@@ -1,14 +1,18 @@
 /**
- * Two `backupd replicate` processes on one prefix (the same database, the
- * same bucket prefix): the lease lets exactly one of them upload; the other
- * says on /healthz who holds it; when the holder stops (SIGTERM, so it
- * releases the lease), the other takes over within one lease TTL — and
- * keeps backing up: a standby that had counted the database's commits on its
- * own since it started would be behind the holder's restore points and
- * refuse the prefix as rewound (see src/sqlite-source.ts).
+ * Two `backupd replicate` processes on one prefix, as a primary and a standby
+ * on two hosts: the primary backs up its database; the standby's database is
+ * a restore of the primary's latest restore point (a second replicate of the
+ * *same* database on one host is refused by the local lock, see
+ * one-replicate-per-database.test.ts). The lease lets exactly one of them
+ * upload; the other says on /healthz who holds it; when the holder stops
+ * (SIGTERM, so it releases the lease), the other takes over within one lease
+ * TTL, adopts the prefix (its database was restored from the restore point
+ * LATEST still names) and keeps backing up the commits made on it.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { sqliteContentHash } from '@x/source-sqlite';
 import { randomPrefix } from '@x/test-servers';
 import { describe, expect, test } from 'vitest';
 import {
@@ -42,8 +46,13 @@ describe.skipIf(!versitygw)('two backupd processes on one prefix', () => {
   test('exactly one uploads, the other reports the holder on /healthz, and takes over within one TTL after SIGTERM', async () => {
     const server = versitygw!;
     const url = s3Url(server, randomPrefix('backupd-two'));
-    const env = s3Env(server, { BACKUPD_INTERVAL: '200ms', BACKUPD_LEASE_TTL: '3s' });
+    const env = s3Env(server, {
+      BACKUPD_INTERVAL: '200ms',
+      BACKUPD_RESTORE_POINT_INTERVAL: '300ms',
+      BACKUPD_LEASE_TTL: '3s',
+    });
     const databasePath = join(directory, 'app.db');
+    const standbyPath = join(directory, 'standby.db');
     const recordsPath = join(directory, 'records.jsonl');
     const writer = startWriter(databasePath, recordsPath, 20);
     running.push(writer);
@@ -56,6 +65,16 @@ describe.skipIf(!versitygw)('two backupd processes on one prefix', () => {
       return JSON.parse(result.stdout) as LeaseView;
     };
 
+    const listPoints = async () => {
+      const result = await runCli(['ls', url, '--json'], { env });
+      expect(result.code, result.stderr).toBe(0);
+      return JSON.parse(result.stdout) as {
+        commitSeq: number;
+        latest: boolean;
+        walGeneration?: number;
+        status: string;
+      }[];
+    };
     const first = startBackupd(['replicate', databasePath, url, '--listen', '127.0.0.1:0'], {
       env,
       label: 'first',
@@ -71,7 +90,26 @@ describe.skipIf(!versitygw)('two backupd processes on one prefix', () => {
     );
     const firstId = instanceIdOf(first)!;
 
-    const second = startBackupd(['replicate', databasePath, url, '--listen', '127.0.0.1:0'], {
+    // The primary's application stops; once its last commit is in a restore
+    // point, the standby's database is restored from it.
+    expect(await writer.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    const records = readFileSync(recordsPath, 'utf8').trim().split('\n');
+    const lastHash = (JSON.parse(records.at(-1)!) as { hash: string }).hash;
+    const newestCommit = async () => Math.max(...(await listPoints()).map((p) => p.commitSeq));
+    // Restored once the newest restore point holds still over a few restore
+    // point intervals; the restore must then hold the writer's last commit.
+    await waitFor('the primary to make every commit restorable', async () => {
+      const before = await newestCommit();
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      return (await newestCommit()) === before;
+    });
+    const restored = await runCli(['restore', url, standbyPath], { env });
+    expect(restored.code, restored.stderr).toBe(0);
+    const standbyDatabase = new DatabaseSync(standbyPath, { readOnly: true });
+    expect(sqliteContentHash(standbyDatabase)).toBe(lastHash);
+    standbyDatabase.close();
+
+    const second = startBackupd(['replicate', standbyPath, url, '--listen', '127.0.0.1:0'], {
       env,
       label: 'second',
     });
@@ -133,16 +171,6 @@ describe.skipIf(!versitygw)('two backupd processes on one prefix', () => {
       metricValue(secondMetrics, 'backupd_bytes_total', { operation: 'put', direction: 'out' }),
     ).toBe(0);
 
-    const listPoints = async () => {
-      const result = await runCli(['ls', url, '--json'], { env });
-      expect(result.code, result.stderr).toBe(0);
-      return JSON.parse(result.stdout) as {
-        commitSeq: number;
-        latest: boolean;
-        walGeneration?: number;
-        status: string;
-      }[];
-    };
     const firstGenerations = new Set((await listPoints()).map((point) => point.walGeneration));
 
     // SIGTERM the holder: it flushes, writes its last restore point and
@@ -160,16 +188,19 @@ describe.skipIf(!versitygw)('two backupd processes on one prefix', () => {
     expect(afterTakeover.state).toBe('held');
     expect(afterTakeover.record).toMatchObject({ instanceId: secondId, pid: second.child.pid });
 
-    // And it keeps backing up: still healthy several intervals later, holding
-    // the lease, with a restore point of its own (a new generation) at the end.
+    // And it keeps backing up the standby's own commits: still healthy several
+    // intervals later, holding the lease, with a restore point of its own (a
+    // new generation) at the end.
+    const standbyWriter = startWriter(standbyPath, join(directory, 'standby-records.jsonl'), 20);
+    running.push(standbyWriter);
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const later = await getText(`${secondUrl}/healthz`);
     expect(later.status, `${later.body}\n${second.describe()}`).toBe(200);
     const secondAfter = (await getText(`${secondUrl}/metrics`)).body;
     expect(metricValue(secondAfter, 'backupd_lease_held')).toBe(1);
     expect(metricValue(secondAfter, 'backupd_errors_total')).toBe(0);
+    expect(await standbyWriter.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     expect(await second.stop('SIGTERM'), second.describe()).toEqual({ code: 0, signal: null });
-    expect(await writer.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     const points = await listPoints();
     expect(points.filter((point) => point.status !== 'ok')).toEqual([]);
     const latest = points.find((point) => point.latest)!;
