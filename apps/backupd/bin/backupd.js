@@ -16,11 +16,12 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 
 // Checked before anything that needs a newer Node is loaded (a static import
 // of a missing export would fail with a SyntaxError that names no version).
-// 22.15 brings `module.registerHooks` (below) and zstd in node:zlib.
+// 22.15 brings `module.registerHooks` (below) and zstd in node:zlib, 22.16
+// the `node:sqlite` the SQLite source uses (`isTransaction`).
 const [major, minor] = process.versions.node.split('.').map(Number);
-if (major < 22 || (major === 22 && minor < 15)) {
+if (major < 22 || (major === 22 && minor < 16)) {
   process.stderr.write(
-    `backupd: needs Node.js 22.15 or newer; this is v${process.versions.node} (${process.execPath})\n`,
+    `backupd: needs Node.js 22.16 or newer; this is v${process.versions.node} (${process.execPath})\n`,
   );
   process.exit(1);
 }

@@ -19,11 +19,11 @@ function runAs(version: string, env: NodeJS.ProcessEnv = {}) {
 }
 
 describe('the Node.js version the command needs', () => {
-  it.each(['20.20.2', '22.14.0'])('refuses Node %s, naming the version it needs', (version) => {
+  it.each(['20.20.2', '22.15.1'])('refuses Node %s, naming the version it needs', (version) => {
     const result = runAs(version);
     expect(result.status).toBe(1);
     expect(result.stderr).toBe(
-      `backupd: needs Node.js 22.15 or newer; this is v${version} (${process.execPath})\n`,
+      `backupd: needs Node.js 22.16 or newer; this is v${version} (${process.execPath})\n`,
     );
     expect(result.stdout).toBe('');
   });
