@@ -4,6 +4,7 @@ export type { RestoreProgress, VerifyProgress } from './progress.ts';
 export {
   type RestoreOptions,
   type RestoreResult,
+  type RolledForward,
   restore,
 } from './restore.ts';
 export {
@@ -22,6 +23,13 @@ export {
 } from './restore-errors.ts';
 export { fileNameProblem } from './restore-point-checks.ts';
 export { type LatestFallback, type LatestReading, readLatest } from './restore-points.ts';
+export {
+  findRollForward,
+  MAX_ROLL_FORWARD_OBJECT_BYTES,
+  type RollForward,
+  type RollForwardOptions,
+  rolledForwardManifest,
+} from './roll-forward.ts';
 export {
   decodedSize,
   decodeSegmentEntry,

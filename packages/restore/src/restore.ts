@@ -48,6 +48,7 @@ import {
   type PickedLatest,
   restorePointForCommit,
 } from './restore-points.ts';
+import { findRollForward, type RollForward, rolledForwardManifest } from './roll-forward.ts';
 import {
   decodedSize,
   decodeSegmentEntry,
@@ -111,6 +112,34 @@ export interface RestoreResult {
    * restore point that passes restore's checks) was used instead.
    */
   readonly fellBackFrom?: LatestFallback;
+  /**
+   * Present for a restore of the latest state: the chained segments past the
+   * restore point that were applied (see `roll-forward.ts`), how many commits
+   * they hold beyond `manifestKey`'s, and where and why the chain stopped.
+   */
+  readonly rolledForward?: RolledForward;
+}
+
+/** What a restore of the latest state applied beyond its restore point. */
+export interface RolledForward {
+  /** The restore point's own commit count (`commitSeq` minus `commits`). */
+  readonly fromCommitSeq: number;
+  readonly segments: number;
+  readonly commits: number;
+  /** The first object that did not chain, and why (it and everything after it was not applied). */
+  readonly stoppedAt?: { readonly key: string; readonly reason: string };
+  /** A later generation is in the bucket: nothing was rolled forward (its data has no restore point to chain from). */
+  readonly laterGeneration?: number;
+}
+
+function rolledForwardOf(fromCommitSeq: number, found: RollForward): RolledForward {
+  return {
+    fromCommitSeq,
+    segments: found.segments.length,
+    commits: found.commits,
+    ...(found.stoppedAt === undefined ? {} : { stoppedAt: found.stoppedAt }),
+    ...(found.laterGeneration === undefined ? {} : { laterGeneration: found.laterGeneration }),
+  };
 }
 
 interface PlannedFile {
@@ -260,7 +289,22 @@ export async function restore(
   signal?.throwIfAborted();
 
   onProgress?.({ phase: 'select', bytesDone: 0, bytesTotal: 0, objectsDone: 0, objectsTotal: 0 });
-  const { point, fellBackFrom } = await pickRestorePoint(store, normalizedPrefix, options);
+  const picked = await pickRestorePoint(store, normalizedPrefix, options);
+  const { fellBackFrom } = picked;
+  let point = picked.point;
+  // The latest state: the restore point, then the chained segments shipped
+  // after it. The segment list and the commit count grow by them; each is
+  // downloaded and checked again like a named one (size, CRC-32, envelope,
+  // chain, commits).
+  let rolledForward: RolledForward | undefined;
+  if (options.manifestKey === undefined && options.commitSeq === undefined) {
+    const found = await findRollForward(store, normalizedPrefix, point.manifest, {
+      createWalCutter: (commits) => materializer.createWalCutter(commits),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    rolledForward = rolledForwardOf(point.manifest.commitSeq, found);
+    point = { ...point, manifest: rolledForwardManifest(point.manifest, found) };
+  }
   const manifest = point.manifest;
   const commitSeq = options.commitSeq ?? manifest.commitSeq;
   const walCommits = commitSeq - point.restorableFrom;
@@ -380,6 +424,7 @@ export async function restore(
       bytes: bytesDone,
       parent,
       ...(fellBackFrom === undefined ? {} : { fellBackFrom }),
+      ...(rolledForward === undefined ? {} : { rolledForward }),
     };
   } catch (error) {
     internal.abort();

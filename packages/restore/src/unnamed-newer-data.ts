@@ -47,6 +47,7 @@ import { compareKeys, normalizePrefix, type ObjectStore } from '@x/store';
 import { RestoreOptionsError } from './restore-errors.ts';
 import { messageOf } from './restore-point-checks.ts';
 import { loadRestorePoint } from './restore-points.ts';
+import { findRollForward, rolledForwardManifest } from './roll-forward.ts';
 
 /** What a bucket holds beyond a restore point. All counts are 0 when nothing is newer. */
 export interface UnnamedNewerData {
@@ -78,10 +79,22 @@ export interface UnnamedNewerData {
    * those (for example one written while a restore was running).
    */
   readonly newerRestorePoints: number;
+  /** With `afterRollForward`: what a restore of the latest state rolls forward over (not counted above). */
+  readonly rolledForward?: { readonly segments: number; readonly commits: number };
 }
 
 export interface FindUnnamedNewerDataOptions {
   readonly signal?: AbortSignal;
+  /**
+   * {@link findUnnamedNewerDataAfter} only: measure from where a restore of
+   * the latest state ends, after it rolled forward over the chained segments
+   * past the restore point (`roll-forward.ts`), so only what such a restore
+   * leaves behind is counted (raw `.segment` objects, what follows a break in
+   * the chain, a later generation). `rolledForward` then says how many
+   * segments and commits the roll-forward covers. Costs the roll-forward's
+   * requests (two LISTs, the generation's listing, one GET per chained object).
+   */
+  readonly afterRollForward?: boolean;
 }
 
 /** One newer object, with where it sits in restore order. */
@@ -252,7 +265,21 @@ export async function findUnnamedNewerDataAfter(
   const base = normalized(prefix);
   const point = await loadRestorePoint(store, base, manifestKey, options.signal);
   if (point === null) return null;
-  return findUnnamedNewerData(store, base, point.manifest, options);
+  if (options.afterRollForward !== true)
+    return findUnnamedNewerData(store, base, point.manifest, options);
+  const rolled = await findRollForward(store, base, point.manifest, options);
+  const found = await findUnnamedNewerData(
+    store,
+    base,
+    rolledForwardManifest(point.manifest, rolled),
+    options,
+  );
+  // Measured from the rolled-forward end, but against the restore point's own commit.
+  return {
+    ...found,
+    commitSeq: point.manifest.commitSeq,
+    rolledForward: { segments: rolled.segments.length, commits: rolled.commits },
+  };
 }
 
 /** True when the bucket holds anything newer than the restore point. */

@@ -1,0 +1,254 @@
+/**
+ * Roll-forward: the chained `.seg` segments shipped after a restore point
+ * that no restore point names yet, which a restore of the latest state
+ * applies on top of it.
+ *
+ * The worker ships a segment every interval but writes a restore point only
+ * every `manifestIntervalMs`; a crash in between leaves segments no manifest
+ * names. Each `.seg` object carries, in its header, the CRC-32 of the stored
+ * bytes of the object before it in its generation (`previousCrc32`), so a
+ * chain that starts at a verified restore point can be extended one object
+ * at a time without trusting any listing.
+ *
+ * Guarantees:
+ * - a segment is rolled over only when all of these hold: its key is a `.seg`
+ *   key of the restore point's generation starting exactly where the chain
+ *   ends; its header decodes and names that generation, that range and the
+ *   restore point's lineage; its `previousCrc32` is the CRC-32 of the stored
+ *   bytes of the object before it (for the first, the last named segment's
+ *   manifest `crc32`, or the generation snapshot's when none is named); its
+ *   body decodes to the header's length and CRC-32; and, when a cutter is
+ *   given, the body holds the header's number of commits. The search stops
+ *   at the first object that fails and says which and why.
+ * - raw `.segment` objects carry no chain and are never rolled over.
+ * - nothing is rolled over when the bucket holds a snapshot or segments of a
+ *   later generation: that generation's data has no restore point to chain
+ *   from, and the older generation may not be the newest state.
+ * - requests: two LISTs with delimiter `/` (`wal/`, `snapshots/`), one paged
+ *   LIST of the generation's `wal/{g}/`, and one GET per object examined
+ *   (each read whole, one at a time, at most {@link MAX_ROLL_FORWARD_OBJECT_BYTES}).
+ *
+ * Limits: the answer is what the listing saw; a live worker may ship more
+ * meanwhile. The returned entries record the stored size and CRC-32 that were
+ * checked, so a later download of a changed object is refused.
+ */
+import {
+  crc32Hex,
+  type Manifest,
+  objectKey,
+  parseSegmentGenerationPrefix,
+  parseSegmentKey,
+  parseSnapshotKey,
+  type SegmentEntry,
+  segmentGenerationPrefix,
+} from '@x/manifest';
+import { getCapped, isTooLarge, listPages, type ObjectStore } from '@x/store';
+import { readSegmentObjectHeader, SegmentObjectError } from '@x/wal-segment';
+import type { WalCutter } from './materializer.ts';
+import { ObjectEncodingError } from './restore-errors.ts';
+import { messageOf } from './restore-point-checks.ts';
+import { decodeSegmentEntry, expectedPreviousCrc32 } from './segment-object-read.ts';
+
+/** The largest object read while rolling forward: the worker's largest segment (32 MiB) and a header. */
+export const MAX_ROLL_FORWARD_OBJECT_BYTES = 32 * 1024 * 1024 + 64 * 1024;
+
+/** What a roll-forward from a restore point found. */
+export interface RollForward {
+  /** The chained segments past the restore point, in order, as manifest entries of what was checked. */
+  readonly segments: readonly SegmentEntry[];
+  /** Commits those segments hold. */
+  readonly commits: number;
+  /** The first object that did not chain, and why; absent when the chain ended with the listing. */
+  readonly stoppedAt?: { readonly key: string; readonly reason: string };
+  /**
+   * The newest later generation found (a snapshot or segments of a
+   * generation above the restore point's): when present nothing was rolled
+   * over.
+   */
+  readonly laterGeneration?: number;
+  /** Requests the search sent. */
+  readonly requests: { readonly list: number; readonly get: number };
+}
+
+export interface RollForwardOptions {
+  readonly signal?: AbortSignal;
+  /** Counts the commits of each decoded body (a fresh cutter per segment), checked against the header. */
+  readonly createWalCutter?: (commits: number) => WalCutter;
+}
+
+interface Candidate {
+  readonly key: string;
+  readonly start: number;
+  readonly end: number;
+  readonly layout: 'raw' | 'object';
+}
+
+/**
+ * The chained `.seg` segments of `manifest`'s generation past its last named
+ * segment (see the module comment for what is checked).
+ * Store errors and aborts propagate as they are; nothing about the objects
+ * themselves throws: a bad object ends the chain and is named in `stoppedAt`.
+ */
+export async function findRollForward(
+  store: ObjectStore,
+  prefix: string,
+  manifest: Manifest,
+  options: RollForwardOptions = {},
+): Promise<RollForward> {
+  const { signal } = options;
+  const call = (delimiter?: string): { signal?: AbortSignal; delimiter?: string } => ({
+    ...(signal === undefined ? {} : { signal }),
+    ...(delimiter === undefined ? {} : { delimiter }),
+  });
+  const requests = { list: 0, get: 0 };
+  const generation = manifest.walGeneration;
+
+  let laterGeneration: number | undefined;
+  const later = (g: number): void => {
+    if (g > generation) laterGeneration = Math.max(laterGeneration ?? g, g);
+  };
+  const wal = await store.list(objectKey(prefix, 'wal/'), call('/'));
+  requests.list += 1;
+  for (const listed of wal.commonPrefixes) {
+    const g = parseSegmentGenerationPrefix(prefix, listed);
+    if (g !== undefined) later(g);
+  }
+  const snapshots = await store.list(objectKey(prefix, 'snapshots/'), call('/'));
+  requests.list += 1;
+  for (const object of snapshots.objects) {
+    const parsed = parseSnapshotKey(prefix, object.key);
+    if (parsed !== undefined) later(parsed.generation);
+  }
+  if (laterGeneration !== undefined) {
+    return { segments: [], commits: 0, laterGeneration, requests };
+  }
+
+  const last = manifest.segments.at(-1);
+  let cursor = 0;
+  if (last !== undefined) cursor = parseSegmentKey(prefix, last.key)?.end ?? 0;
+  let previous = expectedPreviousCrc32(prefix, manifest, manifest.segments.length);
+
+  const candidates: Candidate[] = [];
+  for await (const page of listPages(store, segmentGenerationPrefix(prefix, generation), call())) {
+    requests.list += 1;
+    for (const object of page.objects) {
+      const parsed = parseSegmentKey(prefix, object.key);
+      if (parsed === undefined || parsed.generation !== generation) continue;
+      if (parsed.end <= cursor) continue;
+      candidates.push({ key: object.key, ...parsed });
+    }
+  }
+  // By start; at one start a `.seg` before a raw one (only `.seg` chains).
+  candidates.sort(
+    (a, b) =>
+      a.start - b.start ||
+      (a.layout === b.layout ? 0 : a.layout === 'object' ? -1 : 1) ||
+      a.end - b.end ||
+      (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
+  );
+
+  const segments: SegmentEntry[] = [];
+  let commits = 0;
+  let index = 0;
+  for (;;) {
+    while (index < candidates.length && candidates[index]!.start < cursor) index += 1;
+    const next = candidates[index];
+    if (next === undefined) return { segments, commits, requests };
+    const stop = (key: string, reason: string): RollForward => ({
+      segments,
+      commits,
+      stoppedAt: { key, reason },
+      requests,
+    });
+    if (next.start !== cursor) {
+      return stop(next.key, `it starts at ${next.start}, not where the chain ends (${cursor})`);
+    }
+    if (next.layout !== 'object') {
+      return stop(next.key, 'a raw .segment object carries no chain CRC');
+    }
+    // Several `.seg` objects at one start: the first that chains is used.
+    let firstFailure: { key: string; reason: string } | undefined;
+    let chained: { entry: SegmentEntry; end: number; crc: number } | undefined;
+    for (; index < candidates.length && candidates[index]!.start === cursor; index += 1) {
+      const candidate = candidates[index]!;
+      if (candidate.layout !== 'object') continue;
+      requests.get += 1;
+      const checked = await checkCandidate(store, prefix, manifest, candidate, previous, options);
+      if (typeof checked === 'string') {
+        firstFailure ??= { key: candidate.key, reason: checked };
+        continue;
+      }
+      chained = { entry: checked.entry, end: candidate.end, crc: checked.crc };
+      break;
+    }
+    if (chained === undefined) {
+      return stop(firstFailure!.key, firstFailure!.reason);
+    }
+    segments.push(chained.entry);
+    commits += chained.entry.frames;
+    cursor = chained.end;
+    previous = chained.crc;
+    index += 1;
+  }
+}
+
+/** The entry of a candidate that chains to `previous`, or why it does not. */
+async function checkCandidate(
+  store: ObjectStore,
+  prefix: string,
+  manifest: Manifest,
+  candidate: Candidate,
+  previous: number,
+  options: RollForwardOptions,
+): Promise<{ entry: SegmentEntry; crc: number } | string> {
+  const found = await getCapped(
+    store,
+    candidate.key,
+    MAX_ROLL_FORWARD_OBJECT_BYTES,
+    options.signal === undefined ? {} : { signal: options.signal },
+  );
+  if (found === null) return 'it disappeared after the listing';
+  if (isTooLarge(found)) return `it is larger than ${MAX_ROLL_FORWARD_OBJECT_BYTES} bytes`;
+  const stored = found.body;
+  let commits: number;
+  try {
+    commits = readSegmentObjectHeader(stored).commits;
+  } catch (error) {
+    if (SegmentObjectError.isInstance(error)) return `header ${error.field}: ${error.problem}`;
+    throw error;
+  }
+  const crc32 = crc32Hex(stored);
+  const entry: SegmentEntry = {
+    key: candidate.key,
+    size: stored.byteLength,
+    crc32,
+    frames: commits,
+    lineage: manifest.lineage,
+  };
+  let body: Uint8Array;
+  try {
+    // Checks generation, range, lineage (the restore point's) and the chain CRC.
+    body = decodeSegmentEntry(prefix, entry, stored, previous);
+  } catch (error) {
+    if (ObjectEncodingError.isInstance(error)) return `${error.field}: ${error.problem}`;
+    return messageOf(error);
+  }
+  if (options.createWalCutter !== undefined) {
+    const cutter = options.createWalCutter(Number.MAX_SAFE_INTEGER);
+    cutter.push(body);
+    if (cutter.commitsSeen !== commits) {
+      return `its body holds ${cutter.commitsSeen} complete commits, its header says ${commits}`;
+    }
+  }
+  return { entry, crc: Number.parseInt(crc32, 16) };
+}
+
+/** `manifest` with the rolled-forward segments appended and its commit count raised by theirs. */
+export function rolledForwardManifest(manifest: Manifest, rolled: RollForward): Manifest {
+  if (rolled.segments.length === 0) return manifest;
+  return {
+    ...manifest,
+    commitSeq: manifest.commitSeq + rolled.commits,
+    segments: [...manifest.segments, ...rolled.segments],
+  };
+}
