@@ -25,15 +25,6 @@ import type { SqliteTapOptions } from './tap-options.ts';
 import type { WalCapture } from './wal-capture.ts';
 import { WAL_FRAME_HEADER_BYTES } from './wal-file.ts';
 
-/**
- * How many times `busyTimeoutMs` a restart that insists waits for the write
- * lock. Where the tap gets the lock only now and then, a 50 ms wait failed
- * in most ticks; the wait holds the event loop, and delays an application's
- * FULL/RESTART/TRUNCATE checkpoint (which waits for the tap's reader to
- * move) by as long, so it stays short of the 170 ms the event loop was held
- * at most under load.
- */
-const INSISTENT_LOCK_WAIT_FACTOR = 3;
 /** Tries at a restart with nothing left to copy under the lock before copying under it. */
 const RESTART_LOCK_ATTEMPTS = 3;
 
@@ -198,7 +189,7 @@ function restartUnderWriteLock(
   let last = passive;
   let writeLockHeldMs = 0;
   for (let attempt = 1; ; attempt += 1) {
-    if (!takeWriteLock(writer, lockWaitMs(options, lockAttempts), options.monotonicNow)) {
+    if (!takeWriteLock(writer, options.busyTimeoutMs, options.monotonicNow)) {
       return { locked: false, copy: passiveBefore, writeLockHeldMs };
     }
     const lockedAt = options.monotonicNow();
@@ -237,17 +228,6 @@ function restartUnderWriteLock(
     passiveBefore = checkpointOn(readers.idle(), 'PASSIVE');
     noteCopied(context, passiveBefore);
   }
-}
-
-/**
- * How long one take of the write lock may wait: `busyTimeoutMs`, and
- * {@link INSISTENT_LOCK_WAIT_FACTOR} times that for a restart that insists
- * (one take, see {@link restartUnderWriteLock}).
- */
-function lockWaitMs(options: Required<SqliteTapOptions>, lockAttempts: number): number {
-  return lockAttempts === 1
-    ? options.busyTimeoutMs * INSISTENT_LOCK_WAIT_FACTOR
-    : options.busyTimeoutMs;
 }
 
 /** Empties the `-wal` file after a restart that copied everything. */
