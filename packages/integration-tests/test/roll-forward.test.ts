@@ -28,7 +28,7 @@ import { decodeSegmentObject, encodeSegmentObject } from '@x/wal-segment';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FramedTestEngine } from './helpers/framed-engine.ts';
 import { realStoreCases } from './helpers/real-stores.ts';
-import { localStoreCases, type StoreCase } from './helpers/stores.ts';
+import { CountingStore, localStoreCases, type StoreCase } from './helpers/stores.ts';
 
 /** Ships after the last restore point, each one segment of `COMMITS_PER_SHIP` commits. */
 const SHIPS = 3;
@@ -208,6 +208,22 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()] as StoreCase
         commits: 0,
         laterGeneration: later,
       });
+    });
+
+    it('costs three LISTs and two GETs per rolled segment more than a restore of the restore point', async () => {
+      const counted = async (options: { manifestKey?: string }, name: string) => {
+        const counting = new CountingStore(store);
+        await restoreFramedStore(counting, prefix, join(work, name), options);
+        return { ...counting.counts };
+      };
+      const named = await counted({ manifestKey: shipped.manifestKey }, 'named');
+      const latest = await counted({}, 'latest');
+      // LATEST is read for the latest state only (one GET); the roll-forward lists
+      // wal/ and snapshots/ (delimiter) and the generation's wal/{g}/ (one page),
+      // reads each chained object once to prove it, then downloads it.
+      expect(latest.LIST - named.LIST).toBe(3);
+      expect(latest.GET - named.GET).toBe(1 + 2 * SHIPS);
+      expect(latest.PUT + latest.DELETE + latest.UPLOAD).toBe(0);
     });
 
     it('a restore of a named restore point does not roll forward', async () => {
