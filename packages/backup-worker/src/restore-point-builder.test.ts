@@ -25,6 +25,8 @@ function tenureWithGeneration(): Tenure {
     floor: 10,
     chain: [entry('wal.floor', 0)],
     segments: [{ key: 'db/wal/seg', size: 20, crc32: '00000000', frames: 2, lineage: 'L' }],
+    snapshotTime: null,
+    commitTime: null,
   };
   return tenure;
 }

@@ -23,6 +23,10 @@ export interface BuiltRestorePoint {
   readonly manifest: Manifest;
 }
 
+function isoOrNull(ms: number | null): string | null {
+  return ms === null || !Number.isFinite(ms) ? null : new Date(ms).toISOString();
+}
+
 /** The restore point of `tenure`'s current generation, or `null` when there is none. */
 export function buildRestorePoint(
   prefix: string,
@@ -48,6 +52,12 @@ export function buildRestorePoint(
     commitSeq,
     oldestCommitSeq: generation.floor,
     walGeneration: generation.number,
+    snapshotTime: isoOrNull(generation.snapshotTime),
+    commitTime: isoOrNull(
+      generation.commitTime === null || generation.snapshotTime === null
+        ? generation.commitTime
+        : Math.max(generation.commitTime, generation.snapshotTime),
+    ),
     files,
     segments,
   };

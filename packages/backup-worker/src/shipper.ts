@@ -42,7 +42,7 @@ import {
   unchangedBetween,
   type WalRange,
 } from './source.ts';
-import type { Generation } from './tenure.ts';
+import { type Generation, noteShippedTime } from './tenure.ts';
 
 /** The identity of the WAL a position is on. */
 export function keyOf(position: DurablePosition): WalKey {
@@ -173,6 +173,8 @@ export class Shipper {
         startedAt: this.#ctx.clock.wallNow(),
         chain,
         segments: [],
+        snapshotTime: opened.snapshotTime ?? null,
+        commitTime: opened.snapshotTime ?? null,
       };
       this.recordShipped();
       tenure.manifestDirty = true;
@@ -326,6 +328,7 @@ export class Shipper {
         frames: range.frames,
         lineage: this.#ctx.tenure.ownLineage(),
       });
+      noteShippedTime(generation, range);
       this.recordShipped();
       this.#ctx.tenure.manifestDirty = true;
       next = await prefetch;

@@ -183,6 +183,13 @@ export interface OpenedRestorePoint {
    * the manifest's `oldestCommitSeq`.
    */
   readonly floor: number;
+  /**
+   * Wall-clock ms of the state the snapshot holds: when the engine's read of
+   * it saw the database, so every commit it holds was recorded at or before
+   * it and every later commit at or after it. Absent or `null`: unknown (the
+   * restore point's `snapshotTime` is then `null`).
+   */
+  readonly snapshotTime?: number | null;
   /** Releases the handles. Called exactly once, whatever happened. */
   close(): Promise<void>;
 }
@@ -203,6 +210,11 @@ export interface WalRange {
    * wrong value makes the segment unrestorable, never silently accepted.
    */
   readonly crc32?: number;
+  /**
+   * Recorded commit time (wall-clock ms) of the last commit in `bytes`.
+   * Absent or `null`: unknown (the restore point's `commitTime` is then `null`).
+   */
+  readonly lastCommitTime?: number | null;
 }
 
 /** A side file's state, as {@link BackupSource.readSideFile} returns it. */

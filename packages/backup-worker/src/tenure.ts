@@ -26,6 +26,22 @@ export interface Generation {
   /** The chain files, as they were when the generation started. */
   readonly chain: FileEntry[];
   readonly segments: SegmentEntry[];
+  /** The source's time of the snapshot's state (ms), `null` when unknown. */
+  readonly snapshotTime: number | null;
+  /** The recorded time of the newest shipped commit (ms; the snapshot's before any), `null` when unknown. */
+  commitTime: number | null;
+}
+
+/** Notes the newest commit time of a shipped range: unknown once any range's time is unknown. */
+export function noteShippedTime(
+  generation: Generation,
+  range: { readonly frames: number; readonly lastCommitTime?: number | null },
+): void {
+  if (range.frames === 0) return;
+  const time = range.lastCommitTime ?? null;
+  // Never before the snapshot's (a wall clock stepped back): the manifest refuses that order.
+  generation.commitTime =
+    time === null || generation.commitTime === null ? null : Math.max(time, generation.commitTime);
 }
 
 export interface KnownArchive {

@@ -37,6 +37,7 @@ export {
   computeCommitSeq,
   type FileEntry,
   MANIFEST_FORMAT_VERSION,
+  MANIFEST_FORMAT_VERSIONS,
   MAX_LATEST_BYTES,
   MAX_MANIFEST_BYTES,
   type Manifest,
@@ -47,6 +48,7 @@ export {
   type SegmentEntry,
   serializeLatest,
   serializeManifest,
+  stateTimes,
   verifyLineage,
 } from './manifest.ts';
 export type { ParentRecord } from './parent-record.ts';

@@ -251,10 +251,10 @@ describe('manifest', () => {
     const cases: [string, string, RegExp][] = [
       [
         mutated((m) => {
-          m.formatVersion = 2;
+          m.formatVersion = 3;
         }),
         'formatVersion',
-        /unsupported format version 2/,
+        /unsupported format version 3 \(this reader knows 1 and 2\)/,
       ],
       [
         mutated((m) => {

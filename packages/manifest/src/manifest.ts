@@ -13,6 +13,13 @@
  * target. Unknown fields are refused, not ignored: a writer that needs a new
  * field bumps {@link MANIFEST_FORMAT_VERSION}, and this reader then refuses the
  * document by its version, with a message that says so.
+ *
+ * Versions: 1 is the original layout; 2 adds `snapshotTime` and
+ * `commitTime`, the times of the oldest and newest state the restore point
+ * restores (either `null` when the engine does not know it). A version 1
+ * document parses exactly as before (the two fields are refused in it, as any
+ * unknown field) and comes back without them; a version 2 document must
+ * carry both.
  */
 import { isCrc32Hex } from './crc32.ts';
 import { KeyLayoutError, ManifestError } from './errors.ts';
@@ -26,8 +33,11 @@ import {
   prefixProblem,
 } from './keys.ts';
 
-/** The format version this package writes and the only one it reads. */
-export const MANIFEST_FORMAT_VERSION = 1;
+/** The format version this package's writers write (see {@link MANIFEST_FORMAT_VERSIONS} for what it reads). */
+export const MANIFEST_FORMAT_VERSION = 2;
+
+/** Every format version this reader accepts, oldest first. */
+export const MANIFEST_FORMAT_VERSIONS: readonly (1 | 2)[] = [1, 2];
 
 /** The largest manifest document accepted or written, in bytes (16 MiB). */
 export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
@@ -70,7 +80,8 @@ export interface SegmentEntry {
 
 /** One restore point. */
 export interface Manifest {
-  formatVersion: 1;
+  /** 1 or 2; the fields marked "version 2" are present exactly when it is 2. */
+  formatVersion: 1 | 2;
   /** The lineage (backup history) this restore point belongs to. */
   lineage: string;
   /** When the manifest was written, RFC 3339. Informational: nothing is ordered by it. */
@@ -81,6 +92,22 @@ export interface Manifest {
   oldestCommitSeq: number;
   /** The WAL generation whose snapshot and segments this restore point uses. */
   walGeneration: number;
+  /**
+   * Version 2: the time of the oldest state the restore point restores (the
+   * state at {@link restorableFrom}, its snapshot's), RFC 3339: when the
+   * engine's read of the snapshot saw the database. Every commit the
+   * snapshot holds was recorded at or before it, every commit in the
+   * segments at or after it (by the engine's clock). `null`: the engine does
+   * not know it. Absent in version 1.
+   */
+  snapshotTime?: string | null;
+  /**
+   * Version 2: the recorded commit time of the newest state it restores (the
+   * state at `commitSeq`), RFC 3339; the snapshot's time when the segments
+   * hold no commit. Never before `snapshotTime`. `null`: the engine does not
+   * know it. Absent in version 1.
+   */
+  commitTime?: string | null;
   files: FileEntry[];
   segments: SegmentEntry[];
 }
@@ -97,6 +124,19 @@ const MANIFEST_FIELDS = [
   'commitSeq',
   'oldestCommitSeq',
   'walGeneration',
+  'files',
+  'segments',
+] as const;
+/** Version 2's fields, in order: version 1's with the two times after `walGeneration`. */
+const MANIFEST_FIELDS_V2 = [
+  'formatVersion',
+  'lineage',
+  'createdAt',
+  'commitSeq',
+  'oldestCommitSeq',
+  'walGeneration',
+  'snapshotTime',
+  'commitTime',
   'files',
   'segments',
 ] as const;
@@ -165,6 +205,8 @@ export function rfc3339Problem(text: string): string | undefined {
 /** Walks one document, collecting a normalised copy; throws at the first problem. */
 class Checker {
   readonly prefix: string | undefined;
+  /** The document's format version, once read (named in the unknown-field message). */
+  version: number = MANIFEST_FORMAT_VERSION;
 
   constructor(prefix: string | undefined) {
     this.prefix = prefix;
@@ -180,7 +222,7 @@ class Checker {
       if (!fields.includes(name)) {
         this.fail(
           join(field, name),
-          `unknown field (format version ${MANIFEST_FORMAT_VERSION} has none; a newer format bumps formatVersion)`,
+          `unknown field (format version ${this.version} has none; a newer format bumps formatVersion)`,
         );
       }
     }
@@ -229,6 +271,20 @@ class Checker {
     return text;
   }
 
+  /** An RFC 3339 date-time or `null`; returns it and its time in ms (`null` for `null`). */
+  time(value: unknown, field: string): { text: string | null; ms: number | null } {
+    if (value === null) return { text: null, ms: null };
+    if (typeof value !== 'string') {
+      this.fail(field, `expected an RFC 3339 date-time or null, found ${typeName(value)}`);
+    }
+    const problem = rfc3339Problem(value);
+    if (problem !== undefined) this.fail(field, problem);
+    const ms = Date.parse(value);
+    // rfc3339Problem accepts second 60 (a leap second), which Date.parse refuses.
+    if (Number.isNaN(ms)) this.fail(field, 'not a date-time this reader can place in time');
+    return { text: value, ms };
+  }
+
   array(value: unknown, field: string): unknown[] {
     if (!Array.isArray(value)) this.fail(field, `expected an array, found ${typeName(value)}`);
     return value;
@@ -250,13 +306,14 @@ function checkManifest(value: unknown, prefix: string | undefined): Manifest {
   // The version first: a newer document fails on its version, not on a field it added.
   if (!Object.hasOwn(value, 'formatVersion')) check.fail('formatVersion', 'missing');
   const version = value.formatVersion;
-  if (version !== MANIFEST_FORMAT_VERSION) {
+  if (version !== 1 && version !== 2) {
     check.fail(
       'formatVersion',
-      `unsupported format version ${value.formatVersion instanceof NonCanonicalNumber ? value.formatVersion.source : JSON.stringify(version)} (this reader knows ${MANIFEST_FORMAT_VERSION})`,
+      `unsupported format version ${value.formatVersion instanceof NonCanonicalNumber ? value.formatVersion.source : JSON.stringify(version)} (this reader knows ${MANIFEST_FORMAT_VERSIONS.join(' and ')})`,
     );
   }
-  const root = check.record(value, '', MANIFEST_FIELDS);
+  check.version = version;
+  const root = check.record(value, '', version === 1 ? MANIFEST_FIELDS : MANIFEST_FIELDS_V2);
   const lineage = check.lineage(root.lineage, 'lineage');
   const createdAt = check.string(root.createdAt, 'createdAt');
   const dateProblem = rfc3339Problem(createdAt);
@@ -264,6 +321,18 @@ function checkManifest(value: unknown, prefix: string | undefined): Manifest {
   const commitSeq = check.count(root.commitSeq, 'commitSeq');
   const oldestCommitSeq = check.count(root.oldestCommitSeq, 'oldestCommitSeq');
   const walGeneration = check.count(root.walGeneration, 'walGeneration');
+  let times: { snapshotTime: string | null; commitTime: string | null } | undefined;
+  if (version === 2) {
+    const snapshot = check.time(root.snapshotTime, 'snapshotTime');
+    const commit = check.time(root.commitTime, 'commitTime');
+    if (snapshot.ms !== null && commit.ms !== null && commit.ms < snapshot.ms) {
+      check.fail(
+        'commitTime',
+        `${commit.text} is before snapshotTime ${snapshot.text} (the newest state cannot be older than the oldest)`,
+      );
+    }
+    times = { snapshotTime: snapshot.text, commitTime: commit.text };
+  }
 
   const keysSeen = new Map<string, string>();
   const noteKey = (key: string, field: string): void => {
@@ -351,12 +420,13 @@ function checkManifest(value: unknown, prefix: string | undefined): Manifest {
     );
   }
   return {
-    formatVersion: MANIFEST_FORMAT_VERSION,
+    formatVersion: version,
     lineage,
     createdAt,
     commitSeq,
     oldestCommitSeq,
     walGeneration,
+    ...(times ?? {}),
     files,
     segments,
   };
@@ -538,13 +608,20 @@ export function serializeManifest(manifest: Manifest, options: { prefix?: string
     items.length === 0
       ? '[]'
       : `[\n${items.map((item) => `    ${line(item as Record<string, unknown>, fields)}`).join(',\n')}\n  ]`;
+  // Version 1 comes out byte for byte as before; version 2 adds its two lines.
+  const times =
+    m.formatVersion === 1
+      ? ''
+      : `
+  "snapshotTime": ${JSON.stringify(m.snapshotTime)},
+  "commitTime": ${JSON.stringify(m.commitTime)},`;
   const text = `{
   "formatVersion": ${m.formatVersion},
   "lineage": ${JSON.stringify(m.lineage)},
   "createdAt": ${JSON.stringify(m.createdAt)},
   "commitSeq": ${m.commitSeq},
   "oldestCommitSeq": ${m.oldestCommitSeq},
-  "walGeneration": ${m.walGeneration},
+  "walGeneration": ${m.walGeneration},${times}
   "files": ${entries(m.files, FILE_FIELDS)},
   "segments": ${entries(m.segments, SEGMENT_FIELDS)}
 }
@@ -635,4 +712,19 @@ export function restorableFrom(manifest: Manifest): number {
   let from = manifest.oldestCommitSeq;
   for (const file of manifest.files) from += file.frames;
   return from;
+}
+
+/**
+ * The times of the states a restore point restores, in ms since the epoch:
+ * `from` of its oldest (at {@link restorableFrom}, the snapshot's), `to` of
+ * its newest (at `commitSeq`). Each `null` when unknown: always for a
+ * version 1 manifest, and for an engine that records no times.
+ */
+export function stateTimes(manifest: Manifest): { from: number | null; to: number | null } {
+  const ms = (text: string | null | undefined): number | null => {
+    if (text === null || text === undefined) return null;
+    const time = Date.parse(text);
+    return Number.isNaN(time) ? null : time;
+  };
+  return { from: ms(manifest.snapshotTime), to: ms(manifest.commitTime) };
 }

@@ -135,6 +135,23 @@ export function logCrc32(frames: readonly Uint8Array[]): number {
   return crc >>> 0;
 }
 
+/**
+ * The commit time of the last whole record in framed-log `bytes` (whole
+ * frames, as a log range holds them), or `null` when there is none. Reads
+ * only the frames' length fields and one header: no CRC is checked here.
+ */
+export function lastCommitTimeOf(bytes: Uint8Array): number | null {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let offset = 0;
+  let last = -1;
+  while (offset + LOG_FRAME_HEADER_BYTES + COMMIT_RECORD_HEADER_BYTES <= bytes.byteLength) {
+    last = offset;
+    offset += LOG_FRAME_HEADER_BYTES + view.getUint32(offset, true);
+  }
+  if (last < 0 || offset > bytes.byteLength) return null;
+  return view.getFloat64(last + LOG_FRAME_HEADER_BYTES + 16, true);
+}
+
 /** Decodes a record payload (without the frame header); throws `RangeError` on a malformed one. */
 export function decodeCommitRecord(payload: Uint8Array): CommitRecord {
   if (payload.byteLength < COMMIT_RECORD_HEADER_BYTES)

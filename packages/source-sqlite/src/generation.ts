@@ -30,6 +30,8 @@ export interface SqliteSnapshot {
   readonly databasePages: number;
   /** `pageSize × databasePages`. */
   readonly size: number;
+  /** The generation's snapshot time (see {@link Generation.snapshotTime}). */
+  readonly time: number;
   /** Streams the image, page for page, in chunks; each call starts from the beginning. */
   read(options?: { signal?: AbortSignal }): AsyncIterable<Uint8Array>;
 }
@@ -44,6 +46,12 @@ export interface Generation {
   /** Overlay of the snapshot: pages newer than the database file, at the generation's start. */
   readonly snapshotPages: Map<number, Uint8Array>;
   readonly snapshotDatabasePages: number;
+  /**
+   * Wall-clock ms taken right after the snapshot's read transaction saw the
+   * database: every commit it holds happened before, and every commit of the
+   * log is captured (and dated) after it.
+   */
+  readonly snapshotTime: number;
   /** The snapshot is still readable (the reader it needs is pinned). */
   snapshotAvailable: boolean;
   readonly log: HeldLog;
@@ -74,6 +82,8 @@ export interface GenerationSource {
   readonly pageSize: number;
   readonly maxHeldLogBytes: number;
   readonly capture: WalCapture;
+  /** The clock commit records are dated by (default `Date.now`). */
+  readonly wallNow?: () => number;
 }
 
 /**
@@ -115,6 +125,7 @@ export function startGenerationUnderReader(source: GenerationSource): Generation
     id: `${Date.now().toString(36)}-${Math.random().toString(16).slice(2, 10)}`,
     snapshotPages,
     snapshotDatabasePages: capture.databasePages,
+    snapshotTime: (source.wallNow ?? Date.now)(),
     snapshotAvailable: true,
     log: new HeldLog(source.pageSize, source.maxHeldLogBytes),
   };
@@ -136,6 +147,7 @@ export function snapshotOf(
     pageSize,
     databasePages,
     size: pageSize * databasePages,
+    time: generation.snapshotTime,
     async *read(options: { signal?: AbortSignal } = {}) {
       pins.pin();
       try {

@@ -10,11 +10,19 @@
  * an older one, so the first generation holding a commit at or before the
  * time has the answer.
  *
- * Limit: when the time falls between a generation's snapshot and its first
- * commit record, the snapshot's own time is not known, so the answer comes
- * from the previous generation (or is `null`): never a state newer than asked.
+ * A generation whose restore point records its snapshot's time (manifest
+ * format version 2) answers any time at or after it: with the newest commit
+ * record at or before the time, or with the snapshot's state itself when
+ * none is (a time right after a restart, before the first new commit). A
+ * snapshot newer than the time sends the search to the previous generation.
+ *
+ * Limits: for a version 1 restore point the snapshot's time is not known, so
+ * a time between its snapshot and its first commit record is answered from
+ * the previous generation (or `null`): never a state newer than asked.
+ * Commits made while no backup ran are dated by the snapshot that first saw
+ * them.
  */
-import { parseManifest } from '@x/manifest';
+import { parseManifest, restorableFrom, stateTimes } from '@x/manifest';
 import {
   decodeSegmentEntry,
   expectedPreviousCrc32,
@@ -58,8 +66,10 @@ export async function sqliteCommitAtTime(
     const object = await store.get(point.manifestKey, options);
     if (object === null) continue; // Deleted by retention since the listing.
     const manifest = parseManifest(object.body, { prefix });
-    let commitSeq =
-      manifest.oldestCommitSeq + manifest.files.reduce((sum, file) => sum + file.frames, 0);
+    const snapshotTime = stateTimes(manifest).from;
+    // A snapshot taken after the time holds a state newer than asked.
+    if (snapshotTime !== null && snapshotTime > time) continue;
+    let commitSeq = restorableFrom(manifest);
     let found: SqliteCommitAtTime | null = null;
     let carry: Uint8Array = new Uint8Array(0);
     for (const [index, segment] of manifest.segments.entries()) {
@@ -109,6 +119,13 @@ export async function sqliteCommitAtTime(
       if (past) break;
     }
     if (found !== null) return found;
+    // No commit of this generation by then: its snapshot's state is the newest.
+    if (snapshotTime !== null)
+      return {
+        commitSeq: restorableFrom(manifest),
+        manifestKey: point.manifestKey,
+        commitTime: snapshotTime,
+      };
   }
   return null;
 }

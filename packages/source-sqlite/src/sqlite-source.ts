@@ -44,6 +44,7 @@ import type {
   WalRange,
 } from '@x/backup-worker';
 import { FrameCounter } from '@x/wal-segment';
+import { lastCommitTimeOf } from './commit-record.ts';
 import { SqliteDatabaseReplacedError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
 import { SqliteTap, type SqliteTapOptions } from './tap.ts';
 
@@ -386,6 +387,7 @@ export class SqliteSource implements BackupSource {
       archives: [],
       chainFiles: [],
       floor: 0,
+      snapshotTime: image.time,
       close: async () => undefined,
     };
   }
@@ -409,6 +411,7 @@ export class SqliteSource implements BackupSource {
       bytes: range.bytes,
       frames: range.commits,
       crc32: range.crc32,
+      lastCommitTime: lastCommitTimeOf(range.bytes),
     };
   }
 

@@ -507,6 +507,7 @@ export class SqliteTap {
       pageSize: this.pageSize,
       maxHeldLogBytes: this.options.maxHeldLogBytes,
       capture: this.#capture,
+      wallNow: this.options.wallNow,
     });
   }
 }

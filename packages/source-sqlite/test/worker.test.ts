@@ -115,7 +115,12 @@ describe('SqliteSource with the BackupWorker', () => {
         materializer,
       });
       expect(hashOf(join(target, 'app.db'), contentHash)).toBe(hashes[lastCommitOfRound[4]!]);
-      expect(await sqliteCommitAtTime(store, 'p', 500)).toBeNull();
+      // Before the first commit, after the snapshot (taken at 0): the snapshot's state.
+      expect(await sqliteCommitAtTime(store, 'p', 500)).toMatchObject({
+        commitSeq: 0,
+        commitTime: 0,
+      });
+      expect(await sqliteCommitAtTime(store, 'p', -1)).toBeNull();
     } finally {
       checkpointer.close();
       await source.close();
