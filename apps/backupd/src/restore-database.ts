@@ -13,6 +13,7 @@ import {
   type LatestFallback,
   NoRestorePointError,
   RestoreTargetNotEmptyError,
+  type RolledForward,
   restore,
 } from '@x/restore';
 import { sqliteCommitAtTime, sqliteMaterializer } from '@x/source-sqlite';
@@ -62,6 +63,8 @@ export interface DatabaseRestoreResult {
   readonly manifestKey: string;
   /** Set when LATEST was unusable and the newest restore point that passes restore's checks was used. */
   readonly fellBackFrom?: LatestFallback;
+  /** A restore of the latest state: what it applied beyond its restore point (`@x/restore`). */
+  readonly rolledForward?: RolledForward;
 }
 
 export async function restoreDatabase(
@@ -109,5 +112,6 @@ export async function restoreDatabase(
     commitSeq: result.commitSeq,
     manifestKey: result.manifestKey,
     ...(result.fellBackFrom ? { fellBackFrom: result.fellBackFrom } : {}),
+    ...(result.rolledForward ? { rolledForward: result.rolledForward } : {}),
   };
 }

@@ -79,5 +79,20 @@ describe('restore of the latest state after a SIGKILL', () => {
     const rows = (check.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
     check.close();
     expect(rows).toBe(30);
+    // Both forms say how many commits beyond the restore point it holds.
+    expect(restore.stdout).toMatch(
+      /\(3 commit\(s\) beyond the restore point at commit \d+, rolled forward over \d+ chained segment\(s\)\)/,
+    );
+    const json = await runCli(['restore', backups, join(directory, 'again.db'), '--json'], { env });
+    expect(json.code, json.stderr).toBe(0);
+    const result = JSON.parse(json.stdout) as {
+      commitSeq: number;
+      rolledForward: { fromCommitSeq: number; commits: number };
+      newerUnrestorable: unknown;
+    };
+    expect(result.rolledForward.commits).toBe(3);
+    expect(result.commitSeq).toBe(result.rolledForward.fromCommitSeq + 3);
+    // Nothing is left behind: the roll-forward took every shipped segment.
+    expect(result.newerUnrestorable).toBeNull();
   });
 });

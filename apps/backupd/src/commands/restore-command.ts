@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import {
   findUnnamedNewerDataAfter,
   holdsUnnamedNewerData,
+  type RolledForward,
   type UnnamedNewerData,
 } from '@x/restore';
 import { restoreFramedStore } from '@x/source-framed';
@@ -187,9 +188,16 @@ function isTargetRefusal(error: unknown): error is Error {
 function reportRestored(
   context: RestoreContext,
   target: string,
-  result: { readonly commitSeq: number; readonly manifestKey: string },
+  result: {
+    readonly commitSeq: number;
+    readonly manifestKey: string;
+    readonly rolledForward?: RolledForward;
+  },
   newer: NewerDataCheck | undefined,
 ): void {
+  const rolled = result.rolledForward;
+  const rolledNote = rollForwardNote(rolled);
+  if (rolledNote !== undefined) context.stderr.write(context.redactor.text(`${rolledNote}\n`));
   if (newer !== undefined) {
     const warning =
       'problem' in newer
@@ -200,7 +208,14 @@ function reportRestored(
     if (warning !== undefined) context.stderr.write(context.redactor.text(`${warning}\n`));
   }
   if (!context.values.json) {
-    print(context, `restored commit ${result.commitSeq} from ${result.manifestKey} to ${target}`);
+    const beyond =
+      rolled !== undefined && rolled.commits > 0
+        ? ` (${rolled.commits} commit(s) beyond the restore point at commit ${rolled.fromCommitSeq}, rolled forward over ${rolled.segments} chained segment(s))`
+        : '';
+    print(
+      context,
+      `restored commit ${result.commitSeq} from ${result.manifestKey}${beyond} to ${target}`,
+    );
     return;
   }
   printJson(
@@ -256,6 +271,8 @@ async function checkNewerData(
   try {
     const found = await findUnnamedNewerDataAfter(store, prefix, manifestKey, {
       signal: AbortSignal.timeout(120_000),
+      // Called for a restore of the latest state only, which rolled forward.
+      afterRollForward: true,
     });
     if (found === null) {
       return {
@@ -266,6 +283,15 @@ async function checkNewerData(
   } catch (error) {
     return { problem: error instanceof Error ? error.message : String(error) };
   }
+}
+
+/** Why a restore of the latest state rolled forward no further, when it says anything. */
+function rollForwardNote(rolled: RolledForward | undefined): string | undefined {
+  if (rolled?.stoppedAt !== undefined)
+    return `warning: the roll-forward past the restore point stopped at ${rolled.stoppedAt.key}: ${rolled.stoppedAt.reason}; it and what follows it were not restored`;
+  if (rolled?.laterGeneration !== undefined)
+    return `warning: the backup holds generation ${rolled.laterGeneration}, later than the restore point's, with no restore point to verify it from: nothing was rolled forward`;
+  return undefined;
 }
 
 /** "3 newer segment(s)", "1 newer snapshot(s)", or both joined by "and". */
