@@ -72,6 +72,11 @@ describe('restore of the latest state after a SIGKILL', () => {
     // No restore point names them: the same restore points as before the commits.
     expect(await restorePoints()).toEqual(before);
 
+    // ls says what a restore of the latest state holds beyond LATEST's restore point.
+    const ls = await runCli(['ls', backups], { env });
+    expect(ls.stdout).toMatch(
+      /ROLL-FORWARD: a restore of the latest state also holds 3 commit\(s\)/,
+    );
     const restored = join(directory, 'restored.db');
     const restore = await runCli(['restore', backups, restored], { env });
     expect(restore.code, restore.stderr).toBe(0);

@@ -106,7 +106,11 @@ async function listRestorePointsCommand(
   let newerProblem: string | undefined;
   if (latestPoint !== undefined) {
     try {
-      newer = await findUnnamedNewerDataAfter(store, prefix, latestPoint.manifestKey, { signal });
+      // Measured after the roll-forward a restore of the latest state does.
+      newer = await findUnnamedNewerDataAfter(store, prefix, latestPoint.manifestKey, {
+        signal,
+        afterRollForward: true,
+      });
     } catch (error) {
       // The listing above is still true; say that this part is unknown
       // instead of failing the whole command.
@@ -120,7 +124,13 @@ async function listRestorePointsCommand(
         ? point
         : newerProblem !== undefined
           ? { ...point, newerUnrestorableCheckError: newerProblem }
-          : { ...point, newerUnrestorable: newer === null ? null : newerDataJson(newer) },
+          : {
+              ...point,
+              newerUnrestorable: newer === null ? null : newerDataJson(newer),
+              ...(newer?.rolledForward !== undefined && newer.rolledForward.commits > 0
+                ? { rolledForward: newer.rolledForward }
+                : {}),
+            },
     );
     printJson(
       context,
@@ -174,6 +184,11 @@ async function listRestorePointsCommand(
   if (newerProblem !== undefined)
     print(context, `PROBLEM: could not check for data newer than LATEST: ${newerProblem}`);
   else if (newer !== null && holdsUnnamedNewerData(newer)) print(context, newerDataLine(newer));
+  if (newer?.rolledForward !== undefined && newer.rolledForward.commits > 0)
+    print(
+      context,
+      `ROLL-FORWARD: a restore of the latest state also holds ${newer.rolledForward.commits} commit(s) shipped after LATEST's restore point (commit ${newer.commitSeq}), in ${newer.rolledForward.segments} chained segment(s)`,
+    );
   return EXIT_OK;
 }
 
