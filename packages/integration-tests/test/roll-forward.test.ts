@@ -19,6 +19,7 @@ import {
   parseLatest,
   parseManifest,
   parseSegmentKey,
+  segmentKey,
   snapshotKey,
 } from '@x/manifest';
 import { findUnnamedNewerDataAfter } from '@x/restore';
@@ -183,6 +184,25 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()] as StoreCase
       expect(result.rolledForward?.segments).toBe(0);
       expect(result.rolledForward?.stoppedAt?.key).toBe(shipped.unnamed[0]);
       expect(result.rolledForward?.stoppedAt?.reason).toMatch(/lineage/);
+    });
+
+    it('never rolls over a raw .segment (no chain), and counts it as left behind', async () => {
+      const key = shipped.unnamed[0]!;
+      const range = parseSegmentKey(prefix, key)!;
+      const raw = decodeSegmentObject((await store.get(key))!.body).body;
+      await store.delete(key);
+      const rawKey = segmentKey(prefix, range.generation, range.start, range.end);
+      await store.put(rawKey, raw);
+      const result = await restoreLatest();
+      expect(result.commitSeq).toBe(shipped.manifest.commitSeq);
+      expect(result.rolledForward?.stoppedAt).toEqual({
+        key: rawKey,
+        reason: 'a raw .segment object carries no chain CRC',
+      });
+      const left = await findUnnamedNewerDataAfter(store, prefix, shipped.manifestKey, {
+        afterRollForward: true,
+      });
+      expect(left).toMatchObject({ segments: SHIPS, firstKey: rawKey });
     });
 
     it('stops before a .seg that does not decode', async () => {
