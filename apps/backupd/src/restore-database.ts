@@ -61,6 +61,12 @@ export class DatabaseTargetExistsError extends Error {
 export interface DatabaseRestoreResult {
   readonly commitSeq: number;
   readonly manifestKey: string;
+  /**
+   * The recorded commit time (ISO 8601, UTC) of the state restored: its last
+   * commit's, or its snapshot's when it holds no commit past it; `null` when
+   * the backup does not record it (a version 1 restore point at its snapshot).
+   */
+  readonly commitTime: string | null;
   /** Set when LATEST was unusable and the newest restore point that passes restore's checks was used. */
   readonly fellBackFrom?: LatestFallback;
   /** A restore of the latest state: what it applied beyond its restore point (`@x/restore`). */
@@ -92,9 +98,17 @@ export async function restoreDatabase(
     commitSeq = found.commitSeq;
   }
   let result: Awaited<ReturnType<typeof restore>>;
+  // What the rebuilt database holds, from the records applied (so it is
+  // right for every way of choosing, a roll-forward included).
+  let commitTime: number | null = null;
   try {
     result = await restore(store, prefix, dirname(target), {
-      materializer: sqliteMaterializer({ databaseName: basename(target) }),
+      materializer: sqliteMaterializer({
+        databaseName: basename(target),
+        onRebuilt: (rebuilt) => {
+          commitTime = rebuilt.commitTime;
+        },
+      }),
       force: options.force,
       ...(manifestKey ? { manifestKey } : {}),
       ...(commitSeq !== undefined ? { commitSeq } : {}),
@@ -111,6 +125,7 @@ export async function restoreDatabase(
   return {
     commitSeq: result.commitSeq,
     manifestKey: result.manifestKey,
+    commitTime: commitTime === null ? null : new Date(commitTime).toISOString(),
     ...(result.fellBackFrom ? { fellBackFrom: result.fellBackFrom } : {}),
     ...(result.rolledForward ? { rolledForward: result.rolledForward } : {}),
   };

@@ -44,6 +44,16 @@ export interface RestorePointInfo {
   readonly sizeBytes?: number;
   /** Number of objects it names. */
   readonly objects?: number;
+  /** The manifest's format version. */
+  readonly formatVersion?: 1 | 2;
+  /**
+   * The time of the oldest state it restores (at `restorableFrom`, its
+   * snapshot's), RFC 3339; `null` when unknown (format version 1, or an
+   * engine that records no times).
+   */
+  readonly snapshotTime?: string | null;
+  /** The recorded commit time of its newest state (at `commitSeq`); `null` when unknown. */
+  readonly commitTime?: string | null;
 }
 
 /**
@@ -122,6 +132,9 @@ export async function listRestorePoints(
       walGeneration: manifest.walGeneration,
       sizeBytes,
       objects: manifest.files.length + manifest.segments.length,
+      formatVersion: manifest.formatVersion,
+      snapshotTime: manifest.snapshotTime ?? null,
+      commitTime: manifest.commitTime ?? null,
     });
   }
   return points;

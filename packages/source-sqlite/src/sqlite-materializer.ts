@@ -19,6 +19,7 @@
 import { createReadStream } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { stateTimes } from '@x/manifest';
 import type { RestoreMaterializer } from '@x/restore';
 import { FramedWalCutter, RestorePointRejectedError } from '@x/restore';
 import { COMMIT_RECORD_HEADER_BYTES, commitsOfRecordHeader } from './commit-record.ts';
@@ -33,6 +34,14 @@ import {
 export interface SqliteMaterializerOptions {
   /** File name of the restored database in the target directory, e.g. `app.db`. */
   readonly databaseName: string;
+  /**
+   * Called once the database is rebuilt (before restore moves it into place)
+   * with the recorded time of the state it holds, ms: the last applied
+   * commit record's, or with none applied the restore point's snapshot time
+   * (manifest version 2); `null` when unknown (a version 1 restore point
+   * restored to its snapshot).
+   */
+  readonly onRebuilt?: (rebuilt: { readonly commitTime: number | null }) => void;
 }
 
 export function sqliteMaterializer(options: SqliteMaterializerOptions): RestoreMaterializer {
@@ -81,12 +90,16 @@ export function sqliteMaterializer(options: SqliteMaterializerOptions): RestoreM
         ]);
       }
       const directory = staged.directory;
-      await restoreSqliteDatabase({
+      const rebuilt = await restoreSqliteDatabase({
         targetPath: join(directory, name),
         snapshot: createReadStream(join(directory, snapshotName)),
         log: createReadStream(join(directory, logName)),
         force: true,
         ...(finishOptions.signal === undefined ? {} : { signal: finishOptions.signal }),
+      });
+      options.onRebuilt?.({
+        commitTime:
+          rebuilt.commitsApplied > 0 ? rebuilt.lastCommitTime : stateTimes(staged.manifest).from,
       });
       await rm(join(directory, snapshotName), { force: true });
       await rm(join(directory, logName), { force: true });

@@ -167,6 +167,7 @@ async function listRestorePointsCommand(
       ? `${point.restorableFrom}..${point.commitSeq}`
       : String(point.commitSeq),
     point.createdAt ?? '-',
+    timeRange(point),
     point.sizeBytes !== undefined ? formatBytes(point.sizeBytes) : '-',
     point.walGeneration !== undefined ? String(point.walGeneration) : '-',
     point.lineage ?? '-',
@@ -174,8 +175,16 @@ async function listRestorePointsCommand(
   ]);
   print(
     context,
-    table(['LATEST', 'COMMITS', 'CREATED', 'SIZE', 'GENERATION', 'LINEAGE', 'STATUS'], rows),
+    table(
+      ['LATEST', 'COMMITS', 'CREATED', 'STATE TIMES', 'SIZE', 'GENERATION', 'LINEAGE', 'STATUS'],
+      rows,
+    ),
   );
+  if (points.some((point) => point.formatVersion === 1))
+    print(
+      context,
+      'STATE TIMES "-": a restore point of manifest format version 1 records no state times (its commits were recorded before CREATED)',
+    );
   if (!deep)
     print(
       context,
@@ -190,6 +199,15 @@ async function listRestorePointsCommand(
       `ROLL-FORWARD: a restore of the latest state also holds ${newer.rolledForward.commits} commit(s) shipped after LATEST's restore point (commit ${newer.commitSeq}), in ${newer.rolledForward.segments} chained segment(s)`,
     );
   return EXIT_OK;
+}
+
+/** The STATE TIMES cell: the oldest state's time..the newest commit's, as far as known. */
+function timeRange(point: RestorePointInfo): string {
+  const from = point.snapshotTime ?? null;
+  const to = point.commitTime ?? null;
+  if (from === null && to === null) return '-';
+  if (from === to) return from!;
+  return `${from ?? '?'}..${to ?? '?'}`;
 }
 
 /** The line after the table when data newer than LATEST's restore point exists. */

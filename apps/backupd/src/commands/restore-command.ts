@@ -103,6 +103,7 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
     const newer =
       chosen.length === 0 ? await checkNewerData(store, prefix, result.manifestKey) : undefined;
     reportRestored(context, target, result, newer);
+    if (!context.values.json) print(context, commitTimeLine(result));
     // The restore itself worked: newer data it could not include is a
     // warning, not a failure (README: exit codes).
     return EXIT_OK;
@@ -172,7 +173,18 @@ async function restoreChosen(
     throw new UsageError(
       '--time needs commit times, which only SQLite backups record; use --commit',
     );
-  return restoreFramedStore(where.store, where.prefix, where.target, choice);
+  // The framed store records no commit times.
+  return {
+    ...(await restoreFramedStore(where.store, where.prefix, where.target, choice)),
+    commitTime: null,
+  };
+}
+
+/** The line after the result: the recorded time of the state restored, or that it is unknown. */
+function commitTimeLine(result: DatabaseRestoreResult): string {
+  return result.commitTime === null
+    ? `commit time of commit ${result.commitSeq}: unknown (this backup records none for it)`
+    : `commit time of commit ${result.commitSeq}: ${result.commitTime}`;
 }
 
 /** What a restore refuses to overwrite: the caller's cue for exit 3. */
