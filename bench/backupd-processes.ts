@@ -5,10 +5,12 @@
  * (no `benchmark` export): imported by `sqlite-growth` and `sqlite-app-overhead`.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdir, rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseLatest, parseManifest, parseManifestKey } from '@x/manifest';
 import type { FsStore } from '@x/store';
+import type { Measurement } from './harness.ts';
 
 /** The installed command (the bundle when fresh, else the sources: see apps/backupd/bin). */
 export const BACKUPD_BIN = fileURLToPath(new URL('../node_modules/.bin/backupd', import.meta.url));
@@ -114,4 +116,16 @@ export async function latestRestoreBytes(store: FsStore): Promise<number> {
   const manifest = parseManifest(object.body, { prefix: FILE_URL_PREFIX });
   const named = [...manifest.files, ...manifest.segments].reduce((sum, o) => sum + o.size, 0);
   return latest.size + object.size + named;
+}
+
+/** A measurement where less is better (bytes, seconds, ratios of cost). */
+export function lowerIsBetter(value: number, unit: string): Measurement {
+  return { value, unit, higherIsBetter: false };
+}
+
+/** `path` as an empty directory: whatever an earlier run left there is removed. */
+export async function freshDirectory(path: string): Promise<string> {
+  await rm(path, { recursive: true, force: true });
+  await mkdir(path, { recursive: true });
+  return path;
 }

@@ -30,7 +30,9 @@ import { pathToFileURL } from 'node:url';
 import { FsStore } from '@x/store';
 import {
   checkBackupdRuns,
+  freshDirectory,
   listRestorePoints,
+  lowerIsBetter,
   prefixBytes,
   restoreSeconds,
   startReplicate,
@@ -110,18 +112,12 @@ function rows(path: string): number {
   return n;
 }
 
-function lower(value: number, unit: string): Measurement {
-  return { value, unit, higherIsBetter: false };
-}
-
 async function onePair(
   tempDir: string,
   synchronous: Synchronous,
   measured: Record<string, Measurement>,
 ): Promise<void> {
-  const directory = join(tempDir, synchronous);
-  await rm(directory, { recursive: true, force: true });
-  await mkdir(directory, { recursive: true });
+  const directory = await freshDirectory(join(tempDir, synchronous));
 
   const aloneDatabase = join(directory, 'alone.db');
   createDatabase(aloneDatabase);
@@ -156,11 +152,11 @@ async function onePair(
   const withRate = withBackupd.commits / withBackupd.seconds;
   measured[`${synchronous} rate with ÷ alone`] = { value: withRate / aloneRate, unit: '×' };
   measured[`${synchronous} commits/s alone`] = { value: aloneRate, unit: 'commits/s' };
-  measured[`${synchronous} p99 commit ms alone`] = lower(alone.p99Ms, 'ms');
-  measured[`${synchronous} p99 commit ms with`] = lower(withBackupd.p99Ms, 'ms');
-  measured[`${synchronous} worst commit ms with`] = lower(withBackupd.maxMs, 'ms');
-  measured[`${synchronous} uploaded MB`] = lower(uploaded / 1e6, 'MB');
-  measured[`${synchronous} restore s`] = lower(seconds, 's');
+  measured[`${synchronous} p99 commit ms alone`] = lowerIsBetter(alone.p99Ms, 'ms');
+  measured[`${synchronous} p99 commit ms with`] = lowerIsBetter(withBackupd.p99Ms, 'ms');
+  measured[`${synchronous} worst commit ms with`] = lowerIsBetter(withBackupd.maxMs, 'ms');
+  measured[`${synchronous} uploaded MB`] = lowerIsBetter(uploaded / 1e6, 'MB');
+  measured[`${synchronous} restore s`] = lowerIsBetter(seconds, 's');
 }
 
 export const benchmark = defineBenchmark<State>({

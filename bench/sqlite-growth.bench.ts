@@ -36,8 +36,10 @@ import { pathToFileURL } from 'node:url';
 import { FsStore } from '@x/store';
 import {
   checkBackupdRuns,
+  freshDirectory,
   latestRestoreBytes,
   listRestorePoints,
+  lowerIsBetter,
   prefixBytes,
   restoreSeconds,
   startReplicate,
@@ -94,18 +96,12 @@ function checkRestoredRows(path: string): void {
   if (rows !== ROWS) throw new Error(`restored database holds ${rows} rows, expected ${ROWS}`);
 }
 
-function ratio(value: number, unit = '×'): Measurement {
-  return { value, unit, higherIsBetter: false };
-}
-
 async function oneRate(
   tempDir: string,
   rate: number,
   measured: Record<string, Measurement>,
 ): Promise<void> {
-  const directory = join(tempDir, `rate-${rate}`);
-  await rm(directory, { recursive: true, force: true });
-  await mkdir(directory, { recursive: true });
+  const directory = await freshDirectory(join(tempDir, `rate-${rate}`));
   const database = join(directory, 'app.db');
   const prefix = join(directory, 'backups');
   const url = pathToFileURL(prefix).href;
@@ -139,14 +135,14 @@ async function oneRate(
       const seconds = restoreSeconds(url, restored);
       checkRestoredRows(restored);
       const label = `${rate}/s ${mark}s`;
-      measured[`${label} bucket ÷ db`] = ratio(total / databaseBytes);
-      measured[`${label} upload MB/h`] = ratio(
+      measured[`${label} bucket ÷ db`] = lowerIsBetter(total / databaseBytes, '×');
+      measured[`${label} upload MB/h`] = lowerIsBetter(
         ((total - previous.bytes) / 1e6 / (atS - previous.atS)) * 3600,
         'MB/h',
       );
-      measured[`${label} restore read ÷ db`] = ratio(restoreRead / databaseBytes);
-      measured[`${label} restore s`] = ratio(seconds, 's');
-      measured[`${label} largest manifest KiB`] = ratio(largestManifest / 1024, 'KiB');
+      measured[`${label} restore read ÷ db`] = lowerIsBetter(restoreRead / databaseBytes, '×');
+      measured[`${label} restore s`] = lowerIsBetter(seconds, 's');
+      measured[`${label} largest manifest KiB`] = lowerIsBetter(largestManifest / 1024, 'KiB');
       previous = { atS, bytes: total };
     }
   } finally {
@@ -166,7 +162,7 @@ async function oneRate(
   }
   const after = await prefixBytes(store);
   const databaseBytes = (await stat(database)).size;
-  measured[`${rate}/s idle restart adds % of db`] = ratio(
+  measured[`${rate}/s idle restart adds % of db`] = lowerIsBetter(
     ((after.total - before.total) / databaseBytes) * 100,
     '%',
   );
