@@ -1,7 +1,7 @@
 import { type FileEntry, manifestKey } from '@x/manifest';
 import { describe, expect, it } from 'vitest';
 import { buildRestorePoint } from './restore-point-builder.ts';
-import { Tenure } from './tenure.ts';
+import { noteShippedTime, Tenure } from './tenure.ts';
 
 function entry(name: string, frames: number, lineage = 'L'): FileEntry {
   return { name, key: `db/x/${name}`, size: 1, crc32: '00000000', frames, lineage };
@@ -73,6 +73,32 @@ describe('buildRestorePoint', () => {
     const tenure = tenureWithGeneration();
     tenure.side.set('keys.json', { identity: 'k', entry: entry('keys.json', 0, 'other') });
     expect(() => buildRestorePoint('db', tenure, 0)).toThrow(/lineage/);
+  });
+
+  it('writes format version 2 with the source’s snapshot time and the newest shipped commit’s', () => {
+    const tenure = tenureWithGeneration();
+    const generation = { ...tenure.current!, snapshotTime: 1_000, commitTime: 1_000 };
+    tenure.current = generation;
+    expect(buildRestorePoint('db', tenure, 0)?.manifest).toMatchObject({
+      formatVersion: 2,
+      snapshotTime: '1970-01-01T00:00:01.000Z',
+      commitTime: '1970-01-01T00:00:01.000Z',
+    });
+    noteShippedTime(generation, { frames: 2, lastCommitTime: 1_500 });
+    expect(buildRestorePoint('db', tenure, 0)?.manifest.commitTime).toBe(
+      '1970-01-01T00:00:01.500Z',
+    );
+    // A clock stepped back never dates the newest state before the snapshot.
+    noteShippedTime(generation, { frames: 1, lastCommitTime: 900 });
+    expect(buildRestorePoint('db', tenure, 0)?.manifest.commitTime).toBe(
+      '1970-01-01T00:00:01.500Z',
+    );
+    // A range of unknown time makes the newest state's time unknown.
+    noteShippedTime(generation, { frames: 1 });
+    expect(buildRestorePoint('db', tenure, 0)?.manifest).toMatchObject({
+      snapshotTime: '1970-01-01T00:00:01.000Z',
+      commitTime: null,
+    });
   });
 
   it('is null without a current generation', () => {
