@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { snapshotDue } from './snapshot-schedule.ts';
+import { SNAPSHOT_LOG_FLOOR_BYTES, snapshotDue } from './snapshot-schedule.ts';
 
 const base = {
   startedAt: 1_000,
   now: 1_000,
   intervalMs: 3_600_000,
   shippedBytes: 0,
-  databaseBytes: 1_000_000,
+  databaseBytes: 4_000_000,
   logFactor: 4,
 };
 
@@ -17,8 +17,18 @@ describe('snapshotDue', () => {
   });
 
   it('is due once the shipped WAL outgrows the factor times the database, not at it', () => {
-    expect(snapshotDue({ ...base, shippedBytes: 4_000_000 })).toBeNull();
-    expect(snapshotDue({ ...base, shippedBytes: 4_000_001 })).toMatch(/more than 4 ×/);
+    expect(snapshotDue({ ...base, shippedBytes: 16_000_000 })).toBeNull();
+    expect(snapshotDue({ ...base, shippedBytes: 16_000_001 })).toMatch(/more than 4 ×/);
+  });
+
+  it('waits for the floor of WAL for a small database, however far past the factor', () => {
+    // A 10 kB database: 4 × is 40 kB, which a few commits ship.
+    const small = { ...base, databaseBytes: 10_000 };
+    expect(snapshotDue({ ...small, shippedBytes: 40_001 })).toBeNull();
+    expect(snapshotDue({ ...small, shippedBytes: SNAPSHOT_LOG_FLOOR_BYTES - 1 })).toBeNull();
+    expect(snapshotDue({ ...small, shippedBytes: SNAPSHOT_LOG_FLOOR_BYTES })).toMatch(
+      /more than 4 × the 10000-byte database/,
+    );
   });
 
   it('ignores a disabled rule and an unknown database size', () => {

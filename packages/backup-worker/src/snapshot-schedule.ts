@@ -5,10 +5,19 @@
  * generation lets retention's window drop the old one and bounds what a
  * restore of the latest state reads (one snapshot plus the log since it).
  *
+ * The size rule waits for at least {@link SNAPSHOT_LOG_FLOOR_BYTES} of WAL,
+ * whatever the factor: for a small database a few kilobytes of log would
+ * otherwise outgrow it every second or two, and each new generation costs
+ * requests (a snapshot upload, its checks, a restore point) that save a
+ * restore only a few kilobytes of reading.
+ *
  * Pure: the worker asks after a step that left nothing unshipped and
  * nothing outside a restore point, so the old generation ends restorable to
  * its last commit and no point-in-time history is lost at the switch.
  */
+
+/** The least WAL a generation ships before the size rule may start a new one: 8 MiB. */
+export const SNAPSHOT_LOG_FLOOR_BYTES = 8 * 1024 * 1024;
 
 export interface SnapshotScheduleInput {
   /** Wall-clock ms the current generation started (in this worker). */
@@ -33,7 +42,8 @@ export function snapshotDue(input: SnapshotScheduleInput): string | null {
     input.logFactor > 0 &&
     input.databaseBytes !== null &&
     input.databaseBytes > 0 &&
-    input.shippedBytes > input.logFactor * input.databaseBytes
+    input.shippedBytes > input.logFactor * input.databaseBytes &&
+    input.shippedBytes >= SNAPSHOT_LOG_FLOOR_BYTES
   )
     return `the generation shipped ${input.shippedBytes} bytes of WAL, more than ${input.logFactor} × the ${input.databaseBytes}-byte database`;
   return null;

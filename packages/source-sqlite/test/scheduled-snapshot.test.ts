@@ -127,9 +127,11 @@ describe('scheduled snapshots (SQLite)', () => {
     await worker.runOnce();
     const first = (await listRestorePoints(store, 'p')).at(-1)!;
     expected.set(first.commitSeq, hashOf(path));
-    // Rewrites of the same rows: the WAL grows, the database hardly does.
+    // Rows of 4 KiB, each overflowing its page: the WAL outgrows twice the
+    // database, and passes the 8 MiB floor (SNAPSHOT_LOG_FLOOR_BYTES) in a
+    // few dozen rounds.
     let generations = new Set([first.walGeneration]);
-    for (let round = 0; round < 12 && generations.size < 2; round += 1) {
+    for (let round = 0; round < 200 && generations.size < 2; round += 1) {
       commit(20, 4096);
       await worker.runOnce();
       const newest = (await listRestorePoints(store, 'p')).at(-1)!;
