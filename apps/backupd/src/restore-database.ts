@@ -80,6 +80,7 @@ export async function restoreDatabase(
   options: DatabaseRestoreOptions,
 ): Promise<DatabaseRestoreResult> {
   let { manifestKey, commitSeq } = options;
+  let rollForward = false;
   if (options.time !== undefined) {
     // Commit times live in the shipped commit records: find the newest commit at or before it.
     const found = await sqliteCommitAtTime(
@@ -96,6 +97,8 @@ export async function restoreDatabase(
     }
     manifestKey = found.manifestKey;
     commitSeq = found.commitSeq;
+    // A time past the newest restore point, among the chained segments after it.
+    rollForward = found.rollForward === true;
   }
   let result: Awaited<ReturnType<typeof restore>>;
   // What the rebuilt database holds, from the records applied (so it is
@@ -112,6 +115,7 @@ export async function restoreDatabase(
       force: options.force,
       ...(manifestKey ? { manifestKey } : {}),
       ...(commitSeq !== undefined ? { commitSeq } : {}),
+      ...(rollForward ? { rollForward } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });

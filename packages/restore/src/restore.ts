@@ -76,6 +76,15 @@ export interface RestoreOptions {
    * cut after its frame. With `manifestKey`, that manifest must cover it.
    */
   readonly commitSeq?: number;
+  /**
+   * With `manifestKey`: roll forward past that restore point over the
+   * chained segments of its generation shipped after it (also when a later
+   * generation exists), so `commitSeq` may name a commit among them (what a
+   * search by time finds past a generation's newest restore point). Without `manifestKey` it changes
+   * nothing: the latest state always rolls forward, a `commitSeq` alone
+   * never does.
+   */
+  readonly rollForward?: boolean;
   /** Restore into a non-empty target, replacing the store files in it. */
   readonly force?: boolean;
   /** Accepted for symmetry with verify; restore always checks every CRC-32. */
@@ -140,6 +149,19 @@ function rolledForwardOf(fromCommitSeq: number, found: RollForward): RolledForwa
     ...(found.stoppedAt === undefined ? {} : { stoppedAt: found.stoppedAt }),
     ...(found.laterGeneration === undefined ? {} : { laterGeneration: found.laterGeneration }),
   };
+}
+
+/** The part of a roll-forward a restore cut `commits` past its restore point uses; undefined for none. */
+function usedOfRoll(
+  rolled: RolledForward,
+  found: RollForward,
+  commits: number,
+): RolledForward | undefined {
+  if (commits <= 0) return undefined;
+  let segments = 0;
+  for (let counted = 0; counted < commits && segments < found.segments.length; segments += 1)
+    counted += found.segments[segments]!.frames;
+  return { fromCommitSeq: rolled.fromCommitSeq, segments, commits };
 }
 
 interface PlannedFile {
@@ -289,7 +311,14 @@ export async function restore(
   signal?.throwIfAborted();
 
   onProgress?.({ phase: 'select', bytesDone: 0, bytesTotal: 0, objectsDone: 0, objectsTotal: 0 });
-  const picked = await pickRestorePoint(store, normalizedPrefix, options);
+  // A named restore point rolled forward is checked against the commit
+  // asked for only once its chained segments are known (below).
+  const rollNamed = options.rollForward === true && options.manifestKey !== undefined;
+  const picked = await pickRestorePoint(
+    store,
+    normalizedPrefix,
+    rollNamed ? { ...options, commitSeq: undefined } : options,
+  );
   const { fellBackFrom } = picked;
   let point = picked.point;
   // The latest state: the restore point, then the chained segments shipped
@@ -297,13 +326,36 @@ export async function restore(
   // downloaded and checked again like a named one (size, CRC-32, envelope,
   // chain, commits).
   let rolledForward: RolledForward | undefined;
-  if (options.manifestKey === undefined && options.commitSeq === undefined) {
+  if ((options.manifestKey === undefined && options.commitSeq === undefined) || rollNamed) {
     const found = await findRollForward(store, normalizedPrefix, point.manifest, {
       createWalCutter: (commits) => materializer.createWalCutter(commits),
+      // A commit of a named restore point's generation is asked for, not the
+      // newest state: its chained tail serves even when a later generation exists.
+      ...(rollNamed ? { pastLaterGenerations: true } : {}),
       ...(signal === undefined ? {} : { signal }),
     });
     rolledForward = rolledForwardOf(point.manifest.commitSeq, found);
     point = { ...point, manifest: rolledForwardManifest(point.manifest, found) };
+    const wanted = options.commitSeq;
+    if (
+      rollNamed &&
+      wanted !== undefined &&
+      (wanted < point.restorableFrom || wanted > point.manifest.commitSeq)
+    )
+      throw new NoRestorePointError(
+        normalizedPrefix,
+        `${point.key} rolled forward restores commits ${point.restorableFrom} to ${point.manifest.commitSeq}, not ${wanted}`,
+        {
+          requestedCommitSeq: wanted,
+          available: [
+            { manifestKey: point.key, from: point.restorableFrom, to: point.manifest.commitSeq },
+          ],
+        },
+      );
+    // A commit chosen among the rolled-forward ones: the result says what
+    // of the roll it used (nothing, when the commit is the restore point's own).
+    if (rollNamed && wanted !== undefined)
+      rolledForward = usedOfRoll(rolledForward, found, wanted - rolledForward.fromCommitSeq);
   }
   const manifest = point.manifest;
   const commitSeq = options.commitSeq ?? manifest.commitSeq;

@@ -23,7 +23,10 @@
  * - raw `.segment` objects carry no chain and are never rolled over.
  * - nothing is rolled over when the bucket holds a snapshot or segments of a
  *   later generation: that generation's data has no restore point to chain
- *   from, and the older generation may not be the newest state.
+ *   from, and the older generation may not be the newest state. Unless
+ *   `pastLaterGenerations` is set: a caller after a commit or a time inside
+ *   this generation (not the newest state) may use its chained tail, which is
+ *   as verified as ever.
  * - requests: two LISTs with delimiter `/` (`wal/`, `snapshots/`), one paged
  *   LIST of the generation's `wal/{g}/`, and one GET per object examined
  *   (each read whole, one at a time, at most {@link MAX_ROLL_FORWARD_OBJECT_BYTES}).
@@ -74,6 +77,8 @@ export interface RollForwardOptions {
   readonly signal?: AbortSignal;
   /** Counts the commits of each decoded body (a fresh cutter per segment), checked against the header. */
   readonly createWalCutter?: (commits: number) => WalCutter;
+  /** Roll over this generation's chain even when a later generation exists (see the module comment). */
+  readonly pastLaterGenerations?: boolean;
 }
 
 interface Candidate {
@@ -119,7 +124,7 @@ export async function findRollForward(
     const parsed = parseSnapshotKey(prefix, object.key);
     if (parsed !== undefined) later(parsed.generation);
   }
-  if (laterGeneration !== undefined) {
+  if (laterGeneration !== undefined && options.pastLaterGenerations !== true) {
     return { segments: [], commits: 0, laterGeneration, requests };
   }
 

@@ -26,11 +26,19 @@ import { parseManifest, restorableFrom, stateTimes } from '@x/manifest';
 import {
   decodeSegmentEntry,
   expectedPreviousCrc32,
+  FramedWalCutter,
+  findRollForward,
   isSegmentObject,
   listRestorePoints,
+  rolledForwardManifest,
 } from '@x/restore';
 import type { ObjectStore } from '@x/store';
-import { decodeCommitRecord, splitLogFrames } from './commit-record.ts';
+import {
+  COMMIT_RECORD_HEADER_BYTES,
+  commitsOfRecordHeader,
+  decodeCommitRecord,
+  splitLogFrames,
+} from './commit-record.ts';
 import { SqliteRestoreCorruptError } from './sqlite-errors.ts';
 
 export interface SqliteCommitAtTime {
@@ -40,6 +48,12 @@ export interface SqliteCommitAtTime {
   readonly manifestKey: string;
   /** The commit's recorded time (ms since the epoch), at or before the time asked for. */
   readonly commitTime: number;
+  /**
+   * True when the commit is past `manifestKey`'s own commits, among the
+   * chained segments shipped after it: pass `rollForward: true` to
+   * `restore()` with it.
+   */
+  readonly rollForward?: boolean;
 }
 
 /**
@@ -65,7 +79,23 @@ export async function sqliteCommitAtTime(
   for (const point of generations) {
     const object = await store.get(point.manifestKey, options);
     if (object === null) continue; // Deleted by retention since the listing.
-    const manifest = parseManifest(object.body, { prefix });
+    const named = parseManifest(object.body, { prefix });
+    // A generation also holds the chained segments shipped after its newest
+    // restore point (a replicate killed before its next one): verified
+    // history, and what a time between that restore point and the next
+    // generation's snapshot asks for.
+    const manifest = rolledForwardManifest(
+      named,
+      await findRollForward(store, prefix, named, {
+        createWalCutter: (commits) =>
+          new FramedWalCutter(commits, {
+            headerBytes: COMMIT_RECORD_HEADER_BYTES,
+            commitsOf: commitsOfRecordHeader,
+          }),
+        pastLaterGenerations: true,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      }),
+    );
     const snapshotTime = stateTimes(manifest).from;
     // A snapshot taken after the time holds a state newer than asked.
     if (snapshotTime !== null && snapshotTime > time) continue;
@@ -114,7 +144,12 @@ export async function sqliteCommitAtTime(
         // A batch's time is its last commit's: the batch is restorable as a
         // whole, at or after that time.
         commitSeq += record.commits ?? 1;
-        found = { commitSeq, manifestKey: point.manifestKey, commitTime: record.commitTime };
+        found = {
+          commitSeq,
+          manifestKey: point.manifestKey,
+          commitTime: record.commitTime,
+          ...(commitSeq > named.commitSeq ? { rollForward: true } : {}),
+        };
       }
       if (past) break;
     }

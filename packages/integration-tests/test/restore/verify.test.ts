@@ -241,6 +241,10 @@ describe('listRestorePoints', () => {
           walGeneration: entry.generation.number,
           sizeBytes: size,
           objects: entry.manifest.files.length + entry.manifest.segments.length,
+          // Version 1 restore points record no state times.
+          formatVersion: 1,
+          snapshotTime: null,
+          commitTime: null,
         });
       }
       expect(points.filter((point) => point.latest)).toHaveLength(1);
