@@ -182,6 +182,10 @@ async function main(): Promise<void> {
     AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
     AWS_REGION: s3.region,
     AWS_EC2_METADATA_DISABLED: 'true',
+    // Two replicates of one database on one host, so that the bucket lease
+    // alone must keep them apart (the local database lock would refuse the
+    // second at once; across hosts there is no such lock).
+    BACKUPD_DATABASE_LOCK: 'off',
     BACKUPD_INTERVAL: INTERVAL,
     BACKUPD_LEASE_TTL: `${LEASE_TTL_S}s`,
     BACKUPD_RETENTION: String(RETENTION),

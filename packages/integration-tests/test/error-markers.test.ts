@@ -35,6 +35,7 @@ const released: { module: object; namespace: string; classes: string[] }[] = [
       'RestorePointRejectedError',
       'ObjectMissingError',
       'ObjectCorruptError',
+      'ObjectEncodingError',
       'RestoreIncompleteError',
     ],
   },

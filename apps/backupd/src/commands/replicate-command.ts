@@ -18,7 +18,7 @@ import {
 } from '../cli/command.ts';
 import { STORE_URL_HELP } from '../cli/store-url-help.ts';
 import { type BackupdConfig, DATABASE_SETTINGS, environmentVariable } from '../config.ts';
-import { EXIT_DATABASE_IN_USE, EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import { EXIT_DATABASE_IN_USE, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from '../exit-codes.ts';
 import { createLogger, type Logger, parseLogLevel } from '../logger.ts';
 import { isWalDatabase, waitForWalDatabase } from '../open-sqlite.ts';
 import { startApplication } from '../replicate/application.ts';
@@ -27,6 +27,7 @@ import {
   DatabaseInUseError,
   type DatabaseLock,
   lockDatabases,
+  unlockedDatabase,
 } from '../replicate/database-lock.ts';
 import { restoreMissingDatabases } from '../replicate/first-boot-restore.ts';
 import { watchRefusals } from '../replicate/refusals.ts';
@@ -127,6 +128,23 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
   // the start is refused, naming the holder. The kernel releases the locks
   // when this process ends, however it ends.
   let locks: DatabaseLock[];
+  const lockSetting = context.env.BACKUPD_DATABASE_LOCK;
+  if (lockSetting !== undefined && lockSetting !== 'on' && lockSetting !== 'off') {
+    context.stderr.write(
+      `backupd replicate: BACKUPD_DATABASE_LOCK must be "on" or "off", got ${JSON.stringify(lockSetting)}\n`,
+    );
+    return EXIT_USAGE;
+  }
+  if (lockSetting === 'off') {
+    // For a file system without working POSIX locks, or to exercise the
+    // bucket lease alone: a second replicate is then not refused.
+    logger.warn({
+      event: 'database-lock-off',
+      note: 'BACKUPD_DATABASE_LOCK=off: a second replicate of the same database is not refused; the bucket lease alone keeps writers apart, and a restart waits out the lease TTL',
+    });
+    locks = config.databases.map((database) => unlockedDatabase(database.path));
+    return await replicateLocked(context, { config, logger, locks });
+  }
   try {
     locks = lockDatabases(
       config.databases.map((database) => ({

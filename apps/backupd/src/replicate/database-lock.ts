@@ -180,6 +180,22 @@ export function lockDatabase(database: string, replicas: readonly string[]): Dat
 }
 
 /**
+ * No lock at all (`BACKUPD_DATABASE_LOCK=off`): a fresh instance id, never
+ * one kept from an earlier run (nothing proves that run dead, so its lease
+ * is not reclaimed: a restart waits out the TTL), and nothing written beside
+ * the database. The bucket lease alone keeps two replicates apart.
+ */
+export function unlockedDatabase(database: string): DatabaseLock {
+  return {
+    database,
+    files: lockFiles(database),
+    instanceId: newInstanceId(),
+    reused: false,
+    release() {},
+  };
+}
+
+/**
  * Locks every database, or none.
  * @throws DatabaseInUseError for the first database held elsewhere (the locks taken before it are released).
  */
