@@ -29,7 +29,7 @@ import {
   sideKey,
   snapshotKey,
 } from '@x/manifest';
-import { encodeSegmentObject } from '@x/wal-segment';
+import { encodeSegmentObjectAsync } from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
 import { BackupError } from './errors.ts';
 import { sameWalKey, type WalKey } from './health.ts';
@@ -291,7 +291,9 @@ export class Shipper {
     while (next !== null) {
       const { range } = next;
       const key = segmentObjectKey(this.#ctx.prefix, generation.number, range.start, range.end);
-      const stored = encodeSegmentObject(
+      // Compressed off the event loop: the source's capture ticks keep
+      // their pace while a large segment compresses.
+      const stored = await encodeSegmentObjectAsync(
         range.bytes,
         {
           codec: 'zstd',

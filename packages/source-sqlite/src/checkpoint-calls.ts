@@ -74,15 +74,17 @@ export function takeWriteLock(
  * handler is not used for this). An application's own auto-checkpoint
  * runs right after its commit, once the write lock is free, so it may be
  * in progress just when the tap takes the lock; it cannot last (nothing can
- * commit meanwhile), so wait for it, up to {@link CHECKPOINT_LOCK_WAIT_MS}.
- * Without this wait, a WAL past the application's auto-checkpoint size
+ * commit meanwhile), so wait for it, up to `waitMs` (default
+ * {@link CHECKPOINT_LOCK_WAIT_MS}; a forced restart waits longer, see
+ * checkpoints.ts). Without this wait, a WAL past the application's auto-checkpoint size
  * (where it checkpoints after every commit) would seldom be restarted.
  */
 export function copyUnderWriteLock(
   reader: DatabaseSync,
   monotonicNow: () => number,
+  waitMs = CHECKPOINT_LOCK_WAIT_MS,
 ): CheckpointResult {
-  const deadline = monotonicNow() + CHECKPOINT_LOCK_WAIT_MS;
+  const deadline = monotonicNow() + waitMs;
   for (;;) {
     const copy = checkpointOn(reader, 'PASSIVE');
     // -1: the checkpoint lock was busy; nothing was looked at.

@@ -9,8 +9,9 @@
  * lock is never released without a reader of the tap's held (between
  * the two an application checkpoint could copy and drop uncaptured frames);
  * the TRUNCATE runs only when everything is in the database file and the
- * held reader has mark 0, so it can only drop captured frames. The caller
- * refuses checkpoints while the snapshot is pinned.
+ * held reader has mark 0, so it can only drop captured frames. A forced
+ * restart (the WAL past twice the threshold) reads the whole backlog under
+ * the lock. The caller refuses checkpoints while the snapshot is pinned.
  */
 import type { DatabaseSync } from 'node:sqlite';
 import {
@@ -21,12 +22,20 @@ import {
 } from './checkpoint-calls.ts';
 import type { CopyProgress } from './copy-progress.ts';
 import { type HeldReaders, READER_BUSY_TIMEOUT_MS } from './held-readers.ts';
-import type { SqliteTapOptions } from './tap-options.ts';
+import type { RestartUrgency, SqliteTapOptions } from './tap-options.ts';
 import type { WalCapture } from './wal-capture.ts';
 import { WAL_FRAME_HEADER_BYTES } from './wal-file.ts';
 
 /** Tries at a restart with nothing left to copy under the lock before copying under it. */
 const RESTART_LOCK_ATTEMPTS = 3;
+/**
+ * How long a forced restart waits, under the write lock, for a checkpoint of
+ * the application's to finish. That checkpoint (SQLite's auto-checkpoint,
+ * after a commit) copies the very frames the restart needs copied, tens of
+ * thousands of them when the application outruns the tap, which takes
+ * longer than the ordinary wait; giving up then would leave the WAL growing.
+ */
+const FORCED_COPY_WAIT_MS = 500;
 
 export interface CheckpointReport {
   readonly mode: 'passive' | 'truncate';
@@ -82,16 +91,19 @@ export function refusedCheckpoint(
 
 /**
  * Runs one of the tap's own checkpoints now; the snapshot must not be pinned.
- * `insist` (a restart with the WAL past 1.5 times its threshold): the restart
+ * `urgency` of a restart: `insist` (the WAL past 1.5 times its threshold)
  * uses the first write lock it gets to the end (see
  * {@link restartUnderWriteLock}), and reads a capture backlog of up to one
- * capture budget under it.
+ * capture budget under it; `force` (past twice the threshold) does the same
+ * with a backlog of any size.
  */
 export function runCheckpoint(
   mode: 'passive' | 'truncate',
   context: CheckpointContext,
-  insist = false,
+  urgency: RestartUrgency = 'ordinary',
 ): CheckpointReport {
+  const insist = urgency !== 'ordinary';
+  if (mode === 'truncate' && urgency === 'force') return forcedRestart(context);
   context.advance();
   const passive = checkpointOn(context.readers.idle(), 'PASSIVE');
   noteCopied(context, passive);
@@ -101,9 +113,12 @@ export function runCheckpoint(
   // one capture budget is read under the lock (so the application waits for
   // one capture at most): a tap that catches up only now and then, between
   // the application's bursts, would otherwise seldom find itself caught up
-  // and the lock free at once.
+  // and the lock free at once. Forced, any backlog is: an application that
+  // commits faster than the tap captures never lets it catch up, and only
+  // holding its commits back for one capture bounds the WAL.
   const restartable =
     context.capture.caughtUp ||
+    urgency === 'force' ||
     (insist && backlogBytes(context) <= context.options.captureBudgetBytes);
   if (mode === 'passive' || !restartable) {
     return {
@@ -117,7 +132,15 @@ export function runCheckpoint(
       truncated: false,
     };
   }
-  const restart = restartUnderWriteLock(context, passive, insist ? 1 : RESTART_LOCK_ATTEMPTS);
+  return finishRestart(
+    context,
+    restartUnderWriteLock(context, passive, insist ? 1 : RESTART_LOCK_ATTEMPTS),
+  );
+}
+
+/** The report of a restart, after the TRUNCATE (`truncateWalFile`) and a capture of what landed since. */
+function finishRestart(context: CheckpointContext, restart: RestartOutcome): CheckpointReport {
+  const mode = 'truncate';
   if (!restart.locked) {
     // The application held the write lock for longer than busyTimeoutMs:
     // skip this time; the WAL stays bounded by the next attempt.
@@ -153,6 +176,23 @@ export function runCheckpoint(
 }
 
 /**
+ * The forced restart: straight for the write lock, without the capture and
+ * the copy made first otherwise. Every millisecond before the lock is a
+ * hundred more frames from an application that outruns the tap, and the
+ * copy under the lock copies them anyway. Under the lock it reads the whole
+ * backlog and copies everything (see {@link restartUnderWriteLock}).
+ */
+function forcedRestart(context: CheckpointContext): CheckpointReport {
+  const before = context.capture.readWalIndex();
+  const frames = before?.committedFrames ?? context.capture.walFrames;
+  const nothingCopied: CheckpointResult = { busy: 1, log: frames, checkpointed: 0 };
+  return finishRestart(
+    context,
+    restartUnderWriteLock(context, nothingCopied, 1, FORCED_COPY_WAIT_MS),
+  );
+}
+
+/**
  * How a restart ended: `locked` false when the write lock could not be
  * taken (`copy` is then the last copy made without it), else `copy` is the
  * last copy, made under the lock.
@@ -178,6 +218,7 @@ function restartUnderWriteLock(
   context: CheckpointContext,
   passive: CheckpointResult,
   lockAttempts: number,
+  copyWaitMs?: number,
 ): RestartOutcome {
   const { options, readers, writer, capture } = context;
   // While the write lock is held no commit can land,
@@ -212,7 +253,7 @@ function restartUnderWriteLock(
           retry = true;
         } else {
           readers.letGo();
-          last = copyUnderWriteLock(readers.first, options.monotonicNow);
+          last = copyUnderWriteLock(readers.first, options.monotonicNow, copyWaitMs);
           noteCopied(context, last);
         }
       }

@@ -17,6 +17,19 @@ export const DEFAULT_TRUNCATE_CHECKPOINT_PAGES = 10_000;
  * gets the lock.
  */
 export const INSISTENT_RESTART_FACTOR = 1.5;
+/**
+ * How hard a restart tries, past {@link INSISTENT_RESTART_FACTOR} times the
+ * threshold. `insist`: with every committed frame captured. `force`: with a
+ * capture backlog: the restart goes straight for the first write lock it
+ * gets, without a copy first, and reads the whole backlog under it, however
+ * large, so the application waits for that one capture (see checkpoints.ts).
+ * Forcing is what bounds the WAL under an application that commits faster
+ * than the tap captures (single-row transactions at `synchronous=NORMAL`):
+ * such a tap never catches up by itself, and its commits stop landing only
+ * while the tap holds the lock. (A copy before the lock, as the ordinary
+ * restart makes, let the WAL grow by another 10 000 frames meanwhile.)
+ */
+export type RestartUrgency = 'ordinary' | 'insist' | 'force';
 /** Default of `captureBudgetBytes`. */
 export const DEFAULT_CAPTURE_BUDGET_BYTES = 16 * 1024 * 1024;
 /** Default of `maxHeldLogBytes`. */

@@ -47,7 +47,9 @@
  * the copy under it waits for a checkpoint of the application's that may be
  * running at that moment (SQLite runs one at a time and would answer busy).
  * Past 1.5 times the threshold the restart insists: the first write lock it
- * gets is used to the end (see tap-options.ts, INSISTENT_RESTART_FACTOR). With
+ * gets is used to the end (see tap-options.ts, INSISTENT_RESTART_FACTOR),
+ * and with a capture backlog past one capture budget it is forced: the whole
+ * backlog is read under that lock (RestartUrgency). With
  * `truncateWalFile`, a TRUNCATE checkpoint with no busy wait then empties the
  * file; the mark-0 reader makes sure it can only drop frames that were
  * captured. The tap never writes to the database and creates no tables in it.
@@ -115,6 +117,7 @@ import { checkDatabaseFile, openTapConnection, openWriterConnection } from './op
 import { QuietOpener } from './quiet-descriptors.ts';
 import {
   INSISTENT_RESTART_FACTOR,
+  type RestartUrgency,
   resolveTapOptions,
   type SqliteTapOptions,
 } from './tap-options.ts';
@@ -160,6 +163,12 @@ export class SqliteTap {
   #checkpointReports: CheckpointReport[] = [];
   readonly #checkpointCounts = { passive: 0, truncate: 0 };
   #insistentRestarts = 0;
+  #forcedRestarts = 0;
+  /**
+   * The wal-index (salts and committed frames) right after the last restart
+   * that left the WAL restartable; see #restartUrgency.
+   */
+  #restartableAt: string | null = null;
 
   private constructor(path: string, options: SqliteTapOptions) {
     this.path = path;
@@ -271,6 +280,14 @@ export class SqliteTap {
     return this.#insistentRestarts;
   }
 
+  /**
+   * Restarts forced (see `RestartUrgency` in tap-options.ts) since the tap
+   * opened, a subset of {@link insistentRestarts}; never drained.
+   */
+  get forcedRestarts(): number {
+    return this.#forcedRestarts;
+  }
+
   /** Checkpoint reports since the last call (for metrics and benchmarks). */
   takeCheckpointReports(): CheckpointReport[] {
     const reports = this.#checkpointReports;
@@ -345,6 +362,10 @@ export class SqliteTap {
    * while the snapshot is pinned.
    */
   maintain(): CheckpointReport | null {
+    // Forced (an application outrunning the capture): straight for the
+    // write lock, before a capture that would let a hundred more frames land
+    // each millisecond it takes.
+    if (!this.#pinned() && this.#restartUrgency() === 'force') return this.checkpoint('truncate');
     // Moving the reader at every call costs two read transactions and lets
     // an application's FULL/RESTART/TRUNCATE checkpoint (which waits for
     // exactly that) go on at once.
@@ -355,7 +376,8 @@ export class SqliteTap {
     // insistent size by the wal-index's count, try the restart anyway (it
     // reads a backlog of up to one capture budget under the write lock).
     if (
-      this.#capture.walFrames >= this.options.truncateCheckpointPages ||
+      (this.#capture.walFrames >= this.options.truncateCheckpointPages &&
+        !this.#restartAlreadyMade()) ||
       (!this.#capture.caughtUp && this.#insists())
     )
       return this.checkpoint('truncate');
@@ -396,8 +418,9 @@ export class SqliteTap {
   checkpoint(mode: 'passive' | 'truncate'): CheckpointReport {
     this.#assertOpen();
     if (this.#pinned()) return this.#report(refusedCheckpoint(mode, this.#capture.walFrames));
-    const insist = mode === 'truncate' && this.#insists();
-    if (insist) this.#insistentRestarts += 1;
+    const urgency = mode === 'truncate' ? this.#restartUrgency() : 'ordinary';
+    if (urgency !== 'ordinary') this.#insistentRestarts += 1;
+    if (urgency === 'force') this.#forcedRestarts += 1;
     return this.#report(
       runCheckpoint(
         mode,
@@ -410,7 +433,7 @@ export class SqliteTap {
           advance: () => this.advance(),
           captureIntoLog: (budgetBytes) => this.#captureIntoLog(budgetBytes),
         },
-        insist,
+        urgency,
       ),
     );
   }
@@ -479,6 +502,11 @@ export class SqliteTap {
   }
 
   #report(report: CheckpointReport): CheckpointReport {
+    if (report.mode === 'truncate' && report.walRestartable) {
+      const index = this.#capture.readWalIndex();
+      this.#restartableAt =
+        index === null ? null : `${index.salt1}:${index.salt2}:${index.committedFrames}`;
+    }
     this.#checkpointReports.push(report);
     this.#checkpointCounts[report.mode] += 1;
     return report;
@@ -490,10 +518,42 @@ export class SqliteTap {
    * wal-index's count of committed frames when the capture is behind.
    */
   #insists(): boolean {
+    return this.#restartUrgency() !== 'ordinary';
+  }
+
+  /**
+   * How hard a restart must try (see `RestartUrgency` in tap-options.ts), by
+   * the wal-index's count of this cycle's committed frames (the captured
+   * count may still be the previous cycle's, or behind), or the captured
+   * count when the index cannot be read.
+   */
+  #restartUrgency(): RestartUrgency {
     const limit = this.options.truncateCheckpointPages * INSISTENT_RESTART_FACTOR;
-    if (this.#capture.walFrames >= limit) return true;
     const index = this.#capture.readWalIndex();
-    return index !== null && index.committedFrames >= limit;
+    if (index === null) return this.#capture.walFrames >= limit ? 'insist' : 'ordinary';
+    if (this.#restartAlreadyMade(index)) return 'ordinary';
+    if (index.committedFrames < limit) return 'ordinary';
+    // Caught up to the index's count: nothing to read under the lock.
+    const header = this.#capture.walHeader;
+    const caughtUp =
+      header !== null &&
+      header.salt1 === index.salt1 &&
+      header.salt2 === index.salt2 &&
+      this.#capture.walFrames >= index.committedFrames;
+    return caughtUp ? 'insist' : 'force';
+  }
+
+  /**
+   * True when a restart already made the WAL restartable and nothing was
+   * committed since (the wal-index unchanged): the next commit starts the
+   * WAL over, and taking the write lock again at every tick of an idle
+   * database would be for nothing.
+   */
+  #restartAlreadyMade(index = this.#capture.readWalIndex()): boolean {
+    return (
+      index !== null &&
+      this.#restartableAt === `${index.salt1}:${index.salt2}:${index.committedFrames}`
+    );
   }
 
   #captureIntoLog(budgetBytes: number): number {

@@ -33,7 +33,7 @@ function busy(): Error {
   return Object.assign(new Error('database is locked'), { errcode: 5 });
 }
 
-function setUp() {
+function setUp(tapOptions: { captureBudgetBytes?: number } = {}, rows = 50) {
   const directory = mkdtempSync(join(tmpdir(), 'backupd-insistent-restart-'));
   cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
   const path = join(directory, 'app.db');
@@ -41,9 +41,9 @@ function setUp() {
   application.exec('PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;');
   application.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
   const insert = application.prepare('INSERT INTO t (v) VALUES (?)');
-  for (let i = 0; i < 50; i += 1) insert.run(`row ${i}`);
+  for (let i = 0; i < rows; i += 1) insert.run(`row ${i}`);
 
-  const options = resolveTapOptions({ busyTimeoutMs: 2 });
+  const options = resolveTapOptions({ busyTimeoutMs: 2, ...tapOptions });
   const realWriter = openWriterConnection(path, 0);
   const readers = new HeldReaders([
     openTapConnection(path, READER_BUSY_TIMEOUT_MS),
@@ -99,7 +99,7 @@ function setUp() {
 describe('a restart where the tap gets the write lock only now and then', () => {
   it('insisting, restarts the WAL on its first take, with every commit captured', () => {
     const { context, log, takes } = setUp();
-    const report = runCheckpoint('truncate', context, true);
+    const report = runCheckpoint('truncate', context, 'insist');
     expect(takes()).toBe(1);
     expect(report.busy).toBe(false);
     expect(report.walRestartable).toBe(true);
@@ -110,10 +110,36 @@ describe('a restart where the tap gets the write lock only now and then', () => 
 
   it('not insisting, lets go of that take and does not restart (what the insistent restart fixes)', () => {
     const { context, takes } = setUp();
-    const report = runCheckpoint('truncate', context, false);
+    const report = runCheckpoint('truncate', context, 'ordinary');
     expect(takes()).toBeGreaterThan(1);
     expect(report.busy).toBe(true);
     expect(report.walRestartable).toBe(false);
+  });
+});
+
+describe('a restart with a capture backlog past one capture budget', () => {
+  // The capture reads in pieces of 1024 frames and stops between pieces
+  // once past its budget: one frame's worth of budget against a backlog of
+  // three thousand frames (one per commit) leaves most of it unread.
+  const captureBudgetBytes = 24 + 4096;
+  const rows = 3000;
+
+  it('forced, reads the whole backlog under its first take and restarts the WAL', () => {
+    const { context, log, takes } = setUp({ captureBudgetBytes }, rows);
+    expect(context.capture.caughtUp).toBe(false);
+    const report = runCheckpoint('truncate', context, 'force');
+    expect(takes()).toBe(1);
+    expect(report.busy).toBe(false);
+    expect(report.walRestartable).toBe(true);
+    expect(log.commits + log.batchedCommits).toBe(rows + 2);
+  });
+
+  it('insisting, does not restart (what forcing fixes: such a tap never catches up)', () => {
+    const { context } = setUp({ captureBudgetBytes }, rows);
+    expect(context.capture.caughtUp).toBe(false);
+    const report = runCheckpoint('truncate', context, 'insist');
+    expect(report.walRestartable).toBe(false);
+    expect(context.capture.caughtUp).toBe(false);
   });
 });
 
@@ -145,5 +171,36 @@ describe('when the tap insists', () => {
     commitUntil(160);
     tap.maintain();
     expect(tap.insistentRestarts).toBe(1);
+  });
+
+  it('forces past 1.5 times the threshold when the capture is behind, and leaves an idle restartable WAL alone', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'backupd-forced-restart-'));
+    cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+    const path = join(directory, 'app.db');
+    const application = new DatabaseSync(path, { timeout: 5000 });
+    application.exec('PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;');
+    application.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+    const tap = SqliteTap.open(path, { truncateCheckpointPages: 100 });
+    cleanups.push(() => {
+      tap.close();
+      application.close();
+    });
+    tap.releaseSnapshot();
+    const insert = application.prepare('INSERT INTO t (v) VALUES (?)');
+    // About 200 frames landed and none captured: past 150, behind.
+    for (let i = 0; i < 200; i += 1) insert.run('x'.repeat(100));
+    const report = tap.maintain();
+    expect(tap.forcedRestarts).toBe(1);
+    expect(report?.walRestartable).toBe(true);
+    expect(tap.caughtUp).toBe(true);
+    const restarts = tap.checkpointCounts.truncate;
+    // Nothing committed since: no more restarts (no write lock per tick).
+    tap.maintain();
+    tap.maintain();
+    expect(tap.checkpointCounts.truncate).toBe(restarts);
+    // The next commit starts the WAL over.
+    insert.run('after');
+    tap.capture();
+    expect(tap.walFrames).toBeLessThan(5);
   });
 });

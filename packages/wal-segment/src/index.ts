@@ -13,6 +13,7 @@ export { type NewSegment, type ReadNewSegmentOptions, readNewSegment } from './r
 export {
   decodeSegmentObject,
   encodeSegmentObject,
+  encodeSegmentObjectAsync,
   type ObjectCodec,
   readSegmentObjectHeader,
   SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL,

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import {
   decodeSegmentObject,
   encodeSegmentObject,
+  encodeSegmentObjectAsync,
   readSegmentObjectHeader,
   SEGMENT_OBJECT_MAGIC,
   SEGMENT_OBJECT_MAX_HEADER_BYTES,
@@ -85,6 +86,26 @@ describe('encodeSegmentObject / decodeSegmentObject', () => {
       lineage: 'lin-1',
       headerBytes: 53 + 5 + 4,
     });
+  });
+
+  it('the off-thread encoder writes an envelope that decodes as the synchronous one does, and refuses the same fields', async () => {
+    const body = pageLike(256 * 1024);
+    const fields = { ...FIELDS, end: FIELDS.start + body.length };
+    // Not byte for byte: zstd's streaming encoder cuts blocks elsewhere.
+    const off = decodeSegmentObject(await encodeSegmentObjectAsync(body, fields));
+    const on = decodeSegmentObject(encodeSegmentObject(body, fields));
+    expect(off.body).toEqual(body);
+    expect(off.header).toEqual(on.header);
+    const identity = { ...fields, codec: 'identity' as const };
+    expect(await encodeSegmentObjectAsync(body, identity)).toEqual(
+      encodeSegmentObject(body, identity),
+    );
+    const wrong = await encodeSegmentObjectAsync(HELLO, { ...FIELDS, lineage: 'a b' }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(wrong).toBeInstanceOf(SegmentObjectError);
+    expect((wrong as SegmentObjectError).field).toBe('lineage');
   });
 
   it('round-trips identity segments and snapshots for any body and fields', () => {
