@@ -12,6 +12,8 @@
  *   supervises an application, replicate stays up, unhealthy with the reason;
  * - 6: `replicate` refused to start: another `replicate` of the same database
  *   holds its local lock (the message names its pid, host, start and URLs);
+ *   or `restore` refused a target that a running `replicate` backs up
+ *   (`--force` included);
  * - 130: stopped by a second SIGINT/SIGTERM before the graceful shutdown finished.
  * `replicate --exec` exits with the child's code instead.
  */

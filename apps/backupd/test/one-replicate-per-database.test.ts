@@ -16,9 +16,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { pathToFileURL } from 'node:url';
 import { randomPrefix } from '@x/test-servers';
 import { describe, expect, test } from 'vitest';
 import {
+  baseEnv,
   createWalDatabase,
   getText,
   instanceIdOf,
@@ -204,5 +207,49 @@ describe.skipIf(!versitygw)('one replicate per database on a host', () => {
     expect(events(next, 'database-in-use')).toEqual([]);
     expect(instanceIdOf(next)).toBe(record.instanceId);
     expect((await next.stop('SIGTERM')).code).toBe(0);
+  }, 90_000);
+});
+
+describe('a restore over a database a running replicate backs up', () => {
+  const { directory, running } = suiteWorkspace('restore-over-live');
+
+  test('is refused with exit 6 naming the replicate, --force included, and leaves the database as it is; once the replicate stops, --force restores', async () => {
+    const url = pathToFileURL(join(directory, 'backups')).href;
+    const databasePath = join(directory, 'live.db');
+    const env = baseEnv();
+    await createWalDatabase(databasePath);
+    const holder = startBackupd(['replicate', databasePath, url], { env, label: 'holder' });
+    running.push(holder);
+    await waitFor(
+      'the replicate to write a restore point',
+      () => events(holder, 'backup.restore_point_written').length > 0,
+      { timeoutMs: WAIT_MS, describe: () => holder.describe() },
+    );
+    // A commit the backup's restore point may not hold yet: a restore over
+    // the database would lose it.
+    const application = new DatabaseSync(databasePath);
+    application.exec("INSERT INTO notes (body) VALUES ('only in the live database')");
+
+    for (const flags of [['--force'], []]) {
+      const refused = await runCli(['restore', url, databasePath, ...flags], { env });
+      expect(refused.code, refused.stderr).toBe(6);
+      expect(refused.stderr).toContain('is being backed up by a running backupd replicate');
+      expect(refused.stderr).toContain(`pid ${holder.child.pid} on ${hostname()}`);
+      expect(refused.stderr).toContain('stop that replicate first');
+    }
+    const kept = application
+      .prepare("SELECT count(*) AS n FROM notes WHERE body = 'only in the live database'")
+      .get() as { n: number };
+    expect(kept.n).toBe(1);
+    application.close();
+
+    expect((await holder.stop('SIGTERM')).code, holder.describe()).toBe(0);
+    const restored = await runCli(['restore', url, databasePath, '--force'], { env });
+    expect(restored.code, restored.stderr).toBe(0);
+    const check = new DatabaseSync(databasePath, { readOnly: true });
+    const { n } = check.prepare('SELECT count(*) AS n FROM notes').get() as { n: number };
+    check.close();
+    // The graceful stop's final restore point holds the late commit too.
+    expect(n).toBe(21);
   }, 90_000);
 });

@@ -18,8 +18,9 @@ import {
   stringOption,
   UsageError,
 } from '../cli/command.ts';
-import { EXIT_OK, EXIT_REFUSED } from '../exit-codes.ts';
+import { EXIT_DATABASE_IN_USE, EXIT_OK, EXIT_REFUSED } from '../exit-codes.ts';
 import { type ProgressState, progressReporter } from '../progress-bar.ts';
+import { describeLockHolder, inspectDatabaseLock } from '../replicate/database-lock.ts';
 import { isNothingBackedUp } from '../replicate/nothing-backed-up.ts';
 import { type DatabaseRestoreResult, restoreDatabase } from '../restore-database.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './command-store.ts';
@@ -80,6 +81,19 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
   if (existsSync(target) && context.values['if-missing']) {
     print(context, `${target} exists; nothing restored (--if-missing)`);
     return EXIT_OK;
+  }
+  // A restore over a database a live replicate backs up would replace the
+  // file under its open connections and its capture (whatever the
+  // application then commits lands in a file the backup no longer matches):
+  // refused, --force or not, as a second replicate is.
+  const lock = inspectDatabaseLock(target);
+  if (lock.state === 'held') {
+    context.stderr.write(
+      context.redactor.text(
+        `backupd restore: ${target} is being backed up by a running backupd replicate (${describeLockHolder(lock.files, lock.holder)}); a restore would replace the database under it: stop that replicate first (its lock ${lock.files.lock} is released when it exits)\n`,
+      ),
+    );
+    return EXIT_DATABASE_IN_USE;
   }
   const { store, prefix } = await openUrlArgument(context, 0);
   const progress = progressReporter(context.stderr);

@@ -75,6 +75,13 @@ const BUSY_TIMEOUT_MS = 250;
 /** How long a refused contender waits for a holder that took the lock but has not written who it is yet. */
 const HOLDER_RECORD_WAIT_MS = 2000;
 
+/** Who holds a lock, for messages: pid, host, since when, where to (no credentials: the record has none). */
+export function describeLockHolder(files: LockFiles, holder: LockHolder | undefined): string {
+  return holder
+    ? `pid ${holder.pid} on ${holder.host}, since ${holder.since}, backing up to ${holder.replicas.join(', ') || '(no replica named)'}`
+    : `a process that has not written who it is to ${files.holder} yet`;
+}
+
 /**
  * Another `replicate` of the same database runs on this host (or started
  * on a host sharing this file system): nothing was started. `holder` is
@@ -88,9 +95,7 @@ export class DatabaseInUseError extends Error {
   readonly holder: LockHolder | undefined;
 
   constructor(database: string, files: LockFiles, holder: LockHolder | undefined) {
-    const who = holder
-      ? `pid ${holder.pid} on ${holder.host}, since ${holder.since}, backing up to ${holder.replicas.join(', ') || '(no replica named)'}`
-      : `a process that has not written who it is to ${files.holder} yet`;
+    const who = describeLockHolder(files, holder);
     super(
       `${database} is already being replicated by another backupd replicate (${who}); one replicate per database: stop that one first (the lock ${files.lock} is released when it exits)`,
     );
