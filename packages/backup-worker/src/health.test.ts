@@ -32,7 +32,7 @@ describe('HealthTracker: how far behind', () => {
   });
 
   it('names how far behind the shipping is when durable data waits unshipped too long', () => {
-    const health = new HealthTracker(1_000);
+    const health = new HealthTracker(1_000, 10_000);
     health.shipped = { key, cursor: 0 };
     health.observe({ ...key, durableLength: 3 * 1024 * 1024, commitCount: 10 }, 0, 0);
     expect(health.snapshot()).toMatchObject({ healthy: true, unshippedBytes: 3 * 1024 * 1024 });
@@ -49,7 +49,7 @@ describe('HealthTracker: how far behind', () => {
 
 describe('HealthTracker: the engine files and refusals', () => {
   it("keeps the engine's files from the last position, and forgets them without one", () => {
-    const health = new HealthTracker(1_000);
+    const health = new HealthTracker(1_000, 10_000);
     const engine = {
       databaseBytes: 8192,
       walBytes: 4152,
@@ -62,7 +62,7 @@ describe('HealthTracker: the engine files and refusals', () => {
   });
 
   it('reports a lineage refusal before ignored preconditions, and neither once cleared', () => {
-    const health = new HealthTracker(1_000);
+    const health = new HealthTracker(1_000, 10_000);
     expect(health.snapshot().refusal).toBeNull();
     health.preconditionsIgnored = 'the service accepted a write it should have refused';
     expect(health.snapshot().refusal).toEqual({

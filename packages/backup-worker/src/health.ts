@@ -153,7 +153,7 @@ export class HealthTracker {
   /** When commits newer than the latest restore point were first seen (monotonic ms), while there are some. */
   #unrestorableSince: number | null = null;
 
-  constructor(walIntervalMs: number, restorePointIntervalMs = 10_000) {
+  constructor(walIntervalMs: number, restorePointIntervalMs: number) {
     this.#limitMs = Math.max(MIN_UNHEALTHY_LAG_MS, 10 * walIntervalMs);
     this.#restorePointLimitMs = this.#limitMs + 2 * restorePointIntervalMs;
   }
