@@ -10,6 +10,10 @@
  * CRC-32), or `corrupt: <why>`. A LATEST that is unreadable, names nothing
  * that exists, or names a corrupt point is a PROBLEM line above the table,
  * with the restore point a restore of the latest state falls back to.
+ *
+ * WINDOW (text) / `window` (JSON) is the restorable window: see
+ * `restorable-window.ts`. In JSON it rides on the LATEST entry of the array
+ * (or on the object form's top level), so the array stays an array.
  */
 import { existsSync } from 'node:fs';
 import {
@@ -25,6 +29,7 @@ import { EXIT_OK } from '../exit-codes.ts';
 import { formatBytes } from '../format-bytes.ts';
 import { parseStoreUrl } from '../store-url.ts';
 import { expectPositionals, openUrlArgument, print, printJson, table } from './command-store.ts';
+import { restorableWindow, windowJson, windowLine } from './restorable-window.ts';
 import { newerDataCounts, newerDataJson } from './restore-command.ts';
 
 /** `ls` of a local directory that does not exist. */
@@ -54,7 +59,9 @@ export const lsCommand = defineCommand({
 names and whether LATEST is readable. STATUS says what was checked: "manifest
 checked" (the manifest passed restore's checks; its objects were not read),
 "verified" (--deep: every object it names exists with its size and CRC-32,
-as verify --deep checks), or "corrupt: <why>".`,
+as verify --deep checks), or "corrupt: <why>". WINDOW: the oldest and newest
+restorable commit and time (the newest after the roll-forward a restore of
+the latest state does), and how finely the states between can be chosen.`,
   options,
   examples: [
     'backupd ls s3://my-bucket/app',
@@ -117,19 +124,29 @@ async function listRestorePointsCommand(
       newerProblem = error instanceof Error ? error.message : String(error);
     }
   }
+  const restorable = restorableWindow(
+    points,
+    latestPoint ?? fallback,
+    latestPoint !== undefined
+      ? rolledCommits(newer, newerProblem)
+      : await fallbackRolledCommits(fallback, (key) =>
+          findUnnamedNewerDataAfter(store, prefix, key, { signal, afterRollForward: true }),
+        ),
+  );
   if (context.values.json) {
-    // The field rides on the LATEST entry, so the output keeps its shape.
+    // The fields ride on the LATEST entry, so the output keeps its shape.
     const listed = points.map((point) =>
       point !== latestPoint
         ? point
         : newerProblem !== undefined
-          ? { ...point, newerUnrestorableCheckError: newerProblem }
+          ? { ...point, newerUnrestorableCheckError: newerProblem, window: windowJson(restorable) }
           : {
               ...point,
               newerUnrestorable: newer === null ? null : newerDataJson(newer),
               ...(newer?.rolledForward !== undefined && newer.rolledForward.commits > 0
                 ? { rolledForward: newer.rolledForward }
                 : {}),
+              window: windowJson(restorable),
             },
     );
     printJson(
@@ -142,6 +159,7 @@ async function listRestorePointsCommand(
                 ? null
                 : { manifestKey: fallback.manifestKey, commitSeq: fallback.commitSeq },
             restorePoints: listed,
+            window: windowJson(restorable),
           }
         : listed,
     );
@@ -190,6 +208,8 @@ async function listRestorePointsCommand(
       context,
       '"manifest checked": the manifest was read and passed restore\'s checks; its objects were not read (ls --deep reads them)',
     );
+  // Above NEWER DATA and ROLL-FORWARD: those stay the last lines, detailing what lies past the restore point.
+  print(context, windowLine(restorable));
   if (newerProblem !== undefined)
     print(context, `PROBLEM: could not check for data newer than LATEST: ${newerProblem}`);
   else if (newer !== null && holdsUnnamedNewerData(newer)) print(context, newerDataLine(newer));
@@ -199,6 +219,29 @@ async function listRestorePointsCommand(
       `ROLL-FORWARD: a restore of the latest state also holds ${newer.rolledForward.commits} commit(s) shipped after LATEST's restore point (commit ${newer.commitSeq}), in ${newer.rolledForward.segments} chained segment(s)`,
     );
   return EXIT_OK;
+}
+
+/** Commits the latest state rolls forward over past LATEST's point; `null` when not known. */
+function rolledCommits(newer: UnnamedNewerData | null, problem: string | undefined): number | null {
+  if (problem !== undefined || newer === null) return null;
+  return newer.rolledForward?.commits ?? 0;
+}
+
+/**
+ * The same for the restore point a restore falls back to when LATEST is
+ * unusable: restore rolls forward from it too. A failure leaves it unknown
+ * (the window says so) rather than failing the listing.
+ */
+async function fallbackRolledCommits(
+  fallback: RestorePointInfo | undefined,
+  find: (manifestKey: string) => Promise<UnnamedNewerData | null>,
+): Promise<number | null> {
+  if (fallback === undefined) return 0;
+  try {
+    return rolledCommits(await find(fallback.manifestKey), undefined);
+  } catch {
+    return null;
+  }
 }
 
 /** The STATE TIMES cell: the oldest state's time..the newest commit's, as far as known. */
