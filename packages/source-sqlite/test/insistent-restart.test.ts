@@ -143,21 +143,26 @@ describe('a restart with a capture backlog past one capture budget', () => {
   });
 });
 
+/** A tap with a restart threshold of 100 frames on a new database, its snapshot released. */
+function tapWithThreshold100() {
+  const directory = mkdtempSync(join(tmpdir(), 'backupd-insistent-restart-'));
+  cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+  const path = join(directory, 'app.db');
+  const application = new DatabaseSync(path, { timeout: 5000 });
+  application.exec('PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;');
+  application.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+  const tap = SqliteTap.open(path, { truncateCheckpointPages: 100 });
+  cleanups.push(() => {
+    tap.close();
+    application.close();
+  });
+  tap.releaseSnapshot();
+  return { tap, insert: application.prepare('INSERT INTO t (v) VALUES (?)') };
+}
+
 describe('when the tap insists', () => {
   it('past 1.5 times truncateCheckpointPages, not between it and that', () => {
-    const directory = mkdtempSync(join(tmpdir(), 'backupd-insistent-restart-'));
-    cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
-    const path = join(directory, 'app.db');
-    const application = new DatabaseSync(path, { timeout: 5000 });
-    application.exec('PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;');
-    application.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
-    const tap = SqliteTap.open(path, { truncateCheckpointPages: 100 });
-    cleanups.push(() => {
-      tap.close();
-      application.close();
-    });
-    tap.releaseSnapshot();
-    const insert = application.prepare('INSERT INTO t (v) VALUES (?)');
+    const { tap, insert } = tapWithThreshold100();
     // One frame per commit (the same leaf page, or the next one).
     const commitUntil = (frames: number) => {
       while (tap.walFrames < frames) {
@@ -174,19 +179,7 @@ describe('when the tap insists', () => {
   });
 
   it('forces past 1.5 times the threshold when the capture is behind, and leaves an idle restartable WAL alone', () => {
-    const directory = mkdtempSync(join(tmpdir(), 'backupd-forced-restart-'));
-    cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
-    const path = join(directory, 'app.db');
-    const application = new DatabaseSync(path, { timeout: 5000 });
-    application.exec('PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;');
-    application.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
-    const tap = SqliteTap.open(path, { truncateCheckpointPages: 100 });
-    cleanups.push(() => {
-      tap.close();
-      application.close();
-    });
-    tap.releaseSnapshot();
-    const insert = application.prepare('INSERT INTO t (v) VALUES (?)');
+    const { tap, insert } = tapWithThreshold100();
     // About 200 frames landed and none captured: past 150, behind.
     for (let i = 0; i < 200; i += 1) insert.run('x'.repeat(100));
     const report = tap.maintain();
