@@ -31,6 +31,7 @@ export {
   segmentObjectKey,
   sideKey,
   snapshotKey,
+  snapshotObjectKey,
 } from './keys.ts';
 export {
   checkManifestValue,

@@ -43,6 +43,7 @@ import {
   segmentObjectKey,
   sideKey,
   snapshotKey,
+  snapshotObjectKey,
 } from './keys.ts';
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -270,7 +271,11 @@ function rebuild(prefix: string, parsed: ParsedKey): string {
     case 'manifest':
       return manifestKey(prefix, parsed.commitSeq);
     case 'snapshot':
-      return snapshotKey(prefix, parsed.generation, parsed.frames);
+      return (parsed.layout === 'object' ? snapshotObjectKey : snapshotKey)(
+        prefix,
+        parsed.generation,
+        parsed.frames,
+      );
     case 'archive':
       return archiveKey(prefix, parsed.generation, parsed.n);
     case 'segment':
@@ -331,11 +336,25 @@ describe('key layout, property-tested', () => {
 
           const snapshot = fits('snapshotKey', () => snapshotKey(prefix, a, b));
           if (snapshot !== undefined) {
-            expect(parseSnapshotKey(prefix, snapshot)).toEqual({ generation: a, frames: b });
+            expect(parseSnapshotKey(prefix, snapshot)).toEqual({
+              generation: a,
+              frames: b,
+              layout: 'raw',
+            });
             expect(parseKey(prefix, snapshot)).toEqual({
               kind: 'snapshot',
               generation: a,
               frames: b,
+              layout: 'raw',
+            });
+          }
+          const snapshotObject = fits('snapshotObjectKey', () => snapshotObjectKey(prefix, a, b));
+          if (snapshotObject !== undefined) {
+            expect(parseKey(prefix, snapshotObject)).toEqual({
+              kind: 'snapshot',
+              generation: a,
+              frames: b,
+              layout: 'object',
             });
           }
 
@@ -418,6 +437,17 @@ describe('key layout, property-tested', () => {
           if (snapshot !== undefined) {
             const parsed = parseSnapshotKey(prefix, snapshot)!;
             expect(sameNumber(parsed.generation, a) && sameNumber(parsed.frames, b)).toBe(true);
+          }
+          const snapshotObject = builtKey(prefix, 'snapshotObjectKey', () =>
+            snapshotObjectKey(prefix, a, b),
+          );
+          if (snapshotObject !== undefined) {
+            const parsed = parseSnapshotKey(prefix, snapshotObject)!;
+            expect(
+              sameNumber(parsed.generation, a) &&
+                sameNumber(parsed.frames, b) &&
+                parsed.layout === 'object',
+            ).toBe(true);
           }
           const archive = builtKey(prefix, 'archiveKey', () => archiveKey(prefix, a, b));
           if (archive !== undefined) {
@@ -516,6 +546,7 @@ describe('key layout, property-tested', () => {
         () => latestKey(prefix),
         () => manifestKey(prefix, 42),
         () => snapshotKey(prefix, 1, 2),
+        () => snapshotObjectKey(prefix, 1, 2),
         () => archiveKey(prefix, MAX, 0),
         () => segmentKey(prefix, 1, 2, 3),
         () => segmentObjectKey(prefix, 1, 2, 3),

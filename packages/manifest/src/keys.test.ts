@@ -24,6 +24,7 @@ import {
   segmentObjectKey,
   sideKey,
   snapshotKey,
+  snapshotObjectKey,
 } from './keys.ts';
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -47,6 +48,9 @@ describe('key layout', () => {
     expect(manifestKey('db/a', 42)).toBe('db/a/manifest/00000000000000000042.json');
     expect(snapshotKey('db/a', 3, 100)).toBe(
       'db/a/snapshots/00000000000000000003-00000000000000000100.snapshot',
+    );
+    expect(snapshotObjectKey('db/a', 3, 100)).toBe(
+      'db/a/snapshots/00000000000000000003-00000000000000000100.snap',
     );
     expect(archiveKey('db/a', 3, 7)).toBe(
       'db/a/archives/00000000000000000003/wal.00000000000000000007.archive',
@@ -91,7 +95,14 @@ describe('key layout', () => {
           expect(parseSnapshotKey(prefix, snapshotKey(prefix, a, b))).toEqual({
             generation: a,
             frames: b,
+            layout: 'raw',
           });
+          expect(parseSnapshotKey(prefix, snapshotObjectKey(prefix, a, b))).toEqual({
+            generation: a,
+            frames: b,
+            layout: 'object',
+          });
+          expect(parseVersionedGeneration(prefix, snapshotObjectKey(prefix, a, b))).toBe(a);
           expect(parseArchiveKey(prefix, archiveKey(prefix, a, b))).toEqual({
             generation: a,
             n: b,

@@ -124,6 +124,20 @@ export function snapshotKey(prefix: string, generation: number, frames: number):
   return checkResult(`${prefix}/snapshots/${pad20(generation)}-${pad20(frames)}.snapshot`);
 }
 
+/**
+ * `${prefix}/snapshots/{generation}-{frames}.snap`: the snapshot of a WAL
+ * generation stored in the object envelope of `@x/wal-segment` (kind
+ * snapshot: a header naming the codec and the decoded length, then the
+ * encoded bytes). {@link snapshotKey} is the raw layout earlier releases
+ * wrote; both parse with {@link parseSnapshotKey}.
+ */
+export function snapshotObjectKey(prefix: string, generation: number, frames: number): string {
+  checkPrefix(prefix);
+  checkNumber('generation', generation);
+  checkNumber('frames', frames);
+  return checkResult(`${prefix}/snapshots/${pad20(generation)}-${pad20(frames)}.snap`);
+}
+
 /** `${prefix}/archives/{generation}/wal.{n}.archive`: archived WAL file `n`, uploaded in `generation`. */
 export function archiveKey(prefix: string, generation: number, n: number): string {
   checkPrefix(prefix);
@@ -244,7 +258,7 @@ function relativeTo(prefix: string, key: string): string | undefined {
 }
 
 const MANIFEST_PATTERN = /^manifest\/([0-9]{20})\.json$/;
-const SNAPSHOT_PATTERN = /^snapshots\/([0-9]{20})-([0-9]{20})\.snapshot$/;
+const SNAPSHOT_PATTERN = /^snapshots\/([0-9]{20})-([0-9]{20})\.(snapshot|snap)$/;
 const ARCHIVE_PATTERN = /^archives\/([0-9]{20})\/wal\.([0-9]{20})\.archive$/;
 const SEGMENT_PATTERN = /^wal\/([0-9]{20})\/([0-9]{20})-([0-9]{20})\.(segment|seg)$/;
 const SEGMENT_GENERATION_PATTERN = /^wal\/([0-9]{20})\/$/;
@@ -274,15 +288,22 @@ export function parseManifestKey(prefix: string, key: string): number | undefine
   return numbers(MANIFEST_PATTERN.exec(relative), 1)?.[0];
 }
 
-/** The generation and frame count a snapshot key names, or undefined. */
+/**
+ * The generation, frame count and layout a snapshot key names — `.snapshot`
+ * ({@link snapshotKey}, layout `raw`) or `.snap` ({@link snapshotObjectKey},
+ * layout `object`) — or undefined.
+ */
 export function parseSnapshotKey(
   prefix: string,
   key: string,
-): { generation: number; frames: number } | undefined {
+): { generation: number; frames: number; layout: SegmentLayout } | undefined {
   const relative = relativeTo(prefix, key);
   if (relative === undefined) return undefined;
-  const values = numbers(SNAPSHOT_PATTERN.exec(relative), 2);
-  return values === undefined ? undefined : { generation: values[0]!, frames: values[1]! };
+  const match = SNAPSHOT_PATTERN.exec(relative);
+  const values = numbers(match, 2);
+  if (values === undefined) return undefined;
+  const layout: SegmentLayout = match![3] === 'snap' ? 'object' : 'raw';
+  return { generation: values[0]!, frames: values[1]!, layout };
 }
 
 /** The generation and archive number an archive key names, or undefined. */
@@ -351,7 +372,7 @@ export function parseVersionedGeneration(prefix: string, key: string): number | 
 export type ParsedKey =
   | { kind: 'latest' }
   | { kind: 'manifest'; commitSeq: number }
-  | { kind: 'snapshot'; generation: number; frames: number }
+  | { kind: 'snapshot'; generation: number; frames: number; layout: SegmentLayout }
   | { kind: 'archive'; generation: number; n: number }
   | { kind: 'segment'; generation: number; start: number; end: number; layout: SegmentLayout }
   | { kind: 'side'; name: string; crc32: string; size: number };

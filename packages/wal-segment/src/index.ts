@@ -26,6 +26,7 @@ export {
   type SegmentObjectHeader,
   type SegmentObjectKind,
 } from './segment-object.ts';
+export { encodeSegmentObjectStream } from './segment-object-encode-stream.ts';
 export { decodeSegmentObjectStream, type SegmentObjectStream } from './segment-object-stream.ts';
 export {
   parseSqliteWalHeader,

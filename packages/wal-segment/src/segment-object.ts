@@ -167,7 +167,7 @@ export function encodeSegmentObject(
   fields: SegmentObjectFields,
   options: { level?: number; bodyCrc32?: number } = {},
 ): Uint8Array {
-  const plan = planSegmentObject(body, fields, options);
+  const plan = planSegmentObject(bodyOf(body), fields, options);
   const encoded =
     plan.codec === CODEC_VALUES.zstd ? zstdCompressSync(body, zstdOptions(plan)) : body;
   return assembleSegmentObject(plan, encoded);
@@ -185,7 +185,7 @@ export async function encodeSegmentObjectAsync(
   fields: SegmentObjectFields,
   options: { level?: number; bodyCrc32?: number } = {},
 ): Promise<Uint8Array> {
-  const plan = planSegmentObject(body, fields, options);
+  const plan = planSegmentObject(bodyOf(body), fields, options);
   if (plan.codec !== CODEC_VALUES.zstd) return assembleSegmentObject(plan, body);
   const encoded = await new Promise<Uint8Array>((resolve, reject) => {
     zstdCompress(body, zstdOptions(plan), (error, result) =>
@@ -196,7 +196,7 @@ export async function encodeSegmentObjectAsync(
 }
 
 /** The checked fields of an envelope to write, everything but the encoded body. */
-interface SegmentObjectPlan {
+export interface SegmentObjectPlan {
   readonly codec: number;
   readonly kind: number;
   readonly generation: number;
@@ -210,12 +210,21 @@ interface SegmentObjectPlan {
   readonly bodyLength: number;
 }
 
-function planSegmentObject(
-  body: Uint8Array,
+function bodyOf(body: Uint8Array): { length: number; crc32: () => number } {
+  if (!(body instanceof Uint8Array)) throw new SegmentObjectError('body', 'not a Uint8Array');
+  return { length: body.length, crc32: () => crc32(body) };
+}
+
+/**
+ * Checks `fields` for a body of `body.length` bytes and returns the plan of
+ * its envelope; `body.crc32` is called only when `options.bodyCrc32` is not
+ * given. Throws {@link SegmentObjectError} naming the field.
+ */
+export function planSegmentObject(
+  body: { length: number; crc32: () => number },
   fields: SegmentObjectFields,
   options: { level?: number; bodyCrc32?: number },
 ): SegmentObjectPlan {
-  if (!(body instanceof Uint8Array)) throw new SegmentObjectError('body', 'not a Uint8Array');
   const codec = CODEC_VALUES[fields.codec];
   if (codec === undefined)
     throw new SegmentObjectError('codec', `unknown codec ${String(fields.codec)}`);
@@ -238,7 +247,7 @@ function planSegmentObject(
     throw new SegmentObjectError('lineage', 'not a lineage id (1 to 128 of A-Z a-z 0-9 . _ -)');
   }
   const bodyCrc32 =
-    options.bodyCrc32 === undefined ? crc32(body) : checkU32('bodyCrc32', options.bodyCrc32);
+    options.bodyCrc32 === undefined ? body.crc32() : checkU32('bodyCrc32', options.bodyCrc32);
   const level = options.level ?? SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL;
   if (!Number.isInteger(level)) throw new SegmentObjectError('level', 'not an integer');
   return {
@@ -256,7 +265,8 @@ function planSegmentObject(
   };
 }
 
-function zstdOptions(plan: SegmentObjectPlan): ZstdOptions {
+/** zstd's options for a plan's body: its level, and the decoded size stated in the frame. */
+export function zstdOptions(plan: SegmentObjectPlan): ZstdOptions {
   return {
     params: {
       [constants.ZSTD_c_compressionLevel]: plan.level,
@@ -270,9 +280,18 @@ function zstdOptions(plan: SegmentObjectPlan): ZstdOptions {
 }
 
 function assembleSegmentObject(plan: SegmentObjectPlan, encoded: Uint8Array): Uint8Array {
+  const header = encodeSegmentObjectHeader(plan);
+  const out = new Uint8Array(header.length + encoded.length);
+  out.set(header, 0);
+  out.set(encoded, header.length);
+  return out;
+}
+
+/** The header bytes of a plan's envelope (its body follows them). */
+export function encodeSegmentObjectHeader(plan: SegmentObjectPlan): Uint8Array {
   const lineageLength = plan.lineage.length;
   const headerBytes = 53 + lineageLength + 4;
-  const out = new Uint8Array(headerBytes + encoded.length);
+  const out = new Uint8Array(headerBytes);
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   out.set(SEGMENT_OBJECT_MAGIC, 0);
   view.setUint16(4, headerBytes, true);
@@ -290,7 +309,6 @@ function assembleSegmentObject(plan: SegmentObjectPlan, encoded: Uint8Array): Ui
   out[52] = lineageLength;
   for (let i = 0; i < lineageLength; i++) out[53 + i] = plan.lineage.charCodeAt(i);
   view.setUint32(headerBytes - 4, crc32(out.subarray(0, headerBytes - 4)), true);
-  out.set(encoded, headerBytes);
   return out;
 }
 
