@@ -36,6 +36,7 @@ export {
   expectedPreviousCrc32,
   isSegmentObject,
 } from './segment-object-read.ts';
+export { downloadSnapshotObject, isSnapshotObject } from './snapshot-object-read.ts';
 export {
   type FindUnnamedNewerDataOptions,
   findUnnamedNewerData,

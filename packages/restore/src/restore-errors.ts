@@ -257,12 +257,12 @@ export class ObjectCorruptError extends RestoreError {
 const ENCODING_MARKER = errorMarker(MARKER_NAMESPACE, 'ObjectEncodingError');
 
 /**
- * A stored-object envelope (a `.seg` segment) matched the manifest's size
- * and CRC-32 but cannot be used: its header is invalid (bad magic, unknown
- * version, codec or encryption, header CRC), its body does not decode or
- * decodes to another length or CRC than the header says, or the header
- * disagrees with the key or the manifest entry (generation, range, commits,
- * lineage, the chain CRC of the previous object). `field` names the header
+ * A stored-object envelope (a `.seg` segment or `.snap` snapshot) matched
+ * the manifest's size and CRC-32 but cannot be used: its header is invalid
+ * (bad magic, unknown version, codec or encryption, header CRC), its body
+ * does not decode or decodes to another length or CRC than the header says,
+ * or the header disagrees with the key or the manifest entry (kind,
+ * generation, range, commits, lineage, the chain CRC of the previous object). `field` names the header
  * field, `problem` says how. Also an {@link ObjectCorruptError} (`property:
  * 'encoding'`), so callers that handle corrupt objects handle it too. Nothing
  * of it was written to the target.

@@ -12,10 +12,11 @@
  *    back to the newest manifest that passes those checks, and the result
  *    says so (`fellBackFrom`); a named manifest never falls back.
  * 3. Every object it needs is streamed into a staging directory inside the
- *    target while its size and CRC-32 are checked; the WAL is rebuilt from
- *    the segments in order and cut after the frame that brings the count to
- *    the requested commit, and each segment's frame count is checked against
- *    the manifest. Any refusal removes the staging directory: the target is
+ *    target while its size and CRC-32 are checked (a `.snap` snapshot is
+ *    decoded on the way, its envelope checked against key and entry); the
+ *    WAL is rebuilt from the segments in order and cut after the frame that
+ *    brings the count to the requested commit, and each segment's frame
+ *    count is checked against the manifest. Any refusal removes the staging directory: the target is
  *    left as it was.
  * 4. Only then are the files moved into place (fsync, rename, fsync of the
  *    directory), and the parent record is written last.
@@ -55,6 +56,7 @@ import {
   expectedPreviousCrc32,
   isSegmentObject,
 } from './segment-object-read.ts';
+import { downloadSnapshotObject, isSnapshotObject } from './snapshot-object-read.ts';
 import {
   type CommitPlan,
   checkCommit,
@@ -275,7 +277,9 @@ function planSegments(manifest: Manifest, walCommits: number): SegmentEntry[] {
  * @throws NoRestorePointError — nothing to restore, or no restore point covers `commitSeq` (names the nearest).
  * @throws RestorePointRejectedError — the named manifest is unreadable, inconsistent or unsafe;
  *   for the latest state, LATEST is unusable and no manifest passes the checks (both named).
- * @throws ObjectMissingError, ObjectCorruptError — an object is missing or differs from the manifest.
+ * @throws ObjectMissingError, ObjectCorruptError — an object is missing or differs from the manifest;
+ *   ObjectEncodingError (an ObjectCorruptError) — a `.seg` or `.snap` envelope does not decode, or
+ *   its header disagrees with its key or entry.
  * Store errors and aborts propagate as they are. In every case but a failure
  * while files are being moved into place, the target is left as it was.
  */
@@ -384,14 +388,15 @@ export async function restore(
   const internal = new AbortController();
   const downloadSignal =
     signal === undefined ? internal.signal : AbortSignal.any([signal, internal.signal]);
-  const download: Downloader = async (expected, name, sink) => {
+  const download: Downloader = async (expected, name, sink, snapshot) => {
     let counted = 0;
     let reported = 0;
     report('download', expected.key, name);
-    await downloadVerified(store, expected, sink, {
+    // Progress counts stored bytes, also for a `.snap` decoded on the way.
+    const verified = {
       manifestKey: point.key,
       signal: downloadSignal,
-      onBytes: (read) => {
+      onBytes: (read: number) => {
         bytesDone += read - counted;
         counted = read;
         if (read - reported >= PROGRESS_BYTE_STEP) {
@@ -399,7 +404,9 @@ export async function restore(
           report('download', expected.key, name);
         }
       },
-    });
+    };
+    if (snapshot === undefined) await downloadVerified(store, expected, sink, verified);
+    else await downloadSnapshotObject(store, normalizedPrefix, snapshot, sink, verified);
     objectsDone += 1;
     report('download', expected.key, name);
   };
@@ -409,7 +416,14 @@ export async function restore(
     await inParallel(files, PARALLEL_FILES, async (file) => {
       const writer = await createStagedFile(staging, file.name);
       try {
-        await download(file.entry, file.name, (chunk) => writer.write(chunk));
+        // A `.snap` snapshot is decoded into the staged file as it streams;
+        // the file is used only once every check of it passed.
+        await download(
+          file.entry,
+          file.name,
+          (chunk) => writer.write(chunk),
+          isSnapshotObject(normalizedPrefix, file.entry.key) ? file.entry : undefined,
+        );
         await writer.finish();
       } finally {
         await writer.abandon();
@@ -495,6 +509,8 @@ type Downloader = (
   expected: { key: string; size: number; crc32: string },
   name: string,
   sink: (chunk: Uint8Array) => void | Promise<void>,
+  /** A file entry whose key is a `.snap`: its decoded bytes go to `sink`. */
+  snapshot?: FileEntry,
 ) => Promise<void>;
 
 /** File entries downloaded at once (each into its own staged file). */

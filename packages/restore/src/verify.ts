@@ -12,13 +12,17 @@
  *   per directory of named objects, not one HEAD per object — and, with
  *   `deep`, has the recorded CRC-32 (each distinct object streamed once);
  *   a `.seg` segment is then also decoded and checked as restore checks it
- *   (header, decoded length and CRC-32, header against key, entry and chain).
+ *   (header, decoded length and CRC-32, header against key, entry and chain),
+ *   and so is a `.snap` snapshot, streamed in bounded memory (header, decoded
+ *   length and CRC-32, header against key and entry; the decoded bytes are
+ *   discarded).
  *
  * A manifest that disappears while it is being verified (retention ran) is
  * reported as `vanished`, not as broken. Store failures and aborts do throw:
  * a report built on a failed read would be a guess.
  */
 import {
+  type FileEntry,
   latestKey,
   MAX_MANIFEST_BYTES,
   type Manifest,
@@ -36,6 +40,7 @@ import {
   expectedPreviousCrc32,
   isSegmentObject,
 } from './segment-object-read.ts';
+import { downloadSnapshotObject, isSnapshotObject } from './snapshot-object-read.ts';
 import { downloadVerified } from './verified-download.ts';
 
 export interface VerifyOptions {
@@ -65,7 +70,7 @@ export type VerifyProblemKind =
   | 'object-missing'
   | 'object-size'
   | 'object-crc'
-  /** A `.seg` segment whose envelope is invalid, does not decode, or disagrees with its key or entry (`deep`). */
+  /** A `.seg` segment or `.snap` snapshot whose envelope is invalid, does not decode, or disagrees with its key or entry (`deep`). */
   | 'object-encoding'
   /** Two manifests record different sizes or CRCs for one key. */
   | 'object-conflict';
@@ -117,6 +122,8 @@ interface ObjectClaim {
   readonly manifests: Set<string>;
   /** For a `.seg` segment: its entry and the chain CRC it must carry (as the first manifest naming it says). */
   readonly segment?: { readonly entry: SegmentEntry; readonly previousCrc32: number };
+  /** For a `.snap` snapshot: its file entry (as the first manifest naming it says). */
+  readonly snapshot?: FileEntry;
 }
 
 interface ManifestState {
@@ -266,6 +273,7 @@ function claimObjects(
     const manifest = state.manifest;
     if (manifest === undefined) continue;
     const segmentIndex = new Map(manifest.segments.map((segment, index) => [segment, index]));
+    const fileEntries = new Set<unknown>(manifest.files);
     for (const entry of [...manifest.files, ...manifest.segments]) {
       // Never read outside the prefix, whatever a manifest says; such a key
       // is already reported as a layout problem.
@@ -285,6 +293,9 @@ function claimObjects(
                   previousCrc32: expectedPreviousCrc32(prefix, manifest, index),
                 },
               }
+            : {}),
+          ...(fileEntries.has(entry) && isSnapshotObject(prefix, entry.key)
+            ? { snapshot: entry as FileEntry }
             : {}),
         });
       } else if (claim.size !== entry.size || claim.crc32 !== entry.crc32) {
@@ -370,20 +381,25 @@ async function checkObjectsDeep(
       const chunks: Uint8Array[] = [];
       try {
         // Only a `.seg` segment is held (to decode it); everything else streams
-        // through the CRC check in constant memory.
+        // through the CRC check in constant memory — a `.snap` snapshot also
+        // through its decoder, its decoded bytes discarded.
         const sink =
           claim.segment === undefined ? () => {} : (chunk: Uint8Array) => void chunks.push(chunk);
-        await downloadVerified(store, claim, sink, {
+        const downloadOptions = {
           manifestKey: [...claim.manifests][0] ?? '',
           ...callOptions(signal),
-          onBytes: (read) => {
+          // Stored bytes, for a `.snap` too.
+          onBytes: (read: number) => {
             counters.bytesDone = before + read;
             if (read - reported >= PROGRESS_BYTE_STEP) {
               reported = read;
               counters.report('objects', claim.key);
             }
           },
-        });
+        };
+        if (claim.snapshot === undefined)
+          await downloadVerified(store, claim, sink, downloadOptions);
+        else await downloadSnapshotObject(store, prefix, claim.snapshot, () => {}, downloadOptions);
         const segment = claim.segment;
         if (segment !== undefined) {
           decodeSegmentEntry(

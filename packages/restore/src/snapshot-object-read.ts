@@ -1,0 +1,193 @@
+/**
+ * Reading a `.snap` snapshot (the stored-object envelope of `@x/wal-segment`,
+ * kind snapshot) the way restore and verify must, in bounded memory: a
+ * snapshot can be GiBs, so it is never held whole.
+ *
+ * The stored bytes stream through {@link downloadVerified} (stored size and
+ * CRC-32 against the manifest entry) and, as they arrive, through
+ * `decodeSegmentObjectStream` (header CRC, decoded length bounded by the
+ * header's end − start, decoded CRC-32 at the end). The header is checked
+ * against the key (kind snapshot, generation) and the entry (commits =
+ * frames, lineage) before the first decoded byte is handed on.
+ *
+ * Guarantees: {@link downloadSnapshotObject} resolves only when every check
+ * passed, stored and decoded; otherwise it rejects with the first failure —
+ * {@link ObjectCorruptError} / {@link ObjectMissingError} from the download,
+ * {@link ObjectEncodingError} naming the key and the field for the envelope,
+ * the sink's own error, a store error or the abort reason. It never leaves
+ * either side waiting: a decode failure aborts the download, a download
+ * failure ends the decoder's input. Decoded chunks reach the sink BEFORE the
+ * end checks (that is what streaming means): callers write them to staging
+ * and use the result only once this resolved.
+ *
+ * Memory: a stored chunk in hand-over, the decoder's read-ahead (at most 16
+ * stored chunks) and the zstd stream's buffers; the sink is awaited before
+ * the next decoded chunk is pulled.
+ */
+import { type FileEntry, parseSnapshotKey } from '@x/manifest';
+import type { ObjectStore } from '@x/store';
+import { decodeSegmentObjectStream, SegmentObjectError } from '@x/wal-segment';
+import { ObjectEncodingError } from './restore-errors.ts';
+import { downloadVerified, type VerifiedDownloadOptions } from './verified-download.ts';
+
+/** True when `key` is a snapshot stored in the envelope (`.snap`), which must be decoded. */
+export function isSnapshotObject(prefix: string, key: string): boolean {
+  return parseSnapshotKey(prefix, key)?.layout === 'object';
+}
+
+/** The decoder stopped reading (it failed, or its input is not wanted any more). */
+class DecoderStopped extends Error {
+  constructor() {
+    super('the snapshot decoder stopped reading');
+    this.name = 'DecoderStopped';
+  }
+}
+
+/**
+ * A one-chunk hand-over from the download's sink to the decoder's input,
+ * with backpressure: {@link push} resolves once the decoder took the chunk.
+ * The decoder's side never throws: when the download ends, well or not, its
+ * input ends (an error thrown into the decoder's stream pipeline would be an
+ * unhandled stream error, and its zstd side would wait for input forever).
+ */
+class HandOver implements AsyncIterable<Uint8Array> {
+  #chunk: { bytes: Uint8Array; taken: () => void; refused: (error: Error) => void } | undefined;
+  #reader: ((result: IteratorResult<Uint8Array>) => void) | undefined;
+  #ended = false;
+  /** `refuse`: pushes reject (the decoder failed); `discard`: pushes are dropped (it is done). */
+  #stopped: 'refuse' | 'discard' | undefined;
+
+  push(bytes: Uint8Array): Promise<void> {
+    if (this.#stopped === 'refuse') return Promise.reject(new DecoderStopped());
+    if (this.#stopped === 'discard' || this.#ended) return Promise.resolve();
+    return new Promise<void>((taken, refused) => {
+      const reader = this.#reader;
+      if (reader !== undefined) {
+        this.#reader = undefined;
+        reader({ done: false, value: bytes });
+        taken();
+      } else this.#chunk = { bytes, taken, refused };
+    });
+  }
+
+  /** The download ended (resolved or rejected): the decoder's input ends. */
+  end(): void {
+    this.#ended = true;
+    const reader = this.#reader;
+    this.#reader = undefined;
+    reader?.({ done: true, value: undefined });
+  }
+
+  /** The decoder will read no more: pending and later pushes reject (`refuse`) or are dropped (`discard`). */
+  stop(how: 'refuse' | 'discard'): void {
+    this.#stopped = how;
+    const chunk = this.#chunk;
+    this.#chunk = undefined;
+    if (chunk !== undefined) {
+      if (how === 'refuse') chunk.refused(new DecoderStopped());
+      else chunk.taken();
+    }
+    this.end();
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    return {
+      next: (): Promise<IteratorResult<Uint8Array>> => {
+        const chunk = this.#chunk;
+        if (chunk !== undefined) {
+          this.#chunk = undefined;
+          chunk.taken();
+          return Promise.resolve({ done: false, value: chunk.bytes });
+        }
+        if (this.#ended) return Promise.resolve({ done: true, value: undefined });
+        return new Promise((resolve) => {
+          this.#reader = resolve;
+        });
+      },
+      return: (): Promise<IteratorResult<Uint8Array>> => {
+        this.stop('discard');
+        return Promise.resolve({ done: true, value: undefined });
+      },
+    };
+  }
+}
+
+/**
+ * Downloads the `.snap` object of `entry`, checks it stored and decoded,
+ * and hands the decoded bytes to `sink` in order (calls never overlap; the
+ * next decoded chunk is pulled once the sink's promise settled).
+ * `options.onBytes` counts stored bytes, as for any other object.
+ * @throws ObjectEncodingError — the envelope is invalid, does not decode to
+ *   what its header says, or its header disagrees with the key or entry.
+ * @throws ObjectCorruptError, ObjectMissingError — as {@link downloadVerified}.
+ */
+export async function downloadSnapshotObject(
+  store: ObjectStore,
+  prefix: string,
+  entry: FileEntry,
+  sink: (chunk: Uint8Array) => void | Promise<void>,
+  options: VerifiedDownloadOptions,
+): Promise<void> {
+  const parsed = parseSnapshotKey(prefix, entry.key);
+  if (parsed === undefined || parsed.layout !== 'object') {
+    throw new ObjectEncodingError(entry.key, 'key', 'not a .snap snapshot key of this prefix');
+  }
+  options.signal?.throwIfAborted();
+  const stop = new AbortController();
+  const signal =
+    options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
+  const handOver = new HandOver();
+  // The first failure of either side is the one reported: the other side's
+  // failure is its consequence (an aborted download, a truncated input).
+  let first: { error: unknown } | undefined;
+  const fail = (error: unknown): void => {
+    first ??= { error };
+  };
+
+  const downloading = downloadVerified(store, entry, (chunk) => handOver.push(chunk), {
+    ...options,
+    signal,
+  }).then(
+    () => handOver.end(),
+    (error: unknown) => {
+      fail(error);
+      handOver.end();
+    },
+  );
+
+  try {
+    const { header, body } = await decodeSegmentObjectStream(handOver);
+    const mismatch = (field: string, found: unknown, expected: unknown, of: string): never => {
+      throw new ObjectEncodingError(
+        entry.key,
+        field,
+        `the header says ${String(found)}, the ${of} says ${String(expected)}`,
+      );
+    };
+    if (header.kind !== 'snapshot') mismatch('kind', header.kind, 'snapshot', 'key');
+    if (header.generation !== parsed.generation)
+      mismatch('generation', header.generation, parsed.generation, 'key');
+    if (header.commits !== entry.frames)
+      mismatch('commits', header.commits, entry.frames, 'manifest entry');
+    if (header.lineage !== entry.lineage)
+      mismatch('lineage', header.lineage, entry.lineage, 'manifest entry');
+    for await (const chunk of body) {
+      // The download failed: its input was cut short, nothing more is handed on.
+      if (first !== undefined) break;
+      await sink(chunk);
+    }
+    // The decoder read all it wanted; any rest of the object is still read
+    // and checked (size, CRC-32) by the download.
+    handOver.stop('discard');
+  } catch (error) {
+    fail(
+      SegmentObjectError.isInstance(error)
+        ? new ObjectEncodingError(entry.key, error.field, error.problem, { cause: error })
+        : error,
+    );
+    handOver.stop('refuse');
+    stop.abort(first!.error);
+  }
+  await downloading;
+  if (first !== undefined) throw first.error;
+}
