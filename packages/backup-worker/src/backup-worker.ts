@@ -56,6 +56,7 @@ import {
   WorkerPanicError,
   type WriterConflictError,
 } from './errors.ts';
+import { continueGeneration } from './generation-continuation.ts';
 import {
   type BackupHealth,
   FIRST_BACKOFF_MS,
@@ -112,6 +113,7 @@ export class BackupWorker {
   readonly #lease: LeaseHolder;
   readonly #writer: ManifestWriter;
   readonly #shipper: Shipper;
+  readonly #context: WorkerContext;
   readonly #unrestorable: UnrestorableCommits;
 
   /** What this worker knows about the bucket; a new lease tenure replaces it. */
@@ -200,6 +202,7 @@ export class BackupWorker {
       },
       conflict,
     };
+    this.#context = ctx;
     this.#writer = new ManifestWriter(ctx, retentionPolicy(options));
     this.#shipper = new Shipper(ctx, this.#writer, {
       maxSegmentBytes: options.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES,
@@ -467,7 +470,12 @@ export class BackupWorker {
         await this.runOnce();
         await this.#shipper.writeManifest();
         await this.#evaluate();
-        if (this.#restorable(goal) || this.#tenure.current === null) return;
+        if (this.#restorable(goal) || this.#tenure.current === null) {
+          // The source learns that the final restore point holds all it
+          // shipped (a SQLite source records it for its next start).
+          await source.afterStep?.(this.#shipper.progress(), { signal: this.#runAbort.signal });
+          return;
+        }
         // Deferred (the engine was busy): try again shortly, until the
         // grace period ends.
         if (this.#tenure.current.inRestorePoint === before)
@@ -605,6 +613,19 @@ export class BackupWorker {
       return;
     }
     this.#health.deferral = null;
+    if (
+      this.#tenure.current === null &&
+      !this.#tenure.continuationOffered &&
+      this.#source.required.continueGeneration !== undefined
+    ) {
+      // Once per tenure: a restart whose database is exactly the newest
+      // restore point's state continues its generation (no new snapshot).
+      this.#tenure.continuationOffered = true;
+      if (
+        await continueGeneration(this.#context, this.#tenure.latestManifest, this.#runAbort.signal)
+      )
+        position = await this.#source.required.durablePosition();
+    }
     if (!sameWalKey(this.#tenure.current?.key, keyOf(position))) {
       await this.#shipper.uploadBase(position, disk);
       return;
@@ -661,6 +682,7 @@ export class BackupWorker {
     if (decision.adopt)
       this.#logger.info('backup.adopting_prefix', { lineage, parent: parent?.lineage ?? '' });
     this.#tenure.parentLineage = parent?.lineage ?? null;
+    this.#tenure.latestManifest = latest;
     await this.#scanBucket(latest, lineage);
     this.#tenure.lineage = lineage;
     this.#tenure.resumed = true;

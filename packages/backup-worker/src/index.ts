@@ -31,6 +31,7 @@ export type {
   FileIdentity,
   FileObservation,
   FrameCounting,
+  GenerationCandidate,
   OpenedArchive,
   OpenedFile,
   OpenedRestorePoint,

@@ -30,6 +30,7 @@ import {
   type ObjectStore,
   type ObjectVersion,
 } from '@x/store';
+import { encodeSegmentObjectStream } from '@x/wal-segment';
 import { BackupError, messageOf, OperationTimeoutError, WriteFencedError } from './errors.ts';
 import type { FrameCounting, OpenedFile } from './source.ts';
 import type { WorkerHooks } from './worker-options.ts';
@@ -176,26 +177,55 @@ export class Requests {
    * progress: it is re-armed at every chunk. `counter` counts the frames
    * (archives); otherwise the entry has `frames`.
    */
+  /**
+   * Uploads `file` create-if-absent under `key` and returns its manifest
+   * entry (size and CRC-32 of the bytes stored). With `envelope`, the stored
+   * object is the file in the object envelope of `@x/wal-segment` (kind
+   * snapshot, zstd): the file is read twice, once for the decoded length and
+   * CRC-32 the header states before the body, then again to compress it as
+   * it streams up; if the second read differs from the first the upload
+   * fails (a `SegmentObjectError`, field `body`) before the object is
+   * complete, so no object whose header lies is ever stored.
+   */
   async putFile(
     file: OpenedFile,
     key: string,
     counter: FrameCounting | null,
     frames: number,
     lineage: string,
+    envelope?: { readonly generation: number },
   ): Promise<FileEntry> {
     const { store, conditional, hooks, partSize, conflict } = this.#options;
     if (
       (await this.request(`HEAD ${key}`, false, (signal) => store.head(key, { signal }))) !== null
     )
       throw conflict(`${key} already exists`, key);
+    const decoded =
+      envelope === undefined ? null : await this.#lengthAndCrc32(file, this.#options.runSignal());
     hooks?.beforeWrite?.();
     const crc = new Crc32();
     let size = 0;
     const mode = conditional && store.capabilities.multipartCreate ? 'create' : 'overwrite';
     try {
       await this.request(`upload ${key}`, true, (signal, rearm) => {
+        const stored = (): AsyncIterable<Uint8Array> =>
+          decoded === null || envelope === undefined
+            ? file.read({ signal })
+            : encodeSegmentObjectStream(
+                { ...decoded, read: file.read({ signal }) },
+                {
+                  codec: 'zstd',
+                  kind: 'snapshot',
+                  generation: envelope.generation,
+                  start: 0,
+                  end: decoded.length,
+                  commits: frames,
+                  previousCrc32: 0,
+                  lineage,
+                },
+              );
         async function* body(): AsyncIterable<Uint8Array> {
-          for await (const chunk of file.read({ signal })) {
+          for await (const chunk of stored()) {
             crc.update(chunk);
             counter?.push(chunk);
             size += chunk.byteLength;
@@ -222,6 +252,20 @@ export class Requests {
       frames: counter ? counter.frames : frames,
       lineage,
     };
+  }
+
+  /** The first of an envelope's two reads: the file's length and CRC-32. */
+  async #lengthAndCrc32(
+    file: OpenedFile,
+    signal: AbortSignal,
+  ): Promise<{ length: number; crc32: number }> {
+    const crc = new Crc32();
+    let length = 0;
+    for await (const chunk of file.read({ signal })) {
+      crc.update(chunk);
+      length += chunk.byteLength;
+    }
+    return { length, crc32: crc.digest() };
   }
 
   async get(key: string): Promise<{ body: Uint8Array; version: ObjectVersion } | null> {

@@ -27,9 +27,9 @@ import {
   type FileEntry,
   segmentObjectKey,
   sideKey,
-  snapshotKey,
+  snapshotObjectKey,
 } from '@x/manifest';
-import { encodeSegmentObjectAsync } from '@x/wal-segment';
+import { encodeSegmentObjectAsync, SegmentObjectError } from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
 import { BackupError } from './errors.ts';
 import { sameWalKey, type WalKey } from './health.ts';
@@ -147,14 +147,28 @@ export class Shipper {
       for (const n of present) archiveFrames += tenure.archives.get(n)?.entry.frames ?? 0;
       let snapshot: FileEntry | null = null;
       if (opened.snapshot) {
-        const key = snapshotKey(prefix, number, floor + archiveFrames + opened.snapshotCommits);
-        snapshot = await requests.putFile(
-          opened.snapshot,
-          key,
-          null,
-          opened.snapshotCommits,
-          tenure.ownLineage(),
+        const key = snapshotObjectKey(
+          prefix,
+          number,
+          floor + archiveFrames + opened.snapshotCommits,
         );
+        try {
+          // Compressed, in the object envelope (see requests.putFile).
+          snapshot = await requests.putFile(
+            opened.snapshot,
+            key,
+            null,
+            opened.snapshotCommits,
+            tenure.ownLineage(),
+            { generation: number },
+          );
+        } catch (error) {
+          if (!SegmentObjectError.isInstance(error) || error.field !== 'body') throw error;
+          // The snapshot read differently the second time: nothing was
+          // stored; a later attempt takes a new restore point.
+          this.#defer(`the snapshot changed between its two reads (${error.problem})`);
+          return;
+        }
         this.#ctx.logger.info('backup.snapshot_uploaded', {
           key,
           walGeneration: number,

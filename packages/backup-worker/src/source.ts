@@ -360,8 +360,39 @@ export interface BackupSource {
    */
   startGeneration?(options?: SourceCallOptions): Promise<void>;
 
+  /**
+   * Continue the bucket's generation `candidate` instead of starting a new
+   * one: `true` only when the source can prove that the state it opened on
+   * is exactly the state a restore of `candidate` produces (for SQLite: a
+   * record its previous run left beside the database at a graceful stop,
+   * checked against a hash of the database as it is now). Then its next
+   * positions continue that generation's log: `durableLength` counts from
+   * `candidate.logEnd`, `readWalRange` takes offsets of the bucket's log,
+   * and its commit count continues from `candidate.commitSeq`. `false`
+   * changes nothing, and the worker uploads a new snapshot as before. The
+   * worker asks at most once per tenure, before its first generation, and
+   * only for a restore point of a snapshot and segments alone (no archives,
+   * chain or side files). Optional.
+   */
+  continueGeneration?(
+    candidate: GenerationCandidate,
+    options?: SourceCallOptions,
+  ): Promise<boolean>;
+
   /** Releases what the source holds. The worker does not call it; the owner does. */
   close?(): Promise<void>;
+}
+
+/** The bucket's generation a restarted worker offers its source to continue (see `continueGeneration`). */
+export interface GenerationCandidate {
+  /** The prefix's lineage (the store's own). */
+  readonly lineage: string;
+  /** The generation of the newest restore point (`walGeneration`). */
+  readonly walGeneration: number;
+  /** Where that restore point's log ends (bytes), with nothing in the bucket beyond it. */
+  readonly logEnd: number;
+  /** That restore point's commit count. */
+  readonly commitSeq: number;
 }
 
 /**

@@ -60,6 +60,10 @@ export class Tenure {
   /** Manifest keys that hold the parent lineage's restore point at the same commit count. */
   readonly parentKeys = new Set<string>();
   latestVersion: ObjectVersion | null = null;
+  /** The source was offered the newest restore point's generation (generation-continuation.ts). */
+  continuationOffered = false;
+  /** The restore point LATEST named when the tenure resumed (`null`: none). */
+  latestManifest: Manifest | null = null;
   latestTarget: string | null = null;
   /** Versions of the manifests this tenure wrote, by key. */
   readonly manifestVersions = new Map<string, ObjectVersion>();

@@ -36,6 +36,7 @@ import type {
   DurablePosition,
   FileObservation,
   FrameCounting,
+  GenerationCandidate,
   OpenedRestorePoint,
   ParentRecord,
   ShippedProgress,
@@ -45,6 +46,7 @@ import type {
 } from '@x/backup-worker';
 import { FrameCounter } from '@x/wal-segment';
 import { lastCommitTimeOf } from './commit-record.ts';
+import { imageDigest, readResumeRecord, writeResumeRecord } from './resume-record.ts';
 import { SqliteDatabaseReplacedError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
 import { SqliteTap, type SqliteTapOptions } from './tap.ts';
 
@@ -156,6 +158,17 @@ export class SqliteSource implements BackupSource {
   #lastTickAt: number | null = null;
   /** An error the capture timer met, rethrown to the worker at its next call. */
   #timerError: unknown = null;
+  /**
+   * Bytes of the bucket generation's log before the tap's: 0 for a
+   * generation the tap started, the continued restore point's log end for
+   * one it continues (see {@link continueGeneration}). Every offset the
+   * worker sees is the tap's plus this.
+   */
+  #logOffset = 0;
+  /** The tap's generation when the source opened (the only one that may continue a bucket's). */
+  readonly #openedGenerationId: string;
+  /** What the worker last said is in the bucket (for the record a graceful stop leaves). */
+  #lastShipped: ShippedProgress | null = null;
 
   private constructor(options: SqliteSourceOptions) {
     this.#options = options;
@@ -167,6 +180,7 @@ export class SqliteSource implements BackupSource {
         ? state.commitCount
         : null;
     this.#tap = SqliteTap.open(options.path, options);
+    this.#openedGenerationId = this.#tap.generationId;
     // A new generation counts one commit for the break, so its restore
     // points never share a commit count with the previous generation's.
     this.#generationBase = last === null ? 0 : last + 1;
@@ -276,6 +290,7 @@ export class SqliteSource implements BackupSource {
 
   #newGeneration(): void {
     this.#generationBase = this.#commitCount + 1;
+    this.#logOffset = 0;
     this.#tap.startGeneration();
     // Not awaited here (a synchronous context); every path that hands the
     // new count to the worker awaits the queue this joins.
@@ -311,6 +326,7 @@ export class SqliteSource implements BackupSource {
         this.#tap.close();
         this.#tap = SqliteTap.open(this.path, this.#options);
         this.#generationBase = base;
+        this.#logOffset = 0;
       } else {
         throw error;
       }
@@ -329,7 +345,7 @@ export class SqliteSource implements BackupSource {
       engineGeneration: id,
       snapshot: `${id}/snapshot`,
       wal: `${id}/log`,
-      durableLength: this.#tap.logLength,
+      durableLength: this.#logOffset + this.#tap.logLength,
       commitCount: this.#commitCount,
       snapshotInProgress: false,
       engine: {
@@ -346,7 +362,7 @@ export class SqliteSource implements BackupSource {
     return {
       snapshot: `${id}/snapshot`,
       wal: `${id}/log`,
-      walLength: this.#tap.logLength,
+      walLength: this.#logOffset + this.#tap.logLength,
       intentPending: false,
     };
   }
@@ -403,11 +419,16 @@ export class SqliteSource implements BackupSource {
       options.maxBytes === undefined
         ? durableLength
         : Math.min(durableLength, start + options.maxBytes);
-    const range = this.#tap.readLog(start, end) ?? this.#tap.readLog(start, durableLength, 1);
+    // The worker's offsets are the bucket log's; the tap's start at #logOffset.
+    const offset = this.#logOffset;
+    if (start < offset) return null;
+    const range =
+      this.#tap.readLog(start - offset, end - offset) ??
+      this.#tap.readLog(start - offset, durableLength - offset, 1);
     if (range === null) return null;
     return {
       start,
-      end: range.end,
+      end: offset + range.end,
       bytes: range.bytes,
       frames: range.commits,
       crc32: range.crc32,
@@ -465,17 +486,101 @@ export class SqliteSource implements BackupSource {
    * reader forward and checkpoints past its thresholds.
    */
   async afterStep(shipped: ShippedProgress | null): Promise<void> {
+    this.#lastShipped = shipped;
     if (shipped !== null && shipped.engineGeneration === this.#tap.generationId) {
       this.#tap.releaseSnapshot();
-      this.#tap.releaseLog(shipped.shippedLength);
+      this.#tap.releaseLog(Math.max(0, shipped.shippedLength - this.#logOffset));
     }
     this.#guarded(() => this.#tap.maintain());
   }
 
+  /**
+   * Continues the bucket's generation `candidate` when the record the last
+   * graceful stop left (resume-record.ts) names it and the image the tap
+   * opened on hashes to the record's digest: the database is exactly that
+   * restore point's state, so the tap's log (every commit since it opened)
+   * continues that generation's, at `candidate.logEnd`, and the commit count
+   * at `candidate.commitSeq`. Reads the whole database once (the hash);
+   * uploads nothing. `false` (nothing changed) for anything else, among
+   * them a tap that has started another generation since it opened.
+   */
+  async continueGeneration(
+    candidate: GenerationCandidate,
+    options: SourceCallOptions = {},
+  ): Promise<boolean> {
+    const record = readResumeRecord(this.path);
+    if (
+      record === null ||
+      record.lineage !== candidate.lineage ||
+      record.walGeneration !== candidate.walGeneration ||
+      record.logEnd !== candidate.logEnd ||
+      record.commitSeq !== candidate.commitSeq ||
+      this.#tap.generationId !== this.#openedGenerationId ||
+      this.#logOffset !== 0
+    )
+      return false;
+    const image = this.#tap.snapshot();
+    if (image === null || image.size !== record.imageBytes) return false;
+    const digest = await imageDigest(
+      image.read(options.signal === undefined ? {} : { signal: options.signal }),
+    );
+    // The tap may have moved on while the image was hashed (a break in
+    // continuity starts another generation): only the opened one continues.
+    if (digest.sha256 !== record.sha256 || this.#tap.generationId !== this.#openedGenerationId)
+      return false;
+    this.#logOffset = candidate.logEnd;
+    this.#generationBase = candidate.commitSeq;
+    await this.#persist();
+    return true;
+  }
+
+  /**
+   * Leaves the record for the next start (resume-record.ts) when the
+   * worker's last word was that everything captured is shipped and in the
+   * restore point LATEST names, and nothing was committed since: the
+   * database's image now is that restore point's state. The image is taken
+   * as a new generation's snapshot, and kept only if the capture point did
+   * not move across it (no commit came in between). Best effort: any
+   * failure leaves no record, and the next start uploads a new snapshot.
+   */
+  async #recordForNextStart(): Promise<void> {
+    const shipped = this.#lastShipped;
+    if (shipped === null || shipped.engineGeneration !== this.#tap.generationId) return;
+    const length = this.#logOffset + this.#tap.logLength;
+    if (shipped.shippedLength !== length || shipped.inRestorePoint !== length) return;
+    const lineage = await this.readLineage();
+    if (lineage === null) return;
+    this.#tap.capture();
+    this.#tap.sealBatch();
+    if (!this.#tap.caughtUp || this.#logOffset + this.#tap.logLength !== length) return;
+    const commitSeq = this.#commitCount;
+    const before = this.#tap.capturePoint;
+    this.#tap.startGeneration();
+    if (this.#tap.capturePoint !== before) return;
+    const image = this.#tap.snapshot();
+    if (image === null) return;
+    const digest = await imageDigest(image.read());
+    await writeResumeRecord(this.path, {
+      version: 1,
+      lineage,
+      walGeneration: shipped.walGeneration,
+      logEnd: length,
+      commitSeq,
+      imageBytes: digest.bytes,
+      sha256: digest.sha256,
+    });
+  }
+
   async close(): Promise<void> {
+    if (this.#closed) return;
     this.#closed = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
+    try {
+      await this.#recordForNextStart();
+    } catch {
+      // No record: the next start uploads a new snapshot, as without one.
+    }
     this.#tap.close();
   }
 }

@@ -122,6 +122,7 @@ import {
   type SqliteTapOptions,
 } from './tap-options.ts';
 import { WalCapture } from './wal-capture.ts';
+import { walCycleId } from './wal-file.ts';
 
 export type { CheckpointReport } from './checkpoints.ts';
 export type { SqliteSnapshot } from './generation.ts';
@@ -326,6 +327,16 @@ export class SqliteTap {
       walPages: this.#capture.walPages,
     });
     return this.#captureIntoLog(this.options.captureBudgetBytes);
+  }
+
+  /**
+   * Where the capture stands in the WAL: its cycle (the header's salts) and
+   * the frames up to its last captured commit. Two equal values bracket no
+   * commit: frames only grow within a cycle, and a new cycle has new salts.
+   */
+  get capturePoint(): string {
+    const header = this.#capture.walHeader;
+    return `${header === null ? 'none' : walCycleId(header)}:${this.#capture.walFrames}`;
   }
 
   /**

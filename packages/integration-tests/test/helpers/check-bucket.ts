@@ -11,6 +11,7 @@ import {
   parseArchiveName,
   parseManifest,
   parseSegmentKey,
+  parseSnapshotKey,
   verifyLineage,
 } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
@@ -75,7 +76,13 @@ export async function checkRestorePointContent(
   const beforeWal = manifest.oldestCommitSeq + payloads.length;
   const snapshot = manifest.files.find((f) => f.name === 'snapshot.bin');
   if (snapshot) {
-    const text = new TextDecoder().decode(bodies.get(snapshot.key)!);
+    const stored = bodies.get(snapshot.key)!;
+    // A `.snap` object: the snapshot is its decoded body.
+    const image =
+      parseSnapshotKey(prefix, snapshot.key)?.layout === 'object'
+        ? decodeSegmentObject(stored).body
+        : stored;
+    const text = new TextDecoder().decode(image);
     if (text !== `snapshot-at-${beforeWal}`)
       throw new Error(`snapshot holds ${text}, expected snapshot-at-${beforeWal}`);
   }

@@ -1,0 +1,111 @@
+/**
+ * A restart without a new snapshot: the worker offers its source the
+ * generation of the newest restore point, and when the source proves that
+ * it opened on exactly that restore point's state (see
+ * `BackupSource.continueGeneration`), the tenure takes that generation over
+ * where its log ends, instead of uploading the database again.
+ *
+ * What is offered: only the restore point `LATEST` names, of the store's own
+ * lineage, made of a snapshot and segments alone, in the newest generation
+ * the bucket holds, with no segment of that generation beyond its end (a
+ * tail a crashed run shipped after it would make the offer stale). One LIST
+ * of the generation's segments checks the last part. Anything else: no
+ * offer, and the worker starts a new generation as before.
+ *
+ * Guarantee: on `true`, the tenure's current generation is that restore
+ * point's (number, snapshot entry, segments, floor, times), its cursor at
+ * the log's end, nothing dirty; the next segment chains on the last one
+ * named. Nothing is written to the bucket here.
+ */
+import {
+  type Manifest,
+  parseSegmentKey,
+  parseSnapshotKey,
+  segmentGenerationPrefix,
+} from '@x/manifest';
+import type { WorkerContext } from './context.ts';
+import { keyOf } from './shipper.ts';
+import type { GenerationCandidate } from './source.ts';
+
+function msOrNull(text: string | null | undefined): number | null {
+  if (text === null || text === undefined) return null;
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** The candidate `latest` offers, or `null` when it offers none (see the module comment). */
+export function candidateOf(
+  prefix: string,
+  latest: Manifest | null,
+  lineage: string | null,
+): GenerationCandidate | null {
+  if (latest === null || lineage === null || latest.lineage !== lineage) return null;
+  if (latest.files.length !== 1) return null;
+  const snapshot = parseSnapshotKey(prefix, latest.files[0]!.key);
+  if (snapshot === undefined || snapshot.generation !== latest.walGeneration) return null;
+  let logEnd = 0;
+  for (const segment of latest.segments) {
+    const range = parseSegmentKey(prefix, segment.key);
+    if (range === undefined || range.generation !== latest.walGeneration || range.start !== logEnd)
+      return null;
+    logEnd = range.end;
+  }
+  return {
+    lineage,
+    walGeneration: latest.walGeneration,
+    logEnd,
+    commitSeq: latest.commitSeq,
+  };
+}
+
+/**
+ * Offers the newest restore point's generation to the source; on its proof,
+ * makes it the tenure's current generation. `false` when nothing was
+ * offered or the source could not prove it.
+ */
+export async function continueGeneration(
+  ctx: WorkerContext,
+  latest: Manifest | null,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const { tenure, prefix, requests, source } = ctx;
+  if (source.continueGeneration === undefined || tenure.current !== null) return false;
+  const candidate = candidateOf(prefix, latest, tenure.lineage);
+  if (candidate === null || latest === null) return false;
+  // A newer generation has objects (a run that crashed before its first
+  // restore point): its state is not the candidate's.
+  if (tenure.nextGeneration !== candidate.walGeneration + 1) return false;
+  const listed = await requests.list(segmentGenerationPrefix(prefix, candidate.walGeneration));
+  for (const object of listed.objects) {
+    const range = parseSegmentKey(prefix, object.key);
+    if (range !== undefined && range.end > candidate.logEnd) return false;
+  }
+  if (!(await source.continueGeneration(candidate, { signal }))) return false;
+  // From here the source counts the bucket's log: the generation is taken over.
+  const position = await source.durablePosition();
+  const snapshotTime = msOrNull(latest.snapshotTime);
+  tenure.snapshot = latest.files[0]!;
+  tenure.baseArchives = [];
+  tenure.current = {
+    number: candidate.walGeneration,
+    key: keyOf(position),
+    cursor: candidate.logEnd,
+    inRestorePoint: candidate.logEnd,
+    floor: latest.oldestCommitSeq,
+    // Scheduled snapshots count from the generation's snapshot, not from
+    // this restart: a daily snapshot stays daily across restarts.
+    startedAt: snapshotTime ?? ctx.clock.wallNow(),
+    chain: [],
+    segments: [...latest.segments],
+    snapshotTime,
+    commitTime: msOrNull(latest.commitTime),
+  };
+  tenure.manifestDirty = false;
+  ctx.health.shipped = { key: tenure.current.key, cursor: tenure.current.cursor };
+  ctx.logger.info('backup.generation_continued', {
+    walGeneration: candidate.walGeneration,
+    logEnd: candidate.logEnd,
+    commitSeq: candidate.commitSeq,
+  });
+  return true;
+}

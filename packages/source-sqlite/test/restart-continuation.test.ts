@@ -1,0 +1,240 @@
+/**
+ * Restarts without a full re-upload: a graceful stop leaves a record beside
+ * the database (`<db>-backupd.resume`: the restore point that holds its
+ * state and a SHA-256 of its page image); the next start whose database
+ * still hashes to it continues that restore point's generation, uploading
+ * no snapshot. Anything that breaks the proof — a commit while backupd was
+ * stopped, a stop without the record (a crash), a record that does not
+ * match — gets a new snapshot, as before. Every restore point, before and
+ * after the restart, restores exactly.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { BackupWorker } from '@x/backup-worker';
+import { FakeClock } from '@x/lease';
+import { listRestorePoints, restore } from '@x/restore';
+import { MemoryStore } from '@x/store';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sqliteContentHash } from '../src/content-hash.ts';
+import { SQLITE_RESUME_SUFFIX } from '../src/resume-record.ts';
+import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
+import { SqliteSource } from '../src/sqlite-source.ts';
+
+const directories: string[] = [];
+const closers: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+  for (const directory of directories.splice(0))
+    rmSync(directory, { recursive: true, force: true });
+});
+
+function hashOf(path: string): string {
+  const database = new DatabaseSync(path, { readOnly: true });
+  try {
+    return sqliteContentHash(database);
+  } finally {
+    database.close();
+  }
+}
+
+function setUp() {
+  const directory = mkdtempSync(join(tmpdir(), 'backupd-restart-continuation-'));
+  directories.push(directory);
+  const path = join(directory, 'app.db');
+  let application = new DatabaseSync(path, { timeout: 5000 });
+  application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+  // Rows of 2 KiB: a database of a few hundred KiB, so a snapshot is plainly
+  // visible in the bucket's bytes.
+  const seed = application.prepare('INSERT INTO t (body) VALUES (?)');
+  for (let i = 0; i < 200; i += 1) seed.run(new Uint8Array(2048).fill(i % 251));
+  closers.push(() => application.close());
+  const store = new MemoryStore();
+  const clock = new FakeClock();
+  const open = () => {
+    const source = SqliteSource.open({ path, captureIntervalMs: 0 });
+    closers.push(() => source.close());
+    const worker = new BackupWorker({
+      store,
+      prefix: 'p',
+      source,
+      clock,
+      manifestIntervalMs: 0,
+    });
+    return { source, worker };
+  };
+  // Each commit writes bytes the row never held: SQLite skips writing a
+  // row whose new content equals the old, and that would be no commit.
+  let commits = 0;
+  const commit = (count: number) => {
+    const update = application.prepare('UPDATE t SET body = ? WHERE id = ?');
+    for (let i = 0; i < count; i += 1) {
+      commits += 1;
+      const body = new Uint8Array(2048).fill(commits % 251);
+      body[0] = commits >> 8;
+      update.run(body, 1 + ((commits * 13) % 200));
+    }
+  };
+  /** Closes the application's connection (SQLite checkpoints and removes the WAL) and opens a new one. */
+  const reopenApplication = () => {
+    application.close();
+    application = new DatabaseSync(path, { timeout: 5000 });
+  };
+  return { directory, path, store, open, commit, reopenApplication };
+}
+
+/** Everything in the bucket but the lease: key → size. */
+async function objects(store: MemoryStore): Promise<Map<string, number>> {
+  const listed = await store.list('p/');
+  return new Map(
+    listed.objects.filter((o) => !o.key.endsWith('/LEASE')).map((o) => [o.key, o.size]),
+  );
+}
+
+function addedBytes(before: Map<string, number>, after: Map<string, number>): number {
+  let added = 0;
+  for (const [key, size] of after) if (!before.has(key)) added += size;
+  return added;
+}
+
+const snapshotKeys = (keys: Map<string, number>) =>
+  [...keys.keys()].filter((key) => key.startsWith('p/snapshots/'));
+
+/** Every restore point restores to the state recorded for it. */
+async function restoresExactly(
+  store: MemoryStore,
+  directory: string,
+  expected: Map<number, string>,
+): Promise<void> {
+  const points = await listRestorePoints(store, 'p');
+  for (const [commitSeq, hash] of expected) {
+    expect(points.map((point) => point.commitSeq)).toContain(commitSeq);
+    const target = join(directory, `restored-${commitSeq}`);
+    await restore(store, 'p', target, {
+      commitSeq,
+      materializer: sqliteMaterializer({ databaseName: 'app.db' }),
+    });
+    expect(hashOf(join(target, 'app.db')), `commit ${commitSeq}`).toBe(hash);
+  }
+}
+
+/** Runs a first backupd life: commits, ships, stops gracefully (final restore point, then close). */
+async function firstLife(context: ReturnType<typeof setUp>, expected: Map<number, string>) {
+  const { source, worker } = context.open();
+  context.commit(5);
+  await worker.runOnce();
+  context.commit(3);
+  await worker.runOnce();
+  await worker.flush();
+  const newest = (await listRestorePoints(context.store, 'p')).at(-1)!;
+  expected.set(newest.commitSeq, hashOf(context.path));
+  await source.close();
+  return newest;
+}
+
+describe('a restart continues the generation when the database is provably unchanged', () => {
+  for (const closeApplication of [false, true]) {
+    it(`an idle restart uploads no snapshot and adds at most 1 % of the database (application ${closeApplication ? 'closed and reopened' : 'kept open'} meanwhile)`, async () => {
+      const context = setUp();
+      const expected = new Map<number, string>();
+      const before = await firstLife(context, expected);
+      expect(readFileSync(`${context.path}${SQLITE_RESUME_SUFFIX}`, 'utf8')).toContain('"sha256"');
+      if (closeApplication) context.reopenApplication();
+      const objectsBefore = await objects(context.store);
+      const databaseBytes = readFileSync(context.path).byteLength;
+
+      const { worker } = context.open();
+      await worker.runOnce();
+      const idle = await objects(context.store);
+      expect(snapshotKeys(idle)).toEqual(snapshotKeys(objectsBefore));
+      expect(addedBytes(objectsBefore, idle)).toBeLessThanOrEqual(databaseBytes / 100);
+      const points = await listRestorePoints(context.store, 'p');
+      expect(points.at(-1)!.walGeneration).toBe(before.walGeneration);
+
+      // Commits after the restart extend the same generation and restore exactly.
+      context.commit(4);
+      await worker.runOnce();
+      await worker.flush();
+      const after = (await listRestorePoints(context.store, 'p')).at(-1)!;
+      expect(after.walGeneration).toBe(before.walGeneration);
+      expect(after.commitSeq).toBe(before.commitSeq + 4);
+      expected.set(after.commitSeq, hashOf(context.path));
+      expect(snapshotKeys(await objects(context.store))).toEqual(snapshotKeys(objectsBefore));
+      await restoresExactly(context.store, context.directory, expected);
+    });
+  }
+
+  it('a second idle restart in a row continues too (the record is written again at each graceful stop)', async () => {
+    const context = setUp();
+    const expected = new Map<number, string>();
+    const before = await firstLife(context, expected);
+    for (let life = 0; life < 2; life += 1) {
+      const { source, worker } = context.open();
+      await worker.runOnce();
+      context.commit(2);
+      await worker.runOnce();
+      await worker.flush();
+      await source.close();
+    }
+    const points = await listRestorePoints(context.store, 'p');
+    expect(points.at(-1)!.walGeneration).toBe(before.walGeneration);
+    expect(points.at(-1)!.commitSeq).toBe(before.commitSeq + 4);
+    expected.set(points.at(-1)!.commitSeq, hashOf(context.path));
+    expect(snapshotKeys(await objects(context.store))).toHaveLength(1);
+    await restoresExactly(context.store, context.directory, expected);
+  });
+});
+
+describe('a restart takes a new snapshot when the proof fails', () => {
+  const cases: [string, (context: ReturnType<typeof setUp>) => void][] = [
+    ['a commit while backupd was stopped', (context) => context.commit(1)],
+    [
+      'a record whose digest is not the database’s',
+      (context) => {
+        const path = `${context.path}${SQLITE_RESUME_SUFFIX}`;
+        const record = JSON.parse(readFileSync(path, 'utf8')) as { sha256: string };
+        record.sha256 = record.sha256.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+        writeFileSync(path, JSON.stringify(record));
+      },
+    ],
+    [
+      'a record that names another log end',
+      (context) => {
+        const path = `${context.path}${SQLITE_RESUME_SUFFIX}`;
+        const record = JSON.parse(readFileSync(path, 'utf8')) as { logEnd: number };
+        record.logEnd -= 1;
+        writeFileSync(path, JSON.stringify(record));
+      },
+    ],
+    ['a damaged record', (context) => writeFileSync(`${context.path}${SQLITE_RESUME_SUFFIX}`, '{')],
+    ['no record', (context) => rmSync(`${context.path}${SQLITE_RESUME_SUFFIX}`)],
+  ];
+  for (const [name, breakProof] of cases) {
+    it(`${name}: a new generation on a new snapshot, every restore point exact`, async () => {
+      const context = setUp();
+      const expected = new Map<number, string>();
+      const before = await firstLife(context, expected);
+      breakProof(context);
+      const { worker } = context.open();
+      await worker.runOnce();
+      const points = await listRestorePoints(context.store, 'p');
+      expect(points.at(-1)!.walGeneration).toBe(before.walGeneration! + 1);
+      expect(snapshotKeys(await objects(context.store))).toHaveLength(2);
+      expected.set(points.at(-1)!.commitSeq, hashOf(context.path));
+      await restoresExactly(context.store, context.directory, expected);
+    });
+  }
+
+  it('commits after the last restore point leave no record at the stop', async () => {
+    const context = setUp();
+    const { source, worker } = context.open();
+    context.commit(5);
+    await worker.runOnce();
+    context.commit(2);
+    // Captured and maybe shipped, but the worker never said it is in a
+    // restore point LATEST names: no record.
+    await source.close();
+    expect(() => readFileSync(`${context.path}${SQLITE_RESUME_SUFFIX}`)).toThrow(/ENOENT/);
+  });
+});
