@@ -29,19 +29,54 @@ export function checkBackupdRuns(): void {
  * every `BACKUPD_*` setting given reaches it), logging warnings and errors
  * only; an unexpected exit is reported on stderr with the command's last words.
  */
+/** Event names each replicate started here has logged (its JSON log lines at level info). */
+const loggedEvents = new WeakMap<ChildProcess, Set<string>>();
+
 export function startReplicate(database: string, url: string): ChildProcess {
-  const child = spawn(BACKUPD_BIN, ['replicate', database, url, '--log-level', 'warn'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    BACKUPD_BIN,
+    ['replicate', database, url, '--log-level', 'info', '--log-format', 'json'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const events = new Set<string>();
+  loggedEvents.set(child, events);
   let stderr = '';
+  let partial = '';
   child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
+    const text = chunk.toString();
+    stderr = (stderr + text).slice(-4000);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      try {
+        const event = (JSON.parse(line) as { event?: unknown }).event;
+        if (typeof event === 'string') events.add(event);
+      } catch {
+        // Not a log line.
+      }
+    }
   });
   child.on('exit', (code, signal) => {
     if (code !== 0 && signal === null)
       process.stderr.write(`replicate exited ${code}: ${stderr}\n`);
   });
   return child;
+}
+
+/** Waits (up to 60 s) until `child` has logged one of `events`; returns which. */
+export async function waitForEvent(
+  child: ChildProcess,
+  events: readonly string[],
+): Promise<string> {
+  for (let i = 0; i < 600; i++) {
+    const seen = loggedEvents.get(child);
+    const found = events.find((event) => seen?.has(event));
+    if (found !== undefined) return found;
+    if (child.exitCode !== null)
+      throw new Error(`replicate exited ${child.exitCode} before ${events.join(' or ')}`);
+    await sleep(100);
+  }
+  throw new Error(`replicate logged none of ${events.join(', ')} within 60 s`);
 }
 
 /** SIGTERM (the graceful stop: a final restore point), then waits for the exit. */

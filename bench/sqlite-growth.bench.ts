@@ -19,7 +19,8 @@
  *
  * After the last mark the writer stops, the replicate is stopped with
  * SIGTERM (it writes its final restore point), started again with no write in
- * between, left until it has written a restore point of its own, and stopped
+ * between, left until it has settled (continued the newest restore point's
+ * generation, or written a restore point on a new snapshot), and stopped
  * again: `idle restart adds % of db` is what that restart added to the prefix.
  *
  * Environment: `SQLITE_GROWTH_RATES` (transactions/s, default `100,500`),
@@ -44,6 +45,7 @@ import {
   restoreSeconds,
   startReplicate,
   stopProcess,
+  waitForEvent,
   waitForNewRestorePoint,
 } from './backupd-processes.ts';
 import { defineBenchmark, type Measurement } from './harness.ts';
@@ -156,7 +158,13 @@ async function oneRate(
   const points = listRestorePoints(url);
   const restarted = startReplicate(database, url);
   try {
-    await waitForNewRestorePoint(url, points);
+    // Settled: it continued the newest restore point's generation (nothing
+    // to write), or it took a new snapshot and wrote a restore point on it.
+    const settled = await waitForEvent(restarted, [
+      'backup.generation_continued',
+      'backup.restore_point_written',
+    ]);
+    if (settled === 'backup.restore_point_written') await waitForNewRestorePoint(url, points);
   } finally {
     await stopProcess(restarted);
   }

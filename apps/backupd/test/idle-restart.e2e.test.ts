@@ -1,0 +1,163 @@
+/**
+ * Restarts without a full re-upload, end to end through the `backupd`
+ * command: a 2 MiB database is backed up by `backupd replicate` to a
+ * `file://` directory and stopped with SIGTERM; a second `replicate` on the
+ * unchanged database continues the same generation (it logs
+ * `backup.generation_continued`) and adds at most 1 % of the database's size
+ * to the bucket, none of it a snapshot; commits after the restart extend
+ * that generation, and a restore of the latest state equals the database.
+ * A database changed while backupd was stopped gets a new snapshot instead.
+ */
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { pathToFileURL } from 'node:url';
+import { sqliteContentHash } from '@x/source-sqlite';
+import { describe, expect, it } from 'vitest';
+import { baseEnv, runCli, startBackupd, suiteWorkspace, waitFor } from './helpers/cli.ts';
+
+/** Every file under `root` but the lease: relative path → size. */
+function bucketFiles(root: string): Map<string, number> {
+  const files = new Map<string, number>();
+  const walk = (directory: string) => {
+    for (const entry of readdirSync(directory, { withFileTypes: true })) {
+      const path = join(directory, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name !== 'LEASE') files.set(relative(root, path), statSync(path).size);
+    }
+  };
+  walk(root);
+  return files;
+}
+
+function addedBytes(before: Map<string, number>, after: Map<string, number>): number {
+  let added = 0;
+  for (const [path, size] of after) if (before.get(path) !== size) added += size;
+  return added;
+}
+
+const snapshots = (files: Map<string, number>) =>
+  [...files.keys()].filter((path) => path.includes('snapshots')).sort();
+
+function hashOf(path: string): string {
+  const database = new DatabaseSync(path, { readOnly: true });
+  try {
+    return sqliteContentHash(database);
+  } finally {
+    database.close();
+  }
+}
+
+describe('backupd replicate restarted on an unchanged database', () => {
+  const { directory, running } = suiteWorkspace('idle-restart');
+  const env = baseEnv({ BACKUPD_RESTORE_POINT_INTERVAL: '1s' });
+
+  function createDatabase(name: string): string {
+    const path = join(directory, name);
+    const database = new DatabaseSync(path);
+    database.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+    const insert = database.prepare('INSERT INTO t (body) VALUES (?)');
+    // 512 rows of 4 KiB of varied bytes: about 2.3 MiB, not very compressible.
+    for (let i = 0; i < 512; i += 1) {
+      const body = new Uint8Array(4096);
+      for (let j = 0; j < body.length; j += 1) body[j] = (i * 31 + j * 7 + ((j * j) >> 3)) & 0xff;
+      insert.run(body);
+    }
+    database.close();
+    return path;
+  }
+
+  /** One `replicate` life: until a restore point holds `commits`, then SIGTERM (exit 0). */
+  async function life(database: string, bucket: string) {
+    const url = pathToFileURL(bucket).href;
+    const backupd = startBackupd(['replicate', database, url, '--log-format', 'json'], { env });
+    running.push(backupd);
+    await waitFor(
+      'a restore point',
+      () =>
+        backupd.logEvents().some((event) => event.event === 'backup.restore_point_written') ||
+        backupd.logEvents().some((event) => event.event === 'backup.generation_continued') ||
+        undefined,
+      { describe: () => backupd.describe(), timeoutMs: 30_000 },
+    );
+    return backupd;
+  }
+
+  it('continues the generation: no snapshot, at most 1 % of the database added, restores exactly', async () => {
+    const database = createDatabase('idle.db');
+    const bucket = join(directory, 'idle-backups');
+    const first = await life(database, bucket);
+    expect(await first.stop('SIGTERM', 60_000), first.describe()).toEqual({
+      code: 0,
+      signal: null,
+    });
+    const before = bucketFiles(bucket);
+    expect(snapshots(before)).toHaveLength(1);
+    const databaseBytes = statSync(database).size;
+
+    const second = await life(database, bucket);
+    await waitFor(
+      'the generation continued',
+      () => second.logEvents().some((e) => e.event === 'backup.generation_continued') || undefined,
+      { describe: () => second.describe(), timeoutMs: 30_000 },
+    );
+    expect(await second.stop('SIGTERM', 60_000), second.describe()).toEqual({
+      code: 0,
+      signal: null,
+    });
+    const idle = bucketFiles(bucket);
+    expect(snapshots(idle)).toEqual(snapshots(before));
+    const added = addedBytes(before, idle);
+    expect(added, `${added} bytes added by an idle restart`).toBeLessThanOrEqual(
+      databaseBytes / 100,
+    );
+
+    // Commits after a restart extend the same generation; the latest restore is exact.
+    const third = await life(database, bucket);
+    const application = new DatabaseSync(database);
+    for (let i = 1; i <= 20; i += 1)
+      application
+        .prepare('UPDATE t SET body = ? WHERE id = ?')
+        .run(new Uint8Array(4096).fill(i), i);
+    application.close();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await third.stop('SIGTERM', 60_000), third.describe()).toEqual({
+      code: 0,
+      signal: null,
+    });
+    expect(third.logEvents().some((e) => e.event === 'backup.generation_continued')).toBe(true);
+    expect(snapshots(bucketFiles(bucket))).toEqual(snapshots(before));
+
+    const target = join(directory, 'idle-restored', 'app.db');
+    const restored = await runCli(['restore', pathToFileURL(bucket).href, target, '--json'], {
+      env,
+    });
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(hashOf(target)).toBe(hashOf(database));
+  }, 180_000);
+
+  it('a database changed while backupd was stopped gets a new snapshot, and restores exactly', async () => {
+    const database = createDatabase('changed.db');
+    const bucket = join(directory, 'changed-backups');
+    const first = await life(database, bucket);
+    expect((await first.stop('SIGTERM', 60_000)).code, first.describe()).toBe(0);
+    const application = new DatabaseSync(database);
+    application.prepare('UPDATE t SET body = ? WHERE id = 7').run(new Uint8Array(4096).fill(9));
+    application.close();
+
+    const second = await life(database, bucket);
+    await waitFor(
+      'a second snapshot',
+      () => snapshots(bucketFiles(bucket)).length === 2 || undefined,
+      { describe: () => second.describe(), timeoutMs: 30_000 },
+    );
+    expect((await second.stop('SIGTERM', 60_000)).code, second.describe()).toBe(0);
+    expect(second.logEvents().some((e) => e.event === 'backup.generation_continued')).toBe(false);
+    const target = join(directory, 'changed-restored', 'app.db');
+    const restored = await runCli(['restore', pathToFileURL(bucket).href, target, '--json'], {
+      env,
+    });
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(hashOf(target)).toBe(hashOf(database));
+  }, 180_000);
+});
