@@ -6,7 +6,9 @@
  * `backup.generation_continued`) and adds at most 1 % of the database's size
  * to the bucket, none of it a snapshot; commits after the restart extend
  * that generation, and a restore of the latest state equals the database.
- * A database changed while backupd was stopped gets a new snapshot instead.
+ * A database of which a few pages changed while backupd was stopped
+ * continues too, shipping those pages as one commit; one rewritten whole
+ * gets a new snapshot instead.
  */
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -136,28 +138,44 @@ describe('backupd replicate restarted on an unchanged database', () => {
     expect(hashOf(target)).toBe(hashOf(database));
   }, 180_000);
 
-  it('a database changed while backupd was stopped gets a new snapshot, and restores exactly', async () => {
-    const database = createDatabase('changed.db');
-    const bucket = join(directory, 'changed-backups');
-    const first = await life(database, bucket);
-    expect((await first.stop('SIGTERM', 60_000)).code, first.describe()).toBe(0);
-    const application = new DatabaseSync(database);
-    application.prepare('UPDATE t SET body = ? WHERE id = 7').run(new Uint8Array(4096).fill(9));
-    application.close();
+  for (const [label, rows, continued] of [
+    ['a few rows', 3, true],
+    ['every row', 512, false],
+  ] as const) {
+    it(`${label} changed while backupd was stopped: ${continued ? 'the changed pages continue the generation' : 'a new snapshot'}, and the restore is exact`, async () => {
+      const database = createDatabase(`changed-${rows}.db`);
+      const bucket = join(directory, `changed-${rows}-backups`);
+      const first = await life(database, bucket);
+      expect((await first.stop('SIGTERM', 60_000)).code, first.describe()).toBe(0);
+      const before = bucketFiles(bucket);
+      const application = new DatabaseSync(database);
+      const update = application.prepare('UPDATE t SET body = ? WHERE id = ?');
+      for (let id = 1; id <= rows; id += 1) update.run(new Uint8Array(4096).fill(id % 250), id);
+      application.close();
 
-    const second = await life(database, bucket);
-    await waitFor(
-      'a second snapshot',
-      () => snapshots(bucketFiles(bucket)).length === 2 || undefined,
-      { describe: () => second.describe(), timeoutMs: 30_000 },
-    );
-    expect((await second.stop('SIGTERM', 60_000)).code, second.describe()).toBe(0);
-    expect(second.logEvents().some((e) => e.event === 'backup.generation_continued')).toBe(false);
-    const target = join(directory, 'changed-restored', 'app.db');
-    const restored = await runCli(['restore', pathToFileURL(bucket).href, target, '--json'], {
-      env,
-    });
-    expect(restored.code, restored.stderr).toBe(0);
-    expect(hashOf(target)).toBe(hashOf(database));
-  }, 180_000);
+      const second = await life(database, bucket);
+      if (!continued)
+        await waitFor(
+          'a second snapshot',
+          () => snapshots(bucketFiles(bucket)).length === 2 || undefined,
+          { describe: () => second.describe(), timeoutMs: 30_000 },
+        );
+      expect((await second.stop('SIGTERM', 60_000)).code, second.describe()).toBe(0);
+      expect(second.logEvents().some((e) => e.event === 'backup.generation_continued')).toBe(
+        continued,
+      );
+      const after = bucketFiles(bucket);
+      if (continued) {
+        expect(snapshots(after)).toEqual(snapshots(before));
+        // Three 4 KiB pages of one repeated byte, compressed, and restore points.
+        expect(addedBytes(before, after)).toBeLessThan(statSync(database).size / 100);
+      }
+      const target = join(directory, `changed-${rows}-restored`, 'app.db');
+      const restored = await runCli(['restore', pathToFileURL(bucket).href, target, '--json'], {
+        env,
+      });
+      expect(restored.code, restored.stderr).toBe(0);
+      expect(hashOf(target)).toBe(hashOf(database));
+    }, 180_000);
+  }
 });

@@ -118,6 +118,28 @@ export class HeldLog {
     );
   }
 
+  /**
+   * Puts `frame` (a whole commit record standing for `commits` commits)
+   * before every record held, shifting their offsets by its length. Only
+   * while nothing was released (`logStart` 0): offsets already handed to a
+   * reader would move under it otherwise. A restart's delta uses it (the
+   * changes made while backupd was not running come before every commit
+   * captured since it opened).
+   * @throws RangeError once anything was released.
+   */
+  prepend(frame: Uint8Array, commits: number): void {
+    if (this.#logStart !== 0)
+      throw new RangeError(
+        `a record can only be put first before any release (log starts at ${this.#logStart})`,
+      );
+    this.#chunks.unshift(frame);
+    for (let index = 0; index < this.#chunkOffsets.length; index += 1)
+      this.#chunkOffsets[index] = this.#chunkOffsets[index]! + frame.byteLength;
+    this.#chunkOffsets.unshift(0);
+    this.#logEnd += frame.byteLength;
+    this.#commits += commits;
+  }
+
   #appendRecord(frame: Uint8Array, commits: number): void {
     this.#chunks.push(frame);
     this.#chunkOffsets.push(this.#logEnd);

@@ -12,7 +12,12 @@
  * or unreadable record is no record: a new snapshot, as before.
  *
  * Format (JSON, one object): `version` 1, `lineage`, `walGeneration`,
- * `logEnd`, `commitSeq`, `imageBytes`, `sha256` (64 lowercase hex).
+ * `logEnd`, `commitSeq`, `imageBytes`, `sha256` (64 lowercase hex),
+ * `pageSize`, `pageHashes` (base64: the first 8 bytes of each page's
+ * SHA-256, in page order). With the page hashes, a start whose database
+ * changed in a few pages ships those pages as one commit instead of a
+ * snapshot: the pages whose hash is the record's are the restore point's
+ * (a 64-bit hash: two different pages collide with a chance of 2^-64).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -28,6 +33,9 @@ export interface ResumeRecord {
   readonly commitSeq: number;
   readonly imageBytes: number;
   readonly sha256: string;
+  /** The page size of the image, and each page's hash (see {@link imageDigest}); absent: no delta. */
+  readonly pageSize?: number;
+  readonly pageHashes?: string;
 }
 
 function isCount(value: unknown): value is number {
@@ -56,6 +64,17 @@ export function readResumeRecord(databasePath: string): ResumeRecord | null {
     !/^[0-9a-f]{64}$/.test(r.sha256)
   )
     return null;
+  // The page hashes came later: a record without them (or with unusable
+  // ones) still proves an idle restart, not a delta.
+  const pages =
+    isCount(r.pageSize) &&
+    r.pageSize > 0 &&
+    typeof r.pageHashes === 'string' &&
+    /^[A-Za-z0-9+/]*={0,2}$/.test(r.pageHashes) &&
+    Buffer.from(r.pageHashes, 'base64').length ===
+      Math.ceil(r.imageBytes / r.pageSize) * PAGE_HASH_BYTES
+      ? { pageSize: r.pageSize, pageHashes: r.pageHashes }
+      : null;
   return {
     version: 1,
     lineage: r.lineage,
@@ -64,6 +83,7 @@ export function readResumeRecord(databasePath: string): ResumeRecord | null {
     commitSeq: r.commitSeq,
     imageBytes: r.imageBytes,
     sha256: r.sha256,
+    ...(pages ?? {}),
   };
 }
 
@@ -75,15 +95,71 @@ export async function writeResumeRecord(databasePath: string, record: ResumeReco
   await rename(temporary, path);
 }
 
-/** SHA-256 (lowercase hex) and length of an image read as a stream. */
+/** Bytes of one page's hash in a record: the first 8 bytes of its SHA-256. */
+export const PAGE_HASH_BYTES = 8;
+
+export interface ImageDigest {
+  readonly bytes: number;
+  /** SHA-256 of the whole image (lowercase hex). */
+  readonly sha256: string;
+  /** {@link PAGE_HASH_BYTES} per page, in page order (base64). */
+  readonly pageHashes: string;
+  /**
+   * With `known`: the pages (number → bytes, 1-based) whose hash differs
+   * from `known`'s, or that `known` does not have; `null` when more than
+   * `maxChanged` did (they were not kept). Without `known`: empty.
+   */
+  readonly changed: Map<number, Uint8Array> | null;
+}
+
+/**
+ * Digests an image read as a stream of whole pages of `pageSize` bytes:
+ * its length, its SHA-256, each page's hash, and, given the page hashes of
+ * a record (`known`, base64), the pages that differ from it (at most
+ * `maxChanged` kept).
+ */
 export async function imageDigest(
   chunks: AsyncIterable<Uint8Array>,
-): Promise<{ bytes: number; sha256: string }> {
-  const hash = createHash('sha256');
+  pageSize: number,
+  compare?: { readonly known: string; readonly maxChanged: number },
+): Promise<ImageDigest> {
+  const whole = createHash('sha256');
+  const known = compare === undefined ? null : Buffer.from(compare.known, 'base64');
+  const hashes: Buffer[] = [];
+  let changed: Map<number, Uint8Array> | null = new Map();
   let bytes = 0;
+  let page = 0;
+  let pending = new Uint8Array(0);
+  const onPage = (bytesOfPage: Uint8Array) => {
+    page += 1;
+    const hash = createHash('sha256').update(bytesOfPage).digest().subarray(0, PAGE_HASH_BYTES);
+    hashes.push(hash);
+    if (known === null || changed === null) return;
+    const at = (page - 1) * PAGE_HASH_BYTES;
+    const same =
+      at + PAGE_HASH_BYTES <= known.length && hash.equals(known.subarray(at, at + PAGE_HASH_BYTES));
+    if (same) return;
+    if (changed.size >= compare!.maxChanged) changed = null;
+    else changed.set(page, bytesOfPage.slice());
+  };
   for await (const chunk of chunks) {
-    hash.update(chunk);
+    whole.update(chunk);
     bytes += chunk.byteLength;
+    let data = chunk;
+    if (pending.byteLength > 0) {
+      data = new Uint8Array(Buffer.concat([pending, chunk]));
+      pending = new Uint8Array(0);
+    }
+    let at = 0;
+    for (; at + pageSize <= data.byteLength; at += pageSize)
+      onPage(data.subarray(at, at + pageSize));
+    if (at < data.byteLength) pending = data.slice(at);
   }
-  return { bytes, sha256: hash.digest('hex') };
+  if (pending.byteLength > 0) onPage(pending);
+  return {
+    bytes,
+    sha256: whole.digest('hex'),
+    pageHashes: Buffer.concat(hashes).toString('base64'),
+    changed: known === null ? new Map() : changed,
+  };
 }

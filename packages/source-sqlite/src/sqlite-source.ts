@@ -497,12 +497,22 @@ export class SqliteSource implements BackupSource {
   /**
    * Continues the bucket's generation `candidate` when the record the last
    * graceful stop left (resume-record.ts) names it and the image the tap
-   * opened on hashes to the record's digest: the database is exactly that
-   * restore point's state, so the tap's log (every commit since it opened)
-   * continues that generation's, at `candidate.logEnd`, and the commit count
-   * at `candidate.commitSeq`. Reads the whole database once (the hash);
-   * uploads nothing. `false` (nothing changed) for anything else, among
-   * them a tap that has started another generation since it opened.
+   * opened on matches it: the tap's log (every commit since it opened)
+   * continues that generation's, at `candidate.logEnd`, and the commit
+   * count at `candidate.commitSeq`.
+   *
+   * - The image hashes to the record's digest: the database is exactly that
+   *   restore point's state; nothing is added to the log.
+   * - Otherwise, when at most half of its pages differ from the record's
+   *   page hashes (the database changed while backupd was not running):
+   *   those pages, and the database's size now, become one commit record
+   *   put first in the log, so the restore point's state plus that record
+   *   is the image the tap opened on. It counts as one commit.
+   * - Anything else: `false`, nothing changed (a new snapshot follows).
+   *
+   * Reads the whole database once (the hashes); uploads nothing here.
+   * `false` too for a tap that has started another generation since it
+   * opened, or released any of its log.
    */
   async continueGeneration(
     candidate: GenerationCandidate,
@@ -516,18 +526,32 @@ export class SqliteSource implements BackupSource {
       record.logEnd !== candidate.logEnd ||
       record.commitSeq !== candidate.commitSeq ||
       this.#tap.generationId !== this.#openedGenerationId ||
+      this.#tap.logStart !== 0 ||
       this.#logOffset !== 0
     )
       return false;
     const image = this.#tap.snapshot();
-    if (image === null || image.size !== record.imageBytes) return false;
+    if (image === null) return false;
+    const pageHashes = record.pageSize === image.pageSize ? record.pageHashes : undefined;
     const digest = await imageDigest(
       image.read(options.signal === undefined ? {} : { signal: options.signal }),
+      image.pageSize,
+      pageHashes === undefined
+        ? undefined
+        : { known: pageHashes, maxChanged: Math.floor(image.databasePages / 2) },
     );
     // The tap may have moved on while the image was hashed (a break in
     // continuity starts another generation): only the opened one continues.
-    if (digest.sha256 !== record.sha256 || this.#tap.generationId !== this.#openedGenerationId)
+    if (this.#tap.generationId !== this.#openedGenerationId || this.#tap.logStart !== 0)
       return false;
+    const unchanged = digest.sha256 === record.sha256 && digest.bytes === record.imageBytes;
+    if (!unchanged) {
+      // Every page the record's but the whole image not: a record that
+      // contradicts itself proves nothing.
+      if (pageHashes === undefined || digest.changed === null || digest.changed.size === 0)
+        return false;
+      this.#tap.prependRecord(digest.changed, image.databasePages);
+    }
     this.#logOffset = candidate.logEnd;
     this.#generationBase = candidate.commitSeq;
     await this.#persist();
@@ -559,7 +583,7 @@ export class SqliteSource implements BackupSource {
     if (this.#tap.capturePoint !== before) return;
     const image = this.#tap.snapshot();
     if (image === null) return;
-    const digest = await imageDigest(image.read());
+    const digest = await imageDigest(image.read(), image.pageSize);
     await writeResumeRecord(this.path, {
       version: 1,
       lineage,
@@ -568,6 +592,8 @@ export class SqliteSource implements BackupSource {
       commitSeq,
       imageBytes: digest.bytes,
       sha256: digest.sha256,
+      pageSize: image.pageSize,
+      pageHashes: digest.pageHashes,
     });
   }
 

@@ -97,6 +97,7 @@
 import { closeSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import { type CheckpointReport, refusedCheckpoint, runCheckpoint } from './checkpoints.ts';
+import { encodeCommitFrame } from './commit-record.ts';
 import { CopyProgress } from './copy-progress.ts';
 import {
   checkDatabaseUnchanged,
@@ -478,6 +479,29 @@ export class SqliteTap {
    */
   readLog(start: number, end: number, atLeast = 0): HeldLogRange | null {
     return this.#generation.log.read(start, end, atLeast);
+  }
+
+  /**
+   * Puts one commit record first in the current generation's log: `pages`
+   * (page number → bytes) and the database size in pages after it, dated
+   * now. For a restart that continues a bucket's generation, the changes
+   * the database went through while backupd was not running (see
+   * `SqliteSource.continueGeneration`). Only before any log byte was released.
+   */
+  prependRecord(pages: ReadonlyMap<number, Uint8Array>, databasePages: number): void {
+    this.#assertOpen();
+    this.#generation.log.prepend(
+      encodeCommitFrame({
+        pageSize: this.pageSize,
+        databasePages,
+        commitTime: (this.options.wallNow ?? Date.now)(),
+        walSalt1: 0,
+        walSalt2: 0,
+        commitFrame: 0,
+        pages,
+      }),
+      1,
+    );
   }
 
   /** Drops log bytes before `offset` (they are in the bucket). */
