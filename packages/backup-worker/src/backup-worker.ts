@@ -72,7 +72,7 @@ import { Requests } from './requests.ts';
 import { retentionPolicy } from './retention-plan.ts';
 import { keyOf, Shipper } from './shipper.ts';
 import { UnrestorableCommits } from './shutdown-report.ts';
-import { snapshotDue } from './snapshot-schedule.ts';
+import { SNAPSHOT_FORCE_AFTER_STEPS, snapshotDue } from './snapshot-schedule.ts';
 import { type BackupSource, type DurablePosition, unchangedBetween } from './source.ts';
 import { SourceSlot } from './source-slot.ts';
 import { Tenure } from './tenure.ts';
@@ -118,6 +118,8 @@ export class BackupWorker {
 
   /** What this worker knows about the bucket; a new lease tenure replaces it. */
   #tenure = new Tenure();
+  /** Consecutive steps a scheduled snapshot was due without the capture caught up (see #scheduleSnapshot). */
+  #snapshotDueSteps = 0;
   #backoffMs = FIRST_BACKOFF_MS;
   #refused: LineageRefusedError | null = null;
   /** Aborted when a shutdown abandons what is in flight. */
@@ -548,16 +550,20 @@ export class BackupWorker {
    * A scheduled snapshot (snapshot-schedule.ts): once the current generation
    * is due and everything durable of it is shipped and in a restore point,
    * ask the source for a new generation; the next step ships its snapshot.
+   *
+   * Under a load that never lets the capture be caught up at a step's end
+   * (commits land while the step ships), a due snapshot waits at most
+   * {@link SNAPSHOT_FORCE_AFTER_STEPS} steps: meanwhile every step writes its
+   * restore point at once, and then the switch happens as soon as everything
+   * shipped is in a restore point. The commits captured after the last
+   * shipped byte (at most one step's worth) go into the new snapshot: they
+   * are restorable with it, not one by one.
    */
   async #scheduleSnapshot(source: BackupSource): Promise<void> {
     const generation = this.#tenure.current;
     if (!source.startGeneration || generation === null || this.#refused) return;
     const position = await source.durablePosition();
-    const caughtUp =
-      sameWalKey(generation.key, keyOf(position)) &&
-      position.durableLength === generation.cursor &&
-      generation.inRestorePoint === generation.cursor;
-    if (!caughtUp) return;
+    const sameWal = sameWalKey(generation.key, keyOf(position));
     const reason = snapshotDue({
       startedAt: generation.startedAt,
       now: this.#clock.wallNow(),
@@ -566,8 +572,22 @@ export class BackupWorker {
       databaseBytes: position.engine?.databaseBytes ?? null,
       logFactor: this.#snapshotLogFactor,
     });
-    if (reason === null) return;
-    this.#logger.info('backup.snapshot_scheduled', { walGeneration: generation.number, reason });
+    if (reason === null || !sameWal) {
+      this.#snapshotDueSteps = 0;
+      return;
+    }
+    const inRestorePoint = generation.inRestorePoint === generation.cursor;
+    const caughtUp = inRestorePoint && position.durableLength === generation.cursor;
+    if (!caughtUp) {
+      this.#snapshotDueSteps += 1;
+      if (!inRestorePoint || this.#snapshotDueSteps <= SNAPSHOT_FORCE_AFTER_STEPS) return;
+    }
+    this.#snapshotDueSteps = 0;
+    this.#logger.info('backup.snapshot_scheduled', {
+      walGeneration: generation.number,
+      reason,
+      ...(caughtUp ? {} : { uncaughtBytes: position.durableLength - generation.cursor }),
+    });
     await source.startGeneration({ signal: this.#runAbort.signal });
   }
 
@@ -631,7 +651,10 @@ export class BackupWorker {
       return;
     }
     await this.#shipper.shipSegments();
-    if (this.#shipper.manifestDue()) await this.#shipper.writeManifest();
+    // A due snapshot waits for a restore point of everything shipped: write
+    // it now rather than at the interval (see #scheduleSnapshot).
+    if (this.#shipper.manifestDue() || (this.#snapshotDueSteps > 0 && this.#tenure.manifestDirty))
+      await this.#shipper.writeManifest();
   }
 
   // ── Resume and lineage ────────────────────────────────────────────────────

@@ -23,7 +23,7 @@ export {
   UNHEALTHY_AFTER_FAILURES,
 } from './health.ts';
 export { LatestUnusableError } from './latest-repair.ts';
-export { SNAPSHOT_LOG_FLOOR_BYTES } from './snapshot-schedule.ts';
+export { SNAPSHOT_FORCE_AFTER_STEPS, SNAPSHOT_LOG_FLOOR_BYTES } from './snapshot-schedule.ts';
 export type {
   BackupSource,
   DurablePosition,

@@ -48,3 +48,10 @@ export function snapshotDue(input: SnapshotScheduleInput): string | null {
     return `the generation shipped ${input.shippedBytes} bytes of WAL, more than ${input.logFactor} × the ${input.databaseBytes}-byte database`;
   return null;
 }
+
+/**
+ * Steps a due snapshot waits for the capture to be caught up at a step's
+ * end before it switches anyway, once everything shipped is in a restore
+ * point (see the worker's scheduled snapshots).
+ */
+export const SNAPSHOT_FORCE_AFTER_STEPS = 3;

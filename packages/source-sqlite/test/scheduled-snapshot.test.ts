@@ -142,6 +142,77 @@ describe('scheduled snapshots (SQLite)', () => {
     await restoresExactly(store, directory, expected);
   });
 
+  it('switches under a load that never lets the capture catch up at a step end, every restore point exact', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'backupd-scheduled-snapshot-'));
+    directories.push(directory);
+    const path = join(directory, 'app.db');
+    const application = new DatabaseSync(path, { timeout: 5000 });
+    closers.push(() => application.close());
+    application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+    const insert = application.prepare('INSERT INTO t (body) VALUES (?)');
+    const inner = SqliteSource.open({ path, captureIntervalMs: 0 });
+    closers.push(() => inner.close());
+    let rows = 0;
+    // A commit lands, and is captured, before every bucket write: at a
+    // step's end there is always one the worker has not shipped.
+    const hooks = {
+      beforeWrite: () => {
+        rows += 1;
+        insert.run(new Uint8Array(64).fill(rows % 251));
+        void inner.catchUp();
+      },
+    };
+    const clock = new FakeClock();
+    const store = new MemoryStore();
+    const worker = new BackupWorker({
+      store,
+      prefix: 'p',
+      source: inner,
+      hooks,
+      clock,
+      // A restore point only at the interval, so none would come between
+      // the steps of a due snapshot but for the rule under test.
+      manifestIntervalMs: 3_600_000,
+      snapshotIntervalMs: 3_600_000,
+      snapshotLogFactor: 0,
+    });
+    const expected = new Map<number, string>();
+    await worker.runOnce();
+    const first = (await listRestorePoints(store, 'p')).at(-1)!;
+    clock.advance(3_600_000);
+    let generations = new Set([first.walGeneration]);
+    for (let step = 0; step < 10 && generations.size < 2; step += 1) {
+      await worker.runOnce();
+      const points = await listRestorePoints(store, 'p');
+      generations = new Set(points.map((point) => point.walGeneration));
+    }
+    // Due at the first step, switched within the steps the rule allows.
+    expect(generations.size).toBe(2);
+    await worker.runOnce();
+    const points = await listRestorePoints(store, 'p');
+    const newest = points.at(-1)!;
+    expect(newest.walGeneration).toBeGreaterThan(first.walGeneration!);
+    // The old generation ends in a restore point; both restore exactly.
+    const lastOfFirst = points.filter((p) => p.walGeneration === first.walGeneration).at(-1)!;
+    expect(lastOfFirst.commitSeq).toBeGreaterThan(first.commitSeq);
+    for (const point of [lastOfFirst, newest]) {
+      const target = join(directory, `restored-${point.commitSeq}`);
+      await restore(store, 'p', target, {
+        manifestKey: point.manifestKey,
+        materializer: sqliteMaterializer({ databaseName: 'app.db' }),
+      });
+      const restored = new DatabaseSync(join(target, 'app.db'), { readOnly: true });
+      try {
+        const count = (restored.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
+        expected.set(point.commitSeq, String(count));
+        // Each commit adds one row: the restore holds as many rows as commits.
+        expect(count, point.manifestKey).toBe(point.commitSeq - (point === newest ? 1 : 0));
+      } finally {
+        restored.close();
+      }
+    }
+  });
+
   it('never starts one with both rules off', async () => {
     const { clock, store, worker, commit } = await setUp({
       snapshotIntervalMs: 0,
