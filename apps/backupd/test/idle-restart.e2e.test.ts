@@ -14,9 +14,9 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
-import { sqliteContentHash } from '@x/source-sqlite';
 import { describe, expect, it } from 'vitest';
 import { baseEnv, runCli, startBackupd, suiteWorkspace, waitFor } from './helpers/cli.ts';
+import { databaseHash } from './helpers/content-hash.ts';
 
 /** Every file under `root` but the lease: relative path → size. */
 function bucketFiles(root: string): Map<string, number> {
@@ -40,15 +40,6 @@ function addedBytes(before: Map<string, number>, after: Map<string, number>): nu
 
 const snapshots = (files: Map<string, number>) =>
   [...files.keys()].filter((path) => path.includes('snapshots')).sort();
-
-function hashOf(path: string): string {
-  const database = new DatabaseSync(path, { readOnly: true });
-  try {
-    return sqliteContentHash(database);
-  } finally {
-    database.close();
-  }
-}
 
 describe('backupd replicate restarted on an unchanged database', () => {
   const { directory, running } = suiteWorkspace('idle-restart');
@@ -135,7 +126,7 @@ describe('backupd replicate restarted on an unchanged database', () => {
       env,
     });
     expect(restored.code, restored.stderr).toBe(0);
-    expect(hashOf(target)).toBe(hashOf(database));
+    expect(databaseHash(target)).toBe(databaseHash(database));
   }, 180_000);
 
   for (const [label, rows, continued] of [
@@ -175,7 +166,7 @@ describe('backupd replicate restarted on an unchanged database', () => {
         env,
       });
       expect(restored.code, restored.stderr).toBe(0);
-      expect(hashOf(target)).toBe(hashOf(database));
+      expect(databaseHash(target)).toBe(databaseHash(database));
     }, 180_000);
   }
 });

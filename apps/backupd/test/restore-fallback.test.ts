@@ -8,12 +8,11 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { sqliteContentHash } from '@x/source-sqlite';
 import { FsStore } from '@x/store';
 import { afterAll, describe, expect, it } from 'vitest';
 import { baseEnv, runCli } from './helpers/cli.ts';
+import { databaseHash } from './helpers/content-hash.ts';
 
 const FIXTURE = fileURLToPath(
   new URL('../../../packages/integration-tests/fixtures/old-release/sqlite/', import.meta.url),
@@ -36,15 +35,6 @@ async function brokenCopy(label: string): Promise<string> {
   return pathToFileURL(root).href;
 }
 
-function hashOf(path: string): string {
-  const database = new DatabaseSync(path, { readOnly: true });
-  try {
-    return sqliteContentHash(database);
-  } finally {
-    database.close();
-  }
-}
-
 describe('a restore whose LATEST is unusable', () => {
   it('restore of a database warns on stderr and restores the newest sound restore point', async () => {
     const url = await brokenCopy('restore');
@@ -54,7 +44,7 @@ describe('a restore whose LATEST is unusable', () => {
     expect(result.stderr).toMatch(
       /warning: .*LATEST.*; restored the newest restore point that passes restore's checks instead/,
     );
-    expect(hashOf(target)).toBe(expected.latest.contentHash);
+    expect(databaseHash(target)).toBe(expected.latest.contentHash);
   });
 
   it('replicate --restore-if-missing logs restore-fell-back and starts from that restore point', async () => {

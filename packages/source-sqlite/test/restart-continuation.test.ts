@@ -21,6 +21,7 @@ import { sqliteContentHash } from '../src/content-hash.ts';
 import { SQLITE_RESUME_SUFFIX } from '../src/resume-record.ts';
 import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
+import { hashOf as contentHashOf } from './harness.ts';
 
 const directories: string[] = [];
 const closers: (() => Promise<void> | void)[] = [];
@@ -30,14 +31,7 @@ afterEach(async () => {
     rmSync(directory, { recursive: true, force: true });
 });
 
-function hashOf(path: string): string {
-  const database = new DatabaseSync(path, { readOnly: true });
-  try {
-    return sqliteContentHash(database);
-  } finally {
-    database.close();
-  }
-}
+const hashOf = (path: string): string => contentHashOf(path, sqliteContentHash);
 
 function setUp() {
   const directory = mkdtempSync(join(tmpdir(), 'backupd-restart-continuation-'));

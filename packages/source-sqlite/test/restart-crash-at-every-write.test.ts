@@ -24,6 +24,7 @@ import { sqliteContentHash } from '../src/content-hash.ts';
 import { integrityCheck } from '../src/rebuild-database.ts';
 import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
+import { hashOf as contentHashOf } from './harness.ts';
 
 const directories: string[] = [];
 afterEach(() => {
@@ -31,14 +32,7 @@ afterEach(() => {
     rmSync(directory, { recursive: true, force: true });
 });
 
-function hashOf(path: string): string {
-  const database = new DatabaseSync(path, { readOnly: true });
-  try {
-    return sqliteContentHash(database);
-  } finally {
-    database.close();
-  }
-}
+const hashOf = (path: string): string => contentHashOf(path, sqliteContentHash);
 
 type Life = { source: SqliteSource; worker: BackupWorker };
 
