@@ -72,7 +72,12 @@ import { Requests } from './requests.ts';
 import { retentionPolicy } from './retention-plan.ts';
 import { keyOf, Shipper } from './shipper.ts';
 import { UnrestorableCommits } from './shutdown-report.ts';
-import { SNAPSHOT_FORCE_AFTER_STEPS, snapshotDue } from './snapshot-schedule.ts';
+import {
+  SNAPSHOT_FORCE_AFTER_STEPS,
+  SNAPSHOT_FORCE_MAX_BACKLOG_BYTES,
+  SNAPSHOT_FORCE_MIN_AGE_MS,
+  snapshotDue,
+} from './snapshot-schedule.ts';
 import { type BackupSource, type DurablePosition, unchangedBetween } from './source.ts';
 import { SourceSlot } from './source-slot.ts';
 import { Tenure } from './tenure.ts';
@@ -555,9 +560,13 @@ export class BackupWorker {
    * (commits land while the step ships), a due snapshot waits at most
    * {@link SNAPSHOT_FORCE_AFTER_STEPS} steps: meanwhile every step writes its
    * restore point at once, and then the switch happens as soon as everything
-   * shipped is in a restore point. The commits captured after the last
-   * shipped byte (at most one step's worth) go into the new snapshot: they
-   * are restorable with it, not one by one.
+   * shipped is in a restore point and what is not shipped yet is at most
+   * {@link SNAPSHOT_FORCE_MAX_BACKLOG_BYTES} (an application that outruns the
+   * shipping is not made to pay for a switch on top), and at most once per
+   * {@link SNAPSHOT_FORCE_MIN_AGE_MS} (each such switch reads the WAL's frames
+   * and the database while the application keeps writing). The commits captured
+   * after the last shipped byte go into the new snapshot: they are
+   * restorable with it, not one by one.
    */
   async #scheduleSnapshot(source: BackupSource): Promise<void> {
     const generation = this.#tenure.current;
@@ -579,6 +588,16 @@ export class BackupWorker {
     const inRestorePoint = generation.inRestorePoint === generation.cursor;
     const caughtUp = inRestorePoint && position.durableLength === generation.cursor;
     if (!caughtUp) {
+      // Not while the application outruns the shipping (a backlog past the
+      // bound: a switch then costs the capture what it cannot spare), nor
+      // more often than the minimum age; meanwhile no early restore points.
+      const forcible =
+        position.durableLength - generation.cursor <= SNAPSHOT_FORCE_MAX_BACKLOG_BYTES &&
+        this.#clock.wallNow() - generation.startedAt >= SNAPSHOT_FORCE_MIN_AGE_MS;
+      if (!forcible) {
+        this.#snapshotDueSteps = 0;
+        return;
+      }
       this.#snapshotDueSteps += 1;
       if (!inRestorePoint || this.#snapshotDueSteps <= SNAPSHOT_FORCE_AFTER_STEPS) return;
     }

@@ -23,7 +23,12 @@ export {
   UNHEALTHY_AFTER_FAILURES,
 } from './health.ts';
 export { LatestUnusableError } from './latest-repair.ts';
-export { SNAPSHOT_FORCE_AFTER_STEPS, SNAPSHOT_LOG_FLOOR_BYTES } from './snapshot-schedule.ts';
+export {
+  SNAPSHOT_FORCE_AFTER_STEPS,
+  SNAPSHOT_FORCE_MAX_BACKLOG_BYTES,
+  SNAPSHOT_FORCE_MIN_AGE_MS,
+  SNAPSHOT_LOG_FLOOR_BYTES,
+} from './snapshot-schedule.ts';
 export type {
   BackupSource,
   DurablePosition,

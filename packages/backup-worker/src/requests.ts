@@ -30,10 +30,20 @@ import {
   type ObjectStore,
   type ObjectVersion,
 } from '@x/store';
-import { encodeSegmentObjectStream } from '@x/wal-segment';
+import { encodeSegmentObjectInMemory, encodeSegmentObjectStream } from '@x/wal-segment';
 import { BackupError, messageOf, OperationTimeoutError, WriteFencedError } from './errors.ts';
 import type { FrameCounting, OpenedFile } from './source.ts';
 import type { WorkerHooks } from './worker-options.ts';
+
+/**
+ * Largest compressed snapshot envelope `putFile` builds in memory from one
+ * read (see there); a larger one is read twice and streamed.
+ */
+export const IN_MEMORY_ENVELOPE_BYTES = 64 * 1024 * 1024;
+
+async function* chunksOf(chunks: readonly Uint8Array[]): AsyncIterable<Uint8Array> {
+  yield* chunks;
+}
 
 /** A deadline on the injected clock; cancel it when the request ends. */
 export interface Deadline {
@@ -181,11 +191,14 @@ export class Requests {
    * Uploads `file` create-if-absent under `key` and returns its manifest
    * entry (size and CRC-32 of the bytes stored). With `envelope`, the stored
    * object is the file in the object envelope of `@x/wal-segment` (kind
-   * snapshot, zstd): the file is read twice, once for the decoded length and
-   * CRC-32 the header states before the body, then again to compress it as
-   * it streams up; if the second read differs from the first the upload
-   * fails (a `SegmentObjectError`, field `body`) before the object is
-   * complete, so no object whose header lies is ever stored.
+   * snapshot, zstd). The file is read once, compressed in memory as it is
+   * read, while the compressed body stays within
+   * {@link IN_MEMORY_ENVELOPE_BYTES}: the read (and whatever the source holds
+   * for it: a SQLite snapshot pins its reader) ends before the upload
+   * starts. A larger one is read a second time, compressed as it streams
+   * up; if that read differs from the first, the upload fails (a
+   * `SegmentObjectError`, field `body`) before the object is complete, so no
+   * object whose header lies is ever stored.
    */
   async putFile(
     file: OpenedFile,
@@ -200,8 +213,27 @@ export class Requests {
       (await this.request(`HEAD ${key}`, false, (signal) => store.head(key, { signal }))) !== null
     )
       throw conflict(`${key} already exists`, key);
-    const decoded =
-      envelope === undefined ? null : await this.#lengthAndCrc32(file, this.#options.runSignal());
+    const fields = (length: number) => ({
+      codec: 'zstd' as const,
+      kind: 'snapshot' as const,
+      generation: envelope?.generation ?? 0,
+      start: 0,
+      end: length,
+      commits: frames,
+      previousCrc32: 0,
+      lineage,
+    });
+    const buffered =
+      envelope === undefined
+        ? null
+        : await encodeSegmentObjectInMemory(
+            file.read({ signal: this.#options.runSignal() }),
+            file.size,
+            fields(file.size),
+            { maxStoredBytes: IN_MEMORY_ENVELOPE_BYTES },
+          );
+    // The encoded bytes are in memory: the source need not keep the file readable.
+    if (buffered?.stored) file.release?.();
     hooks?.beforeWrite?.();
     const crc = new Crc32();
     let size = 0;
@@ -209,21 +241,14 @@ export class Requests {
     try {
       await this.request(`upload ${key}`, true, (signal, rearm) => {
         const stored = (): AsyncIterable<Uint8Array> =>
-          decoded === null || envelope === undefined
+          buffered === null
             ? file.read({ signal })
-            : encodeSegmentObjectStream(
-                { ...decoded, read: file.read({ signal }) },
-                {
-                  codec: 'zstd',
-                  kind: 'snapshot',
-                  generation: envelope.generation,
-                  start: 0,
-                  end: decoded.length,
-                  commits: frames,
-                  previousCrc32: 0,
-                  lineage,
-                },
-              );
+            : buffered.stored !== null
+              ? chunksOf(buffered.stored)
+              : encodeSegmentObjectStream(
+                  { length: buffered.length, crc32: buffered.crc32, read: file.read({ signal }) },
+                  fields(buffered.length),
+                );
         async function* body(): AsyncIterable<Uint8Array> {
           for await (const chunk of stored()) {
             crc.update(chunk);
@@ -252,20 +277,6 @@ export class Requests {
       frames: counter ? counter.frames : frames,
       lineage,
     };
-  }
-
-  /** The first of an envelope's two reads: the file's length and CRC-32. */
-  async #lengthAndCrc32(
-    file: OpenedFile,
-    signal: AbortSignal,
-  ): Promise<{ length: number; crc32: number }> {
-    const crc = new Crc32();
-    let length = 0;
-    for await (const chunk of file.read({ signal })) {
-      crc.update(chunk);
-      length += chunk.byteLength;
-    }
-    return { length, crc32: crc.digest() };
   }
 
   async get(key: string): Promise<{ body: Uint8Array; version: ObjectVersion } | null> {

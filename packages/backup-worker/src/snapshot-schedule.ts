@@ -55,3 +55,21 @@ export function snapshotDue(input: SnapshotScheduleInput): string | null {
  * point (see the worker's scheduled snapshots).
  */
 export const SNAPSHOT_FORCE_AFTER_STEPS = 3;
+
+/**
+ * Largest backlog (durable log bytes not shipped yet) at which a due
+ * snapshot switches without a caught-up capture: past it the application
+ * outruns the shipping, and the switch (reading the WAL's frames into the
+ * new snapshot, pinning the reader while the image is read) would cost the
+ * capture more than it can spare; the snapshot then waits for the backlog
+ * to shrink.
+ */
+export const SNAPSHOT_FORCE_MAX_BACKLOG_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Youngest generation a due snapshot replaces without a caught-up capture:
+ * under a load that never lets the capture catch up, scheduled snapshots
+ * come at most this often (each reads the WAL's frames and the database
+ * while the application writes, and the WAL grows meanwhile).
+ */
+export const SNAPSHOT_FORCE_MIN_AGE_MS = 30_000;

@@ -146,6 +146,13 @@ export interface OpenedFile {
    * buffers the caller may keep.
    */
   read(options?: { signal?: AbortSignal }): AsyncIterable<Uint8Array>;
+  /**
+   * Optional: the worker has what it needs of this file (it holds the
+   * encoded bytes it uploads) and will not call `read` again; the source
+   * may let go of what keeps the file readable (SQLite: the reader pinned
+   * for a snapshot) before the upload ends.
+   */
+  release?(): void;
 }
 
 /** An archived WAL file of the chain a snapshot stands on. */

@@ -398,6 +398,12 @@ export class SqliteSource implements BackupSource {
         size: image.size,
         identity: `${id}/snapshot`,
         read: (options) => image.read(options),
+        // Read whole (the worker holds the encoded snapshot): the held
+        // reader may move on before the upload ends. A retry after a failed
+        // upload then finds no snapshot and starts a new generation.
+        release: () => {
+          if (this.#tap.generationId === id) this.#tap.releaseSnapshot();
+        },
       },
       snapshotCommits: this.#generationBase,
       archives: [],

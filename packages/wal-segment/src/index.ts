@@ -26,7 +26,11 @@ export {
   type SegmentObjectHeader,
   type SegmentObjectKind,
 } from './segment-object.ts';
-export { encodeSegmentObjectStream } from './segment-object-encode-stream.ts';
+export {
+  type BufferedSegmentObject,
+  encodeSegmentObjectInMemory,
+  encodeSegmentObjectStream,
+} from './segment-object-encode-stream.ts';
 export { decodeSegmentObjectStream, type SegmentObjectStream } from './segment-object-stream.ts';
 export {
   parseSqliteWalHeader,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import {
@@ -7,7 +8,10 @@ import {
   SegmentObjectError,
   type SegmentObjectFields,
 } from './segment-object.ts';
-import { encodeSegmentObjectStream } from './segment-object-encode-stream.ts';
+import {
+  encodeSegmentObjectInMemory,
+  encodeSegmentObjectStream,
+} from './segment-object-encode-stream.ts';
 import { decodeSegmentObjectStream } from './segment-object-stream.ts';
 
 /** A database-like body: mostly repeated pages with small differences. */
@@ -120,5 +124,60 @@ describe('encodeSegmentObjectStream', () => {
         snapshotFields(11),
       ),
     ).toThrow(/end − start \(11\) is not the body's length \(10\)/);
+  });
+});
+
+describe('encodeSegmentObjectInMemory', () => {
+  for (const codec of ['zstd', 'identity'] as const) {
+    it(`builds the whole envelope from one read when it fits (${codec})`, async () => {
+      const body = pages(1 << 20);
+      const result = await encodeSegmentObjectInMemory(
+        chunks(body, 70_001),
+        body.length,
+        snapshotFields(body.length, codec),
+        { maxStoredBytes: 2 << 20 },
+      );
+      expect(result.length).toBe(body.length);
+      expect(result.crc32).toBe(crc32(body));
+      const stored = new Uint8Array(Buffer.concat(result.stored!));
+      expect(Buffer.from(decodeSegmentObject(stored).body).equals(body)).toBe(true);
+      expect(readSegmentObjectHeader(stored)).toEqual(
+        readSegmentObjectHeader(encodeSegmentObject(body, snapshotFields(body.length, codec))),
+      );
+    });
+  }
+
+  it('past the limit keeps nothing but still gives the length and CRC-32 for a streamed second read', async () => {
+    // Incompressible: the stored body is about as large as the body.
+    const body = new Uint8Array(randomBytes(512 * 1024));
+    const result = await encodeSegmentObjectInMemory(
+      chunks(body, 4096),
+      body.length,
+      snapshotFields(body.length),
+      { maxStoredBytes: 64 * 1024 },
+    );
+    expect(result.stored).toBeNull();
+    expect(result).toMatchObject({ length: body.length, crc32: crc32(body) });
+    const stored = await collect(
+      encodeSegmentObjectStream(
+        { length: result.length, crc32: result.crc32, read: chunks(body, 4096) },
+        snapshotFields(body.length),
+      ),
+    );
+    expect(Buffer.from(decodeSegmentObject(stored).body).equals(body)).toBe(true);
+  });
+
+  it('refuses a read of another length than declared (field body)', async () => {
+    const body = pages(64 * 1024);
+    await expect(
+      encodeSegmentObjectInMemory(
+        chunks(body, 4096),
+        body.length + 1,
+        snapshotFields(body.length + 1),
+        {
+          maxStoredBytes: 1 << 20,
+        },
+      ),
+    ).rejects.toThrow(/body: read 65536 bytes, not the 65537 declared/);
   });
 });

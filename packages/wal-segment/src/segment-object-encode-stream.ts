@@ -89,3 +89,101 @@ export function encodeSegmentObjectStream(
 
   return encoded();
 }
+
+/** What {@link encodeSegmentObjectInMemory} read, and the envelope when it fitted. */
+export interface BufferedSegmentObject {
+  /** Decoded length and CRC-32 of everything read. */
+  readonly length: number;
+  readonly crc32: number;
+  /** The envelope (header first, then the zstd body), or `null` when it would pass `maxStoredBytes`. */
+  readonly stored: Uint8Array[] | null;
+}
+
+/**
+ * One read of a body of `declaredLength` bytes: its length and CRC-32, and,
+ * while the compressed body stays within `maxStoredBytes`, the whole zstd
+ * envelope in memory (`fields.end − fields.start` must be `declaredLength`;
+ * the header is built from what was read). Past the limit it stops
+ * compressing and only finishes the length and CRC-32, so the caller can
+ * stream the body in a second read ({@link encodeSegmentObjectStream}) with
+ * them. The read ends as soon as the body is consumed: a source that holds
+ * something for the read (a SQLite snapshot pins its reader) holds it for
+ * the read and the compression only, not for an upload.
+ * @throws SegmentObjectError (`body`) when the read's length is not `declaredLength`; as
+ *   {@link encodeSegmentObjectStream} for invalid fields.
+ */
+export async function encodeSegmentObjectInMemory(
+  body: AsyncIterable<Uint8Array>,
+  declaredLength: number,
+  fields: SegmentObjectFields,
+  options: { maxStoredBytes: number; level?: number },
+): Promise<BufferedSegmentObject> {
+  // Checks the fields (and that they span declaredLength) before reading.
+  const planned = planSegmentObject({ length: declaredLength, crc32: () => 0 }, fields, {
+    ...options,
+    bodyCrc32: 0,
+  });
+  let compressor: ReturnType<typeof createZstdCompress> | null =
+    planned.codec === 0 ? null : createZstdCompress(zstdOptions(planned));
+  const output: Uint8Array[] = [];
+  let outputBytes = 0;
+  let overflow = false;
+  const collected = compressor === null ? null : collect(compressor);
+  async function collect(stream: ReturnType<typeof createZstdCompress>): Promise<void> {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      outputBytes += chunk.byteLength;
+      if (outputBytes > options.maxStoredBytes) {
+        overflow = true;
+        stream.destroy();
+        return;
+      }
+      output.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    }
+  }
+  let length = 0;
+  let crc = 0;
+  for await (const chunk of body) {
+    length += chunk.byteLength;
+    crc = crc32(chunk, crc);
+    if (compressor === null) {
+      if (!overflow) {
+        outputBytes += chunk.byteLength;
+        if (outputBytes > options.maxStoredBytes) overflow = true;
+        else output.push(chunk);
+      }
+    } else if (!overflow) {
+      if (!compressor.write(chunk)) await once(compressor, 'drain', overflow);
+    }
+  }
+  if (compressor !== null && !overflow) compressor.end();
+  await collected?.catch(() => undefined);
+  if (overflow) compressor?.destroy();
+  compressor = null;
+  if (length !== declaredLength) {
+    throw new SegmentObjectError(
+      'body',
+      `read ${length} bytes, not the ${declaredLength} declared`,
+    );
+  }
+  if (overflow) return { length, crc32: crc, stored: null };
+  const header = encodeSegmentObjectHeader({ ...planned, bodyCrc32: crc });
+  return { length, crc32: crc, stored: [header, ...output] };
+}
+
+/** Resolves at the stream's `drain`, or at once when it was destroyed (an overflow). */
+function once(
+  stream: ReturnType<typeof createZstdCompress>,
+  event: 'drain',
+  overflowed: boolean,
+): Promise<void> {
+  if (overflowed || stream.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off(event, done);
+      stream.off('close', done);
+      resolve();
+    };
+    stream.on(event, done);
+    stream.on('close', done);
+  });
+}
