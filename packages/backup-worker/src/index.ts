@@ -23,6 +23,7 @@ export {
   UNHEALTHY_AFTER_FAILURES,
 } from './health.ts';
 export { LatestUnusableError } from './latest-repair.ts';
+export { IN_MEMORY_ENVELOPE_BYTES } from './requests.ts';
 export {
   SNAPSHOT_FORCE_AFTER_STEPS,
   SNAPSHOT_FORCE_MAX_BACKLOG_BYTES,
