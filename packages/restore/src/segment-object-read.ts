@@ -16,6 +16,23 @@ import { type Manifest, parseSegmentKey, parseSnapshotKey, type SegmentEntry } f
 import { decodeSegmentObject, SegmentObjectError } from '@x/wal-segment';
 import { ObjectEncodingError } from './restore-errors.ts';
 
+/**
+ * The refusal of an envelope header that disagrees with its key or its
+ * manifest entry: `mismatch(field, found, expected, of)` throws
+ * {@link ObjectEncodingError} for `key`, naming the field and both values.
+ */
+export function headerMismatch(
+  key: string,
+): (field: string, found: unknown, expected: unknown, of: string) => never {
+  return (field, found, expected, of) => {
+    throw new ObjectEncodingError(
+      key,
+      field,
+      `the header says ${String(found)}, the ${of} says ${String(expected)}`,
+    );
+  };
+}
+
 /** True when `key` is a segment stored in the envelope (`.seg`), which must be decoded. */
 export function isSegmentObject(prefix: string, key: string): boolean {
   return parseSegmentKey(prefix, key)?.layout === 'object';
@@ -67,13 +84,7 @@ export function decodeSegmentEntry(
     throw error;
   }
   const { header, body } = decoded;
-  const mismatch = (field: string, found: unknown, expected: unknown, of: string): never => {
-    throw new ObjectEncodingError(
-      segment.key,
-      field,
-      `the header says ${String(found)}, the ${of} says ${String(expected)}`,
-    );
-  };
+  const mismatch = headerMismatch(segment.key);
   if (header.kind !== 'segment') mismatch('kind', header.kind, 'segment', 'key');
   if (header.generation !== range.generation)
     mismatch('generation', header.generation, range.generation, 'key');

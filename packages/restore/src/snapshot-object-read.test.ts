@@ -151,6 +151,14 @@ function chunkedStore(
   return { store, total, pulled: () => pulled, aborted: () => aborted };
 }
 
+/** What a download of `stored`, as the test's `.snap`, from `store` rejects with. */
+function rejectionOf(store: ObjectStore, stored: Uint8Array): Promise<unknown> {
+  const key = snapshotObjectKey(PREFIX, GENERATION, FRAMES);
+  return downloadSnapshotObject(store, PREFIX, entryOf(key, stored), () => {}, {
+    manifestKey: 'm',
+  }).catch((caught: unknown) => caught);
+}
+
 describe('downloadSnapshotObject', () => {
   const key = snapshotObjectKey(PREFIX, GENERATION, FRAMES);
 
@@ -188,15 +196,7 @@ describe('downloadSnapshotObject', () => {
     const stored = encodeSnap(body);
     const failure = new Error('connection reset');
     const served = chunkedStore(stored, 16 * 1024, { chunk: 10, error: failure });
-    const error = await downloadSnapshotObject(
-      served.store,
-      PREFIX,
-      entryOf(key, stored),
-      () => {},
-      {
-        manifestKey: 'm',
-      },
-    ).catch((caught: unknown) => caught);
+    const error = await rejectionOf(served.store, stored);
     expect(error).toBe(failure);
   });
 
@@ -212,13 +212,7 @@ describe('downloadSnapshotObject', () => {
       error: failure,
       afterMs: 200,
     });
-    const error = await downloadSnapshotObject(
-      served.store,
-      PREFIX,
-      entryOf(key, stored),
-      () => {},
-      { manifestKey: 'm' },
-    ).catch((caught: unknown) => caught);
+    const error = await rejectionOf(served.store, stored);
     expect(error).toBe(failure);
   });
 
@@ -226,15 +220,7 @@ describe('downloadSnapshotObject', () => {
     const stored = encodeSnap(snapshotBody());
     const failure = new Error('connection reset');
     const served = chunkedStore(stored, 8, { chunk: 2, error: failure });
-    const error = await downloadSnapshotObject(
-      served.store,
-      PREFIX,
-      entryOf(key, stored),
-      () => {},
-      {
-        manifestKey: 'm',
-      },
-    ).catch((caught: unknown) => caught);
+    const error = await rejectionOf(served.store, stored);
     expect(error).toBe(failure);
   });
 
@@ -243,15 +229,7 @@ describe('downloadSnapshotObject', () => {
     const { headerBytes } = readSegmentObjectHeader(stored);
     stored.fill(0x55, headerBytes);
     const served = chunkedStore(stored, 16 * 1024);
-    const error = await downloadSnapshotObject(
-      served.store,
-      PREFIX,
-      entryOf(key, stored),
-      () => {},
-      {
-        manifestKey: 'm',
-      },
-    ).catch((caught: unknown) => caught);
+    const error = await rejectionOf(served.store, stored);
     expect(ObjectEncodingError.isInstance(error), String(error)).toBe(true);
     expect(error).toMatchObject({ key, field: 'body' });
     expect(served.aborted()).toBe(true);

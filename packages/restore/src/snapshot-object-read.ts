@@ -28,6 +28,7 @@ import { type FileEntry, parseSnapshotKey } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
 import { decodeSegmentObjectStream, SegmentObjectError } from '@x/wal-segment';
 import { ObjectEncodingError } from './restore-errors.ts';
+import { headerMismatch } from './segment-object-read.ts';
 import { downloadVerified, type VerifiedDownloadOptions } from './verified-download.ts';
 
 /** True when `key` is a snapshot stored in the envelope (`.snap`), which must be decoded. */
@@ -157,13 +158,7 @@ export async function downloadSnapshotObject(
 
   try {
     const { header, body } = await decodeSegmentObjectStream(handOver);
-    const mismatch = (field: string, found: unknown, expected: unknown, of: string): never => {
-      throw new ObjectEncodingError(
-        entry.key,
-        field,
-        `the header says ${String(found)}, the ${of} says ${String(expected)}`,
-      );
-    };
+    const mismatch = headerMismatch(entry.key);
     if (header.kind !== 'snapshot') mismatch('kind', header.kind, 'snapshot', 'key');
     if (header.generation !== parsed.generation)
       mismatch('generation', header.generation, parsed.generation, 'key');
