@@ -232,8 +232,9 @@ export class Requests {
             fields(file.size),
             { maxStoredBytes: IN_MEMORY_ENVELOPE_BYTES },
           );
-    // The encoded bytes are in memory: the source need not keep the file readable.
-    if (buffered?.stored) file.release?.();
+    // The source keeps the file readable until the step ends (its afterStep):
+    // letting it go here would make a retry of an abandoned upload (a
+    // shutdown's flush) find no snapshot, start a new generation and defer.
     hooks?.beforeWrite?.();
     const crc = new Crc32();
     let size = 0;
