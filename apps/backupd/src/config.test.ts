@@ -1,3 +1,4 @@
+import { DEFAULT_COMPACTION_LEVELS_MS } from '@x/backup-worker';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig, retentionOptions, singleDatabaseConfig } from './config.ts';
 
@@ -74,7 +75,7 @@ describe('config validation', () => {
     [
       'unknown key',
       'databases:\n  - path: a.db\n    url: s3://b/p\n    intervall: 1s\n',
-      'databases[0].intervall: unknown setting (known: path, type, url, urls, interval, restorePointInterval, retention, leaseTtl, shutdownGrace, snapshotInterval, snapshotLogFactor, checkpoint, conditional)',
+      'databases[0].intervall: unknown setting (known: path, type, url, urls, interval, restorePointInterval, retention, leaseTtl, shutdownGrace, snapshotInterval, snapshotLogFactor, compaction, checkpoint, conditional)',
     ],
     [
       'bad type',
@@ -354,5 +355,136 @@ describe('retention', () => {
   it('becomes the worker option of its form: retainFor for a window, retain for a count', () => {
     expect(retentionOptions({ windowMs: 3_600_000 })).toEqual({ retainFor: 3_600_000 });
     expect(retentionOptions({ count: 5 })).toEqual({ retain: 5 });
+  });
+});
+
+describe('compaction', () => {
+  const FORMS =
+    'must be a list of durations such as [30s, 5m, 1h] (ascending, each a whole multiple of the one before), or off';
+  const withCompaction = (value: string) =>
+    `databases:\n  - path: a.db\n    url: s3://b/p\n    compaction: ${value}\n`;
+  const levelsOf = (value: string) =>
+    parseConfig(withCompaction(value), { env, baseDir: '/srv' }).databases[0]!.compactionLevelsMs;
+  const single = (value: string) =>
+    singleDatabaseConfig(
+      { path: 'a.db', url: 'file:///b' },
+      { env: { BACKUPD_COMPACTION: value }, baseDir: '/srv' },
+    ).databases[0]!.compactionLevelsMs;
+
+  it("defaults to the worker's levels: 30s, 5m, 1h", () => {
+    const database = parseConfig('databases:\n  - path: a.db\n    url: s3://b/p\n', {
+      env,
+      baseDir: '/srv',
+    }).databases[0]!;
+    expect(database.compactionLevelsMs).toEqual(DEFAULT_COMPACTION_LEVELS_MS);
+    expect(database.compactionLevelsMs).toEqual([30_000, 300_000, 3_600_000]);
+    expect(single('')).toEqual(DEFAULT_COMPACTION_LEVELS_MS);
+  });
+
+  it('takes a list of durations, in the flow or the block form', () => {
+    expect(levelsOf('[30s, 5m, 1h]')).toEqual([30_000, 300_000, 3_600_000]);
+    expect(levelsOf('[10s]')).toEqual([10_000]);
+    expect(levelsOf('[1s, 2s, 4s, 8s, 16s, 32s, 64s, 128s, 256s]')).toHaveLength(9);
+    expect(levelsOf('\n      - 1m\n      - 10m\n      - 1h\n      - 24h')).toEqual([
+      60_000, 600_000, 3_600_000, 86_400_000,
+    ]);
+    // JSON is YAML too.
+    expect(levelsOf('["15s", "1m"]')).toEqual([15_000, 60_000]);
+    // ${VAR} inside an item.
+    expect(
+      parseConfig(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the config file's ${VAR} syntax, literally
+        withCompaction('["${FIRST}", 5m]'),
+        { env: { FIRST: '1m' }, baseDir: '/srv' },
+      ).databases[0]!.compactionLevelsMs,
+    ).toEqual([60_000, 300_000]);
+  });
+
+  it('turns compaction off with off (or an empty list)', () => {
+    expect(levelsOf('off')).toEqual([]);
+    expect(levelsOf('"off"')).toEqual([]);
+    expect(levelsOf('[]')).toEqual([]);
+  });
+
+  it('reads BACKUPD_COMPACTION as comma-separated durations, or off', () => {
+    expect(single('30s,5m,1h')).toEqual([30_000, 300_000, 3_600_000]);
+    expect(single(' 1m , 1h ')).toEqual([60_000, 3_600_000]);
+    expect(single('off')).toEqual([]);
+    expect(() => single('30s,5')).toThrow(
+      'BACKUPD_COMPACTION: a bare number (5) is not a duration: write "5s" for seconds (units: ms, s, m, h)',
+    );
+    expect(() => single('5m,30s')).toThrow(
+      'databases[0].compaction: level 2 (30000 ms) is not longer than level 1 (300000 ms)',
+    );
+    expect(() => single('30s,soon')).toThrow(
+      'databases[0].compaction[1]: must be a duration such as "1s" or "500ms", got "soon"',
+    );
+  });
+
+  it('refuses levels that are not ascending, naming the levels', () => {
+    expect(problemsOf(withCompaction('[5m, 30s]'))).toEqual([
+      'databases[0].compaction: level 2 (30000 ms) is not longer than level 1 (300000 ms)',
+    ]);
+    expect(problemsOf(withCompaction('[30s, 30s]'))).toEqual([
+      'databases[0].compaction: level 2 (30000 ms) is not longer than level 1 (30000 ms)',
+    ]);
+  });
+
+  it('refuses a level that is not a whole multiple of the one before', () => {
+    expect(problemsOf(withCompaction('[30s, 45s, 1h]'))).toEqual([
+      'databases[0].compaction[1]: 45s is not a whole multiple of the level before it (30s)',
+    ]);
+    expect(problemsOf(withCompaction('[30s, 2m, 5m]'))).toEqual([
+      'databases[0].compaction[2]: 5m is not a whole multiple of the level before it (2m)',
+    ]);
+    expect(problemsOf(withCompaction('[1.5s, 3s]'))).toEqual([]);
+  });
+
+  it('refuses more than 9 levels', () => {
+    expect(problemsOf(withCompaction('[1s, 2s, 4s, 8s, 16s, 32s, 64s, 128s, 256s, 512s]'))).toEqual(
+      ['databases[0].compaction: 10 levels, at most 9'],
+    );
+  });
+
+  it('refuses an item that is not a duration of 1s to 24h, naming its index', () => {
+    for (const [value, problem] of [
+      [
+        '[30s, soon]',
+        'databases[0].compaction[1]: must be a duration such as "1s" or "500ms", got "soon"',
+      ],
+      [
+        '[30, 5m]',
+        'databases[0].compaction[0]: a bare number (30) is not a duration: write "30s" for seconds (units: ms, s, m, h)',
+      ],
+      ['[500ms, 5m]', 'databases[0].compaction[0]: must be at least 1s, got string "500ms"'],
+      ['[0s]', 'databases[0].compaction[0]: must be at least 1s, got string "0s"'],
+      [
+        '[1h, 2d]',
+        'databases[0].compaction[1]: must be a duration such as "1s" or "500ms", got "2d"',
+      ],
+      ['[1h, 48h]', 'databases[0].compaction[1]: must be at most 24h'],
+      [
+        '[[30s]]',
+        'databases[0].compaction[0]: must be a duration such as "1s" or "500ms", got a list',
+      ],
+    ] as const)
+      expect(problemsOf(withCompaction(value)), value).toEqual([problem]);
+    // Every bad item at once.
+    expect(problemsOf(withCompaction('[soon, 100ms]'))).toHaveLength(2);
+  });
+
+  it('refuses what is neither a list nor off, saying which forms it takes', () => {
+    for (const [value, described] of [
+      ['30s', 'string "30s"'],
+      ['"30s, 5m"', 'string "30s, 5m"'],
+      ['on', 'string "on"'],
+      ['false', 'boolean false'],
+      ['30', 'number 30'],
+      ['{ level1: 30s }', 'a mapping'],
+      ['null', 'null'],
+    ] as const)
+      expect(problemsOf(withCompaction(value)), value).toEqual([
+        `databases[0].compaction: ${FORMS}, got ${described}`,
+      ]);
   });
 });

@@ -9,12 +9,15 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import {
+  compactionLevelsProblem,
+  DEFAULT_COMPACTION_LEVELS_MS,
   DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_RETAIN_FOR_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
   DEFAULT_SNAPSHOT_INTERVAL_MS,
   DEFAULT_SNAPSHOT_LOG_FACTOR,
   DEFAULT_WAL_INTERVAL_MS,
+  MAX_COMPACTION_LEVELS,
 } from '@x/backup-worker';
 import { CPU_PRIORITIES, type CpuPriority, isCpuPriority } from '@x/cpu-priority';
 import { DEFAULT_TTL_S, MAX_SANE_TTL_S, MIN_TTL_S } from '@x/lease';
@@ -65,6 +68,11 @@ export interface DatabaseConfig {
   readonly snapshotIntervalMs: number;
   /** Also once the WAL shipped in the current generation exceeds this many times the database; 0: never by size. */
   readonly snapshotLogFactor: number;
+  /**
+   * Commit-log compaction: each level's window, in ms, ascending, each a
+   * whole multiple of the one before; `[]`: no compaction (`compaction: off`).
+   */
+  readonly compactionLevelsMs: readonly number[];
   readonly checkpoint: CheckpointSettings;
   /** false runs the lease best-effort on services without conditional writes (logged as a warning). */
   readonly conditional: boolean;
@@ -93,6 +101,8 @@ export const DEFAULTS = {
   shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
   snapshotIntervalMs: DEFAULT_SNAPSHOT_INTERVAL_MS,
   snapshotLogFactor: DEFAULT_SNAPSHOT_LOG_FACTOR,
+  // 30 s, 5 min, 1 h: the worker's own levels.
+  compactionLevelsMs: DEFAULT_COMPACTION_LEVELS_MS,
   // The SQLite tap's own defaults: below SQLite's auto-checkpoint (1000
   // pages), so the application's commits do not copy in their own path.
   checkpoint: {
@@ -121,16 +131,20 @@ export const BOUNDS = {
   // Below 1, every generation would be cut before its WAL reached the
   // database's own size: more snapshot bytes than log bytes.
   snapshotLogFactor: { min: 1, max: 1000 },
+  // Each level's window at least a second (the worker's own floor), at most
+  // a day (the duration parser's), and at most the levels a key can name.
+  compactionLevelsMs: { min: 1000, maxLevels: MAX_COMPACTION_LEVELS },
   checkpointPages: { min: 1 },
 } as const;
 
 /**
  * How a database setting is read from its environment variable in the
  * one-database mode: a duration (a bare number refused, naming the
- * variable), digits (a number when all digits, else the text, which
- * validation names), a number, or a switch (`off` and `false` turn it off).
+ * variable), durations (comma-separated, each as a duration, or `off`),
+ * digits (a number when all digits, else the text, which validation names),
+ * a number, or a switch (`off` and `false` turn it off).
  */
-type EnvironmentReading = 'duration' | 'digits' | 'number' | 'switch';
+type EnvironmentReading = 'duration' | 'durations' | 'digits' | 'number' | 'switch';
 
 export interface DatabaseSetting {
   /** The YAML key under `databases[i]`, dotted when nested. */
@@ -192,6 +206,12 @@ export const DATABASE_SETTINGS: readonly DatabaseSetting[] = [
     field: 'snapshotLogFactor',
     reading: 'number',
     workerOption: 'BackupWorker snapshotLogFactor',
+  },
+  {
+    key: 'compaction',
+    field: 'compactionLevelsMs',
+    reading: 'durations',
+    workerOption: 'BackupWorker compactionLevels',
   },
   {
     key: 'checkpoint.passivePages',
@@ -327,6 +347,15 @@ function readEnvironment(
       // BACKUPD_LEASE_TTL, not databases[0].leaseTtl.
       if (isBareNumber(value)) problems.push(`${name}: ${bareNumberProblem(value.trim())}`);
       return value === '' || isBareNumber(value) ? undefined : value;
+    case 'durations': {
+      // `off`, or the list as the YAML would give it: `30s,5m,1h`.
+      if (value.trim() === '') return undefined;
+      if (value.trim() === 'off') return 'off';
+      const items = value.split(',').map((item) => item.trim());
+      const bare = items.filter((item) => isBareNumber(item));
+      for (const item of bare) problems.push(`${name}: ${bareNumberProblem(item)}`);
+      return bare.length > 0 ? undefined : items;
+    }
   }
 }
 
@@ -461,6 +490,7 @@ function validateDatabase(
   const timings = validateTimings(entry, path, problems);
   const retention = validateRetention(entry.retention, `${path}.retention`, problems);
   const snapshots = validateSnapshots(entry, path, problems);
+  const compactionLevelsMs = validateCompaction(entry.compaction, `${path}.compaction`, problems);
   const checkpoint = validateCheckpoint(entry.checkpoint, `${path}.checkpoint`, problems);
   const conditional = validateConditional(entry.conditional, path, problems);
   if (problems.length > before) return undefined;
@@ -471,6 +501,7 @@ function validateDatabase(
     ...timings,
     retention,
     ...snapshots,
+    compactionLevelsMs,
     checkpoint,
     conditional,
   };
@@ -677,6 +708,53 @@ function validateSnapshots(
     else snapshotLogFactor = factor;
   }
   return { snapshotIntervalMs, snapshotLogFactor };
+}
+
+/** What `compaction` accepts, for its refusals. */
+const COMPACTION_FORMS =
+  'a list of durations such as [30s, 5m, 1h] (ascending, each a whole multiple of the one before), or off';
+
+/**
+ * `compaction`: the levels' windows, a list of durations (each 1s … 24h),
+ * checked by the worker's own `compactionLevelsProblem` (ascending, at most
+ * {@link MAX_COMPACTION_LEVELS}) and here for what it does not check: each a
+ * whole multiple of the one before, so a window of one level holds whole
+ * windows of the level below. `off` (or `[]`): no compaction. A refused one
+ * is the default (and a problem).
+ */
+function validateCompaction(value: unknown, at: string, problems: string[]): readonly number[] {
+  if (value === undefined) return DEFAULTS.compactionLevelsMs;
+  if (value === 'off') return [];
+  if (!Array.isArray(value)) {
+    problems.push(`${at}: must be ${COMPACTION_FORMS}, got ${describe(value)}`);
+    return DEFAULTS.compactionLevelsMs;
+  }
+  const { min } = BOUNDS.compactionLevelsMs;
+  const levelsMs: number[] = [];
+  const before = problems.length;
+  value.forEach((item, index) => {
+    const parsed = parseDuration(item);
+    if (typeof parsed === 'string') problems.push(`${at}[${index}]: ${parsed}`);
+    else if (parsed < min)
+      problems.push(
+        `${at}[${index}]: must be at least ${formatDuration(min)}, got ${describe(item)}`,
+      );
+    else levelsMs.push(parsed);
+  });
+  if (problems.length > before) return DEFAULTS.compactionLevelsMs;
+  const problem = compactionLevelsProblem(levelsMs);
+  if (problem !== undefined) {
+    problems.push(`${at}: ${problem}`);
+    return DEFAULTS.compactionLevelsMs;
+  }
+  for (let index = 1; index < levelsMs.length; index++) {
+    const [previous, current] = [levelsMs[index - 1]!, levelsMs[index]!];
+    if (current % previous !== 0)
+      problems.push(
+        `${at}[${index}]: ${formatDuration(current)} is not a whole multiple of the level before it (${formatDuration(previous)})`,
+      );
+  }
+  return problems.length > before ? DEFAULTS.compactionLevelsMs : levelsMs;
 }
 
 function validateCheckpoint(value: unknown, at: string, problems: string[]): CheckpointSettings {

@@ -117,6 +117,7 @@ export async function startDaemon(
           shutdownGraceMs: database.shutdownGraceMs,
           snapshotIntervalMs: database.snapshotIntervalMs,
           snapshotLogFactor: database.snapshotLogFactor,
+          compactionLevels: database.compactionLevelsMs,
           logger: workerLogger(options.logger, { database: database.path, replica }),
           ...(instanceId === undefined ? {} : { instanceId, leaseOwnRecord: 'reclaim' as const }),
         });

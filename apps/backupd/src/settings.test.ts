@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import {
+  DEFAULT_COMPACTION_LEVELS_MS,
   DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_RETAIN_FOR_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
@@ -54,6 +55,7 @@ describe('defaults and bounds', () => {
       restorePointIntervalMs: DEFAULT_MANIFEST_INTERVAL_MS,
       retention: { windowMs: DEFAULT_RETAIN_FOR_MS },
       shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
+      compactionLevelsMs: DEFAULT_COMPACTION_LEVELS_MS,
     });
   });
 
@@ -65,6 +67,7 @@ describe('defaults and bounds', () => {
       retention: DEFAULTS.retention,
       leaseTtlSeconds: DEFAULTS.leaseTtlSeconds,
       shutdownGraceMs: DEFAULTS.shutdownGraceMs,
+      compactionLevelsMs: DEFAULTS.compactionLevelsMs,
       checkpoint: DEFAULTS.checkpoint,
       conditional: DEFAULTS.conditional,
     });
@@ -111,6 +114,7 @@ describe('the environment variables', () => {
       'BACKUPD_SHUTDOWN_GRACE',
       'BACKUPD_SNAPSHOT_INTERVAL',
       'BACKUPD_SNAPSHOT_LOG_FACTOR',
+      'BACKUPD_COMPACTION',
       'BACKUPD_CHECKPOINT_PASSIVE_PAGES',
       'BACKUPD_CHECKPOINT_TRUNCATE_PAGES',
       'BACKUPD_CONDITIONAL',
@@ -125,6 +129,7 @@ describe('the environment variables', () => {
       BACKUPD_RETENTION: '5d',
       BACKUPD_LEASE_TTL: '45s',
       BACKUPD_SHUTDOWN_GRACE: '3s',
+      BACKUPD_COMPACTION: '1m,1h',
       BACKUPD_CHECKPOINT_PASSIVE_PAGES: '200',
       BACKUPD_CHECKPOINT_TRUNCATE_PAGES: '400',
       BACKUPD_CONDITIONAL: 'off',
@@ -139,6 +144,7 @@ describe('the environment variables', () => {
       retention: { windowMs: 5 * 86_400_000 },
       leaseTtlSeconds: 45,
       shutdownGraceMs: 3000,
+      compactionLevelsMs: [60_000, 3_600_000],
       checkpoint: { passivePages: 200, truncatePages: 400 },
       conditional: false,
     });

@@ -122,7 +122,9 @@ describe('backupd ls: the restorable window, through the CLI', () => {
         `WINDOW: restorable from commit ${oldest.restorableFrom} (${oldest.snapshotTime}) to commit ${latest.commitSeq + 3} (${ROLLED_TIME}); commit ${latest.commitSeq}, the restore point's, is at ${latest.commitTime}; `,
       ),
     ).toBe(true);
-    expect(line).toContain('exact to the commit throughout, except commits the replica batched');
+    expect(line).toContain(
+      'exact to the commit where the fine log objects are kept (the newest window, not yet compacted), except commits the replica batched',
+    );
 
     // The latest edge is what a restore of the latest state really holds.
     const restored = await runCli(['restore', backups, join(directory, 'latest.db'), '--json'], {
@@ -189,7 +191,7 @@ describe('restorableWindow and windowLine', () => {
   it('from the oldest state start to the newest restore point without a roll-forward', () => {
     const line = windowLine(restorableWindow([first, second], second, 0));
     expect(line).toMatch(
-      /^WINDOW: restorable from commit 0 \(2026-12-01T00:00:00.000Z\) to commit 20 \(2026-12-01T00:00:20.000Z\); exact to the commit throughout, except commits the replica batched while behind the application \(restorable together, to the batch's end; /,
+      /^WINDOW: restorable from commit 0 \(2026-12-01T00:00:00.000Z\) to commit 20 \(2026-12-01T00:00:20.000Z\); exact to the commit where the fine log objects are kept \(the newest window, not yet compacted\), except commits the replica batched while behind the application \(restorable together, to the batch's end; /,
     );
   });
 
@@ -218,7 +220,7 @@ describe('restorableWindow and windowLine', () => {
     });
     const line = windowLine(restorableWindow([old], old, 0));
     expect(line).toMatch(
-      /^WINDOW: restorable from commit 3 \(time unknown \(written by an older release\)\) to commit 8 \(time unknown \(written by an older release\)\); exact to the commit throughout, except, in a SQLite backup,/,
+      /^WINDOW: restorable from commit 3 \(time unknown \(written by an older release\)\) to commit 8 \(time unknown \(written by an older release\)\); exact to the commit, except, in a SQLite backup,/,
     );
   });
 

@@ -47,6 +47,8 @@ import {
   parseSegmentGenerationPrefix,
   parseVersionedGeneration,
 } from '@x/manifest';
+import { LogCompaction } from './compaction.ts';
+import { compactionLevelsProblem } from './compaction-plan.ts';
 import type { WorkerContext } from './context.ts';
 import {
   BackupError,
@@ -80,12 +82,13 @@ import {
 } from './snapshot-schedule.ts';
 import { type BackupSource, type DurablePosition, unchangedBetween } from './source.ts';
 import { SourceSlot } from './source-slot.ts';
-import { Tenure } from './tenure.ts';
+import { chainBytes, Tenure } from './tenure.ts';
 import { Triggers } from './triggers.ts';
 import {
   type BackupHandle,
   type BackupLogger,
   type BackupWorkerOptions,
+  DEFAULT_COMPACTION_LEVELS_MS,
   DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_MAX_SEGMENT_BYTES,
   DEFAULT_OPERATION_TIMEOUT_MS,
@@ -118,6 +121,7 @@ export class BackupWorker {
   readonly #lease: LeaseHolder;
   readonly #writer: ManifestWriter;
   readonly #shipper: Shipper;
+  readonly #compaction: LogCompaction;
   readonly #context: WorkerContext;
   readonly #unrestorable: UnrestorableCommits;
 
@@ -217,6 +221,11 @@ export class BackupWorker {
       runSignal: () => this.#runAbort.signal,
       defer: (why) => this.#defer(why),
     });
+    const levelsMs = options.compactionLevels ?? DEFAULT_COMPACTION_LEVELS_MS;
+    const levelsProblem = compactionLevelsProblem(levelsMs);
+    if (levelsProblem !== undefined)
+      throw new BackupError(`invalid compactionLevels: ${levelsProblem}`);
+    this.#compaction = new LogCompaction(ctx, { levelsMs });
   }
 
   /** The instance id this worker takes the lease under, the same for every attempt. */
@@ -348,6 +357,8 @@ export class BackupWorker {
         resolve();
       });
     });
+    // No compaction from here on; one in flight ends at its next request.
+    this.#compaction.stop();
     if (pending) {
       this.#runAbort.abort(new ShutdownAbandonedError('abandoned: the worker is shutting down'));
       // Its state changes must be over before the flush starts from them.
@@ -361,6 +372,7 @@ export class BackupWorker {
     // elsewhere) does not flush.
     if (!this.#lease.holds() && this.#lease.tenures === 0 && !this.#refused && !this.#graceOver)
       await Promise.race([this.#lease.take(), graceEnds]);
+    await Promise.race([this.#compaction.settle(), graceEnds]);
     if (this.#lease.holds() && !this.#graceOver) {
       const flushed = await Promise.race([
         this.flush().then(() => true),
@@ -577,7 +589,7 @@ export class BackupWorker {
       startedAt: generation.startedAt,
       now: this.#clock.wallNow(),
       intervalMs: this.#snapshotIntervalMs,
-      shippedBytes: generation.cursor,
+      shippedBytes: chainBytes(generation),
       databaseBytes: position.engine?.databaseBytes ?? null,
       logFactor: this.#snapshotLogFactor,
     });
@@ -652,6 +664,9 @@ export class BackupWorker {
       return;
     }
     this.#health.deferral = null;
+    // A compaction that finished since the last step: its object replaces
+    // its run in the chain (the next restore point names it).
+    this.#compaction.applyFinished();
     if (
       this.#tenure.current === null &&
       !this.#tenure.continuationOffered &&
@@ -670,6 +685,7 @@ export class BackupWorker {
       return;
     }
     await this.#shipper.shipSegments();
+    this.#compaction.startDue(position.engine?.databaseBytes ?? null);
     // A due snapshot waits for a restore point of everything shipped: write
     // it now rather than at the interval (see #scheduleSnapshot).
     if (this.#shipper.manifestDue() || (this.#snapshotDueSteps > 0 && this.#tenure.manifestDirty))

@@ -14,6 +14,7 @@ export type BackupErrorCode =
   | 'OPERATION_TIMEOUT'
   | 'WRITE_FENCED'
   | 'BUCKET_STATE'
+  | 'COMPACTION_INPUT'
   | 'SIMULATED_CRASH'
   | 'SHUTDOWN';
 
@@ -129,6 +130,24 @@ export class BucketStateError extends BackupError {
 
   static override isInstance(value: unknown): value is BucketStateError {
     return hasErrorMarker(value, BUCKET_STATE_MARKER);
+  }
+}
+
+const COMPACTION_INPUT_MARKER = errorMarker(MARKER_NAMESPACE, 'CompactionInputError');
+
+/**
+ * An input of a compaction does not hold what its manifest entry says (size,
+ * CRC-32, header): the run is not compacted and stays as it is.
+ */
+export class CompactionInputError extends BackupError {
+  constructor(key: string, problem: string) {
+    super(`cannot compact ${key}: ${problem}`, {}, 'COMPACTION_INPUT');
+    this.name = 'CompactionInputError';
+    markError(this, COMPACTION_INPUT_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is CompactionInputError {
+    return hasErrorMarker(value, COMPACTION_INPUT_MARKER);
   }
 }
 

@@ -50,6 +50,11 @@ export function candidateOf(
       return null;
     logEnd = range.end;
   }
+  // The next segment names the last entry's stored CRC-32 as its previous:
+  // that holds only for a fine segment (the worker never compacts the last
+  // entry; a bucket that says otherwise gets a new snapshot).
+  const last = latest.segments.at(-1);
+  if (last !== undefined && parseSegmentKey(prefix, last.key)?.layout === 'compacted') return null;
   return {
     lineage,
     walGeneration: latest.walGeneration,

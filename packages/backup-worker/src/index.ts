@@ -1,9 +1,18 @@
 export { RENEW_RETRY_MS } from '@x/lease';
 export { BackupWorker } from './backup-worker.ts';
+export { COMPACTION_RETRY_MS } from './compaction.ts';
+export {
+  type ChainEntryInfo,
+  type CompactionRun,
+  compactionLevelsProblem,
+  MAX_COMPACTION_LEVELS,
+  planCompaction,
+} from './compaction-plan.ts';
 export {
   BackupError,
   type BackupErrorCode,
   BucketStateError,
+  CompactionInputError,
   LineageRefusedError,
   OperationTimeoutError,
   ShutdownAbandonedError,
@@ -38,6 +47,7 @@ export type {
   FileObservation,
   FrameCounting,
   GenerationCandidate,
+  LogCompactor,
   OpenedArchive,
   OpenedFile,
   OpenedRestorePoint,
@@ -55,6 +65,7 @@ export {
   type BackupHandle,
   type BackupLogger,
   type BackupWorkerOptions,
+  DEFAULT_COMPACTION_LEVELS_MS,
   DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_MAX_SEGMENT_BYTES,
   DEFAULT_OPERATION_TIMEOUT_MS,

@@ -37,6 +37,7 @@ import type { WorkerContext } from './context.ts';
 import { resumeLatest } from './latest-repair.ts';
 import { buildRestorePoint } from './restore-point-builder.ts';
 import {
+  baseObjectsMayBeUnnamed,
   type ListedManifest,
   planDeletions,
   type RetentionPolicy,
@@ -241,7 +242,7 @@ export class ManifestWriter {
             restorableFrom: restorableFrom(oldest),
             createdAt: oldest.createdAt,
           };
-    if (selection.dropped.length === 0) return;
+    if (selection.dropped.length === 0 && tenure.compactedAway.size === 0) return;
     const generations = retiringGenerations({
       selection,
       allocated: tenure.allocated,
@@ -259,10 +260,16 @@ export class ManifestWriter {
       });
       return;
     }
+    // Snapshots and archives are listed only when one may have lost its last
+    // restore point (a dropped manifest named one no kept manifest names, or
+    // a generation retires): dropping what a compaction superseded, at most
+    // every restore point, costs no listing.
     const baseObjects: string[] = [];
-    for (const top of ['snapshots', 'archives']) {
-      const all = await requests.list(`${prefix}/${top}/`);
-      for (const object of all.objects) baseObjects.push(object.key);
+    if (baseObjectsMayBeUnnamed(prefix, selection, generations)) {
+      for (const top of ['snapshots', 'archives']) {
+        const all = await requests.list(`${prefix}/${top}/`);
+        for (const object of all.objects) baseObjects.push(object.key);
+      }
     }
     const segmentObjects = new Map<number, string[]>();
     for (const g of generations.retiring) {
@@ -281,10 +288,12 @@ export class ManifestWriter {
       // still bucket content, and names it lists beyond these are not ours.
       ownSideNames: new Set([...source.sideFileNames, ...(source.chainFileNames ?? [])]),
       segmentObjects,
+      compactedAway: tenure.compactedAway,
     });
     for (const key of doomed) {
       await requests.delete(key);
       tenure.sideKeysWritten.delete(key);
+      tenure.compactedAway.delete(key);
     }
     // Retired for good: its prefix is listed once, not at every retention.
     for (const g of generations.retiring) {

@@ -16,7 +16,7 @@ import {
   manifestKey,
   verifyLineage,
 } from '@x/manifest';
-import type { Tenure } from './tenure.ts';
+import type { Generation, Tenure } from './tenure.ts';
 
 export interface BuiltRestorePoint {
   readonly key: string;
@@ -27,14 +27,8 @@ function isoOrNull(ms: number | null): string | null {
   return ms === null || !Number.isFinite(ms) ? null : new Date(ms).toISOString();
 }
 
-/** The restore point of `tenure`'s current generation, or `null` when there is none. */
-export function buildRestorePoint(
-  prefix: string,
-  tenure: Tenure,
-  wallNowMs: number,
-): BuiltRestorePoint | null {
-  const generation = tenure.current;
-  if (!generation) return null;
+/** The files a restore point of `generation` names: snapshot, base archives, chain files, side files. */
+function restorePointFiles(tenure: Tenure, generation: Generation): FileEntry[] {
   const files: FileEntry[] = [];
   if (tenure.snapshot) files.push(tenure.snapshot);
   for (const n of tenure.baseArchives) {
@@ -43,6 +37,30 @@ export function buildRestorePoint(
   }
   files.push(...generation.chain);
   for (const { entry } of tenure.side.values()) files.push(entry);
+  return files;
+}
+
+/**
+ * The commit count of `generation`'s restore point before its first segment
+ * (floor plus the files' commits): a segment's first commit counts from here.
+ */
+export function restorePointBaseCommits(tenure: Tenure, generation: Generation): number {
+  return computeCommitSeq({
+    oldestCommitSeq: generation.floor,
+    files: restorePointFiles(tenure, generation),
+    segments: [],
+  });
+}
+
+/** The restore point of `tenure`'s current generation, or `null` when there is none. */
+export function buildRestorePoint(
+  prefix: string,
+  tenure: Tenure,
+  wallNowMs: number,
+): BuiltRestorePoint | null {
+  const generation = tenure.current;
+  if (!generation) return null;
+  const files = restorePointFiles(tenure, generation);
   const segments = [...generation.segments];
   const commitSeq = computeCommitSeq({ oldestCommitSeq: generation.floor, files, segments });
   const manifest: Manifest = {

@@ -17,6 +17,12 @@
  *   counts as inside (never a deletion on doubt). Ordering by key, not by
  *   `createdAt`, means a clock that went back keeps more, never less.
  * - Both given: what either keeps is kept.
+ * - Superseded by compaction: a manifest that names a segment the newest
+ *   manifest of its generation no longer names (a compaction replaced it)
+ *   is dropped, whatever the count or the window say. Its state stays
+ *   restorable through the newest one at the compaction's granularity (a
+ *   commit inside a compacted object's range is not), which is how the
+ *   fine objects leave the bucket once compacted.
  * - Snapshots and archives are deleted when no kept manifest names them and
  *   their generation is this lineage's (named by one of its manifests or
  *   allocated by this tenure). Side files when a dropped manifest named them,
@@ -24,7 +30,9 @@
  * - Segments: a generation of this lineage older than every kept manifest's
  *   (and not the current one, nor one already retired) has its own prefix
  *   listed once, and its unnamed segments deleted. `wal/` is never listed
- *   whole.
+ *   whole. In the generations still kept, a segment is deleted when a
+ *   dropped manifest named it, or a compaction of this tenure replaced it,
+ *   and no kept manifest names it (no listing needed).
  * - Never an object another lineage's manifest names; never LATEST or LEASE
  *   (they are not in any listing given here).
  * - Conservative on doubt: a manifest that cannot be read protects
@@ -138,15 +146,38 @@ export function selectManifests(input: {
   if (input.retainFor !== undefined)
     keepFrom = Math.min(keepFrom, windowStart(mine, input.retainFor, input.wallNow));
   if (input.retain === undefined && input.retainFor === undefined) keepFrom = 0;
-  if (keepFrom <= 0) return { kept: mine, dropped: [], foreign, doubt, restorePoints: mine.length };
+  const superseded = supersededByCompaction(mine);
+  if (keepFrom <= 0 && superseded.size === 0)
+    return { kept: mine, dropped: [], foreign, doubt, restorePoints: mine.length };
   const kept: KeyedManifest[] = [];
   const dropped: KeyedManifest[] = [];
   mine.forEach((entry, index) => {
-    if (index >= keepFrom || entry.key === input.justWritten || entry.key === input.latestTarget)
-      kept.push(entry);
+    if (entry.key === input.justWritten || entry.key === input.latestTarget) kept.push(entry);
+    else if (index >= keepFrom && !superseded.has(entry.key)) kept.push(entry);
     else dropped.push(entry);
   });
   return { kept, dropped, foreign, doubt, restorePoints: kept.length };
+}
+
+/**
+ * Keys of the manifests that name a segment the newest manifest of their
+ * generation (by key: commit order) does not: a compaction replaced it.
+ * Manifests of one generation name ever longer prefixes of one chain, so an
+ * older one names only entries the newest names, unless a compaction merged
+ * some of them since.
+ */
+function supersededByCompaction(mine: readonly KeyedManifest[]): Set<string> {
+  const newest = new Map<number, Manifest>();
+  for (const { manifest } of mine) newest.set(manifest.walGeneration, manifest);
+  const named = new Map<number, Set<string>>();
+  for (const [generation, manifest] of newest)
+    named.set(generation, new Set(manifest.segments.map((s) => s.key)));
+  const superseded = new Set<string>();
+  for (const { key, manifest } of mine) {
+    const latest = named.get(manifest.walGeneration)!;
+    if (manifest.segments.some((s) => !latest.has(s.key))) superseded.add(key);
+  }
+  return superseded;
 }
 
 /**
@@ -207,6 +238,25 @@ export function retiringGenerations(input: {
 }
 
 /**
+ * Whether a snapshot or archive may have lost its last restore point: a
+ * dropped manifest named one that no kept manifest names, or a generation
+ * retires. Only then are `snapshots/` and `archives/` listed.
+ */
+export function baseObjectsMayBeUnnamed(
+  prefix: string,
+  selection: ManifestSelection,
+  generations: RetiringGenerations,
+): boolean {
+  if (generations.retiring.length > 0) return true;
+  return selection.dropped.some(({ manifest }) =>
+    manifest.files.some(
+      (f) =>
+        parseVersionedGeneration(prefix, f.key) !== undefined && !generations.referenced.has(f.key),
+    ),
+  );
+}
+
+/**
  * The objects to delete, in order: unnamed snapshots and archives of owned
  * generations (as listed), side files only dropped manifests named, then the
  * retiring generations' unnamed segments. Nothing a foreign manifest names.
@@ -221,6 +271,8 @@ export function planDeletions(input: {
   readonly ownSideNames: ReadonlySet<string>;
   /** Keys listed under each retiring generation's segment prefix. */
   readonly segmentObjects: ReadonlyMap<number, readonly string[]>;
+  /** Segments a compaction of this tenure replaced in its chain. */
+  readonly compactedAway?: ReadonlySet<string>;
 }): string[] {
   const { prefix, selection, generations, ownSideNames } = input;
   const { owned, referenced, retiring } = generations;
@@ -236,6 +288,21 @@ export function planDeletions(input: {
       if (f.key.startsWith(sidePrefix) && ownSideNames.has(f.name) && !referenced.has(f.key))
         side.add(f.key);
   doomed.push(...side);
+  // Segments of kept generations that only dropped manifests named, or that
+  // a compaction replaced: known by name, deleted without a listing.
+  const unnamed = new Set<string>(input.compactedAway ?? []);
+  for (const { manifest } of selection.dropped)
+    for (const s of manifest.segments) unnamed.add(s.key);
+  for (const key of unnamed) {
+    const parsed = parseSegmentKey(prefix, key);
+    if (
+      parsed &&
+      owned.has(parsed.generation) &&
+      !retiring.includes(parsed.generation) &&
+      !referenced.has(key)
+    )
+      doomed.push(key);
+  }
   for (const g of retiring) {
     for (const key of input.segmentObjects.get(g) ?? []) {
       const parsed = parseSegmentKey(prefix, key);

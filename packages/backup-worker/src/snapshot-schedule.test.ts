@@ -16,7 +16,7 @@ describe('snapshotDue', () => {
     expect(snapshotDue({ ...base, now: 1_000 + 3_600_000 })).toMatch(/3600s old/);
   });
 
-  it('is due once the shipped WAL outgrows the factor times the database, not at it', () => {
+  it('is due once the stored log outgrows the factor times the database, not at it', () => {
     expect(snapshotDue({ ...base, shippedBytes: 16_000_000 })).toBeNull();
     expect(snapshotDue({ ...base, shippedBytes: 16_000_001 })).toMatch(/more than 4 ×/);
   });

@@ -25,7 +25,11 @@ export interface SnapshotScheduleInput {
   readonly now: number;
   /** 0 disables the time rule. */
   readonly intervalMs: number;
-  /** WAL bytes the current generation shipped. */
+  /**
+   * Stored bytes of the log the current generation's restore point names
+   * (compacted objects count for what they hold, not for what they
+   * replaced): what a restore of the latest state reads besides the snapshot.
+   */
   readonly shippedBytes: number;
   /** The database file's size as the engine reports it; `null`: unknown (the size rule does not apply). */
   readonly databaseBytes: number | null;
@@ -45,7 +49,7 @@ export function snapshotDue(input: SnapshotScheduleInput): string | null {
     input.shippedBytes > input.logFactor * input.databaseBytes &&
     input.shippedBytes >= SNAPSHOT_LOG_FLOOR_BYTES
   )
-    return `the generation shipped ${input.shippedBytes} bytes of WAL, more than ${input.logFactor} × the ${input.databaseBytes}-byte database`;
+    return `the generation's log holds ${input.shippedBytes} stored bytes, more than ${input.logFactor} × the ${input.databaseBytes}-byte database`;
   return null;
 }
 

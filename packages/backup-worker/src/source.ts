@@ -386,8 +386,27 @@ export interface BackupSource {
     options?: SourceCallOptions,
   ): Promise<boolean>;
 
+  /**
+   * A new merger of this engine's commit log, for compaction (the worker's
+   * `compactionLevels`): fed the decoded bodies of consecutive log objects
+   * in order, it returns one body that a restore applies with the same
+   * result as all of them. Optional: without it the worker never compacts
+   * (the framed engine's archives are its own compaction).
+   */
+  logCompactor?(): LogCompactor;
+
   /** Releases what the source holds. The worker does not call it; the owner does. */
   close?(): Promise<void>;
+}
+
+/** Merges consecutive commit-log bodies into one (see `BackupSource.logCompactor`). */
+export interface LogCompactor {
+  /** Feeds the next decoded body, in chain order; throws when it is not a whole, valid log. */
+  add(body: Uint8Array): void;
+  /** Commits fed so far. */
+  readonly commits: number;
+  /** The merged body; throws when nothing was fed. */
+  finish(): Uint8Array;
 }
 
 /** The bucket's generation a restarted worker offers its source to continue (see `continueGeneration`). */

@@ -44,6 +44,13 @@ export function noteShippedTime(
     time === null || generation.commitTime === null ? null : Math.max(time, generation.commitTime);
 }
 
+/** Stored bytes of the generation's chain: what a restore of it reads beyond its snapshot. */
+export function chainBytes(generation: Generation): number {
+  let bytes = 0;
+  for (const segment of generation.segments) bytes += segment.size;
+  return bytes;
+}
+
 export interface KnownArchive {
   readonly length: number;
   readonly entry: FileEntry;
@@ -73,6 +80,11 @@ export class Tenure {
   readonly retiredSegments = new Set<number>();
   /** Manifests read or written, by key, with the version they were read at (see retention). */
   readonly manifestCache = new Map<string, { version: ObjectVersion; manifest: Manifest | null }>();
+  /**
+   * Chain entries a compaction replaced (compaction.ts): retention deletes
+   * each once no kept restore point names it, without listing for them.
+   */
+  readonly compactedAway = new Set<string>();
   /** Side-file keys this tenure wrote (or found with the same content), not deleted since. */
   readonly sideKeysWritten = new Set<string>();
   nextGeneration = 0;

@@ -45,6 +45,11 @@ export const DEFAULT_OPERATION_TIMEOUT_MS = 30_000;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 /** Default of `snapshotIntervalMs`: a new generation, with a fresh snapshot, daily. */
 export const DEFAULT_SNAPSHOT_INTERVAL_MS = 24 * 3_600_000;
+/**
+ * Default of `compactionLevels`: level 1 merges the fine segments of each
+ * 30 s, level 2 the objects of each 5 min, level 3 those of each hour.
+ */
+export const DEFAULT_COMPACTION_LEVELS_MS: readonly number[] = [30_000, 300_000, 3_600_000];
 /** Default of `snapshotLogFactor`: a new generation once its WAL outgrows 4 × the database. */
 export const DEFAULT_SNAPSHOT_LOG_FACTOR = 4;
 
@@ -111,11 +116,22 @@ export interface BackupWorkerOptions {
    */
   readonly snapshotIntervalMs?: number;
   /**
-   * Also a new generation once the WAL shipped in the current one exceeds
+   * Also a new generation once the log its restore point names (stored bytes) exceeds
    * this many times the database's size (as the source reports it); 0
    * disables. Default 4.
    */
   readonly snapshotLogFactor?: number;
+  /**
+   * Compaction of the commit log: the interval of each level, in ms,
+   * ascending (at most 9). Level 1 merges the fine segments shipped inside
+   * each window of its interval into one object, level n the objects of the
+   * levels below. Point-in-time restore is exact to the commit over the
+   * fine segments (the newest level-1 window) and exact to a level's window
+   * over its objects. `[]` turns compaction off. Default
+   * {@link DEFAULT_COMPACTION_LEVELS_MS}. Only engines with a
+   * `logCompactor` compact (SQLite).
+   */
+  readonly compactionLevels?: readonly number[];
   /** Part size passed to `store.upload`. */
   readonly partSize?: number;
   /** Largest WAL segment object. Default {@link DEFAULT_MAX_SEGMENT_BYTES}. */

@@ -17,6 +17,7 @@ const released: { module: object; namespace: string; classes: string[] }[] = [
       'OperationTimeoutError',
       'WriteFencedError',
       'BucketStateError',
+      'CompactionInputError',
       'SimulatedCrashError',
       'ShutdownAbandonedError',
       'WorkerPanicError',

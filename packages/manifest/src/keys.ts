@@ -186,6 +186,64 @@ export function segmentObjectKey(
  */
 export type SegmentLayout = 'raw' | 'object';
 
+/** The deepest compaction level a key can name. */
+export const MAX_COMPACTION_LEVEL = 9;
+
+/**
+ * `${prefix}/wal/{generation}/{start}-{end}.L{level}.{from}-{to}.seg`: a
+ * compacted object, in the object envelope of `@x/wal-segment` (kind
+ * `compacted`), standing for bytes `start..end` of the generation's log,
+ * that is the commits after `from` up to `to` of the restore point's count
+ * (`from` commits came before it: the snapshot's and every earlier entry's).
+ * It holds one record with the newest version of every page those commits
+ * wrote, so it restores to commit `to` only, never to one inside. A listing
+ * shows the commit range each object covers; the level (1 to
+ * {@link MAX_COMPACTION_LEVEL}) says which compaction wrote it. It always
+ * covers at least 2 commits: `to − from ≥ 2`.
+ */
+export function compactedSegmentKey(
+  prefix: string,
+  generation: number,
+  start: number,
+  end: number,
+  level: number,
+  fromCommit: number,
+  toCommit: number,
+): string {
+  checkPrefix(prefix);
+  checkNumber('generation', generation);
+  checkNumber('start', start);
+  checkNumber('end', end);
+  checkNumber('fromCommit', fromCommit);
+  checkNumber('toCommit', toCommit);
+  if (start >= end) throw new KeyLayoutError('end', end, `not greater than start (${start})`);
+  if (!Number.isInteger(level) || level < 1 || level > MAX_COMPACTION_LEVEL)
+    throw new KeyLayoutError('level', level, `not a level from 1 to ${MAX_COMPACTION_LEVEL}`);
+  if (toCommit - fromCommit < 2)
+    throw new KeyLayoutError(
+      'toCommit',
+      toCommit,
+      `covers fewer than 2 commits after fromCommit (${fromCommit})`,
+    );
+  return checkResult(
+    `${prefix}/wal/${pad20(generation)}/${pad20(start)}-${pad20(end)}.L${level}.${pad20(fromCommit)}-${pad20(toCommit)}.seg`,
+  );
+}
+
+/** What {@link parseSegmentKey} reads from a segment key. */
+export type ParsedSegmentKey =
+  | { generation: number; start: number; end: number; layout: SegmentLayout }
+  | {
+      generation: number;
+      start: number;
+      end: number;
+      /** `.L{level}.{from}-{to}.seg`: a compacted object ({@link compactedSegmentKey}). */
+      layout: 'compacted';
+      level: number;
+      fromCommit: number;
+      toCommit: number;
+    };
+
 /**
  * `${prefix}/wal/{generation}/`: the listing prefix of one generation's
  * segments (what a LIST of `wal/` with delimiter `/` returns as a common prefix).
@@ -261,6 +319,8 @@ const MANIFEST_PATTERN = /^manifest\/([0-9]{20})\.json$/;
 const SNAPSHOT_PATTERN = /^snapshots\/([0-9]{20})-([0-9]{20})\.(snapshot|snap)$/;
 const ARCHIVE_PATTERN = /^archives\/([0-9]{20})\/wal\.([0-9]{20})\.archive$/;
 const SEGMENT_PATTERN = /^wal\/([0-9]{20})\/([0-9]{20})-([0-9]{20})\.(segment|seg)$/;
+const COMPACTED_PATTERN =
+  /^wal\/([0-9]{20})\/([0-9]{20})-([0-9]{20})\.L([1-9])\.([0-9]{20})-([0-9]{20})\.seg$/;
 const SEGMENT_GENERATION_PATTERN = /^wal\/([0-9]{20})\/$/;
 const SIDE_PATTERN = /^side\/([^/]+)\/([0-9a-f]{8})-([0-9]{20})$/;
 
@@ -319,15 +379,34 @@ export function parseArchiveKey(
 
 /**
  * The generation, byte range and layout a segment key names — `.segment`
- * ({@link segmentKey}, layout `raw`) or `.seg` ({@link segmentObjectKey},
- * layout `object`) — or undefined (also when `start >= end`).
+ * ({@link segmentKey}, layout `raw`), `.seg` ({@link segmentObjectKey},
+ * layout `object`) or `.L{level}.{from}-{to}.seg` ({@link compactedSegmentKey},
+ * layout `compacted`, with its level and commit range) — or undefined (also
+ * when `start >= end`, or a compacted key covers fewer than 2 commits).
  */
-export function parseSegmentKey(
-  prefix: string,
-  key: string,
-): { generation: number; start: number; end: number; layout: SegmentLayout } | undefined {
+export function parseSegmentKey(prefix: string, key: string): ParsedSegmentKey | undefined {
   const relative = relativeTo(prefix, key);
   if (relative === undefined) return undefined;
+  const compacted = COMPACTED_PATTERN.exec(relative);
+  if (compacted !== null) {
+    const generation = parsePad20(compacted[1]!);
+    const start = parsePad20(compacted[2]!);
+    const end = parsePad20(compacted[3]!);
+    const fromCommit = parsePad20(compacted[5]!);
+    const toCommit = parsePad20(compacted[6]!);
+    if (
+      generation === undefined ||
+      start === undefined ||
+      end === undefined ||
+      fromCommit === undefined ||
+      toCommit === undefined ||
+      start >= end ||
+      toCommit - fromCommit < 2
+    )
+      return undefined;
+    const level = Number(compacted[4]);
+    return { generation, start, end, layout: 'compacted', level, fromCommit, toCommit };
+  }
   const match = SEGMENT_PATTERN.exec(relative);
   const values = numbers(match, 3);
   if (values === undefined || values[1]! >= values[2]!) return undefined;
@@ -374,7 +453,7 @@ export type ParsedKey =
   | { kind: 'manifest'; commitSeq: number }
   | { kind: 'snapshot'; generation: number; frames: number; layout: SegmentLayout }
   | { kind: 'archive'; generation: number; n: number }
-  | { kind: 'segment'; generation: number; start: number; end: number; layout: SegmentLayout }
+  | ({ kind: 'segment' } & ParsedSegmentKey)
   | { kind: 'side'; name: string; crc32: string; size: number };
 
 /** Which kind of layout key `key` is under `prefix`, with its values; undefined for anything else. */

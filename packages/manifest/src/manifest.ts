@@ -366,6 +366,8 @@ function checkManifest(value: unknown, prefix: string | undefined): Manifest {
   });
 
   let previousEnd: number | undefined;
+  // The commits before each segment: a compacted key names where it starts.
+  let commitsBefore = oldestCommitSeq + files.reduce((sum, file) => sum + file.frames, 0);
   const segments: SegmentEntry[] = check.array(root.segments, 'segments').map((item, index) => {
     const at = `segments[${index}]`;
     const entry = check.record(item, at, SEGMENT_FIELDS);
@@ -385,7 +387,26 @@ function checkManifest(value: unknown, prefix: string | undefined): Manifest {
           `a segment of generation ${range.generation}, not of walGeneration ${walGeneration}`,
         );
       }
-      if (range.layout === 'object') {
+      if (range.layout === 'compacted') {
+        if (segment.size < MIN_SEGMENT_OBJECT_BYTES) {
+          check.fail(
+            `${at}.size`,
+            `${segment.size} is less than the smallest stored segment object (${MIN_SEGMENT_OBJECT_BYTES} bytes)`,
+          );
+        }
+        if (segment.frames !== range.toCommit - range.fromCommit) {
+          check.fail(
+            `${at}.frames`,
+            `${segment.frames} does not match the key's commit range (${range.fromCommit}-${range.toCommit})`,
+          );
+        }
+        if (range.fromCommit !== commitsBefore) {
+          check.fail(
+            `${at}.key`,
+            `its commit range starts at ${range.fromCommit}, not after the ${commitsBefore} commits before it`,
+          );
+        }
+      } else if (range.layout === 'object') {
         // An envelope's size is its header plus the encoded bytes: not the
         // range, but never less than the smallest header.
         if (segment.size < MIN_SEGMENT_OBJECT_BYTES) {
@@ -408,6 +429,7 @@ function checkManifest(value: unknown, prefix: string | undefined): Manifest {
       }
       previousEnd = range.end;
     }
+    commitsBefore += segment.frames;
     noteKey(segment.key, `${at}.key`);
     return segment;
   });

@@ -131,7 +131,18 @@ export async function findRollForward(
   const last = manifest.segments.at(-1);
   let cursor = 0;
   if (last !== undefined) cursor = parseSegmentKey(prefix, last.key)?.end ?? 0;
-  let previous = expectedPreviousCrc32(prefix, manifest, manifest.segments.length);
+  const chainEnd = expectedPreviousCrc32(prefix, manifest, manifest.segments.length);
+  if (chainEnd === undefined) {
+    // The worker never compacts a chain's last entry: a restore point that
+    // ends with one was not written by it, and nothing past it is trusted.
+    return {
+      segments: [],
+      commits: 0,
+      stoppedAt: { key: last!.key, reason: 'the restore point ends with a compacted object' },
+      requests,
+    };
+  }
+  let previous = chainEnd;
 
   const candidates: Candidate[] = [];
   for await (const page of listPages(store, segmentGenerationPrefix(prefix, generation), call())) {
@@ -139,7 +150,9 @@ export async function findRollForward(
     for (const object of page.objects) {
       const parsed = parseSegmentKey(prefix, object.key);
       if (parsed === undefined || parsed.generation !== generation) continue;
-      if (parsed.end <= cursor) continue;
+      // Compacted objects stand for fine segments a restore point already
+      // named; the chain past the restore point is made of fine ones only.
+      if (parsed.layout === 'compacted' || parsed.end <= cursor) continue;
       candidates.push({ key: object.key, ...parsed });
     }
   }

@@ -33,12 +33,21 @@ export function headerMismatch(
   };
 }
 
-/** True when `key` is a segment stored in the envelope (`.seg`), which must be decoded. */
+/**
+ * True when `key` is a segment stored in the envelope (`.seg`, fine or
+ * compacted), which must be decoded.
+ */
 export function isSegmentObject(prefix: string, key: string): boolean {
-  return parseSegmentKey(prefix, key)?.layout === 'object';
+  const layout = parseSegmentKey(prefix, key)?.layout;
+  return layout === 'object' || layout === 'compacted';
 }
 
-/** Bytes a segment occupies once decoded (its key's range), or its stored size for a raw one. */
+/**
+ * Bytes a segment occupies once decoded at most (its key's range), or its
+ * stored size for a raw one. A compacted object decodes to at most its
+ * range: its one record holds a subset of the pages of the records it
+ * replaced, each once.
+ */
 export function decodedSize(prefix: string, segment: SegmentEntry): number {
   const range = parseSegmentKey(prefix, segment.key);
   return range === undefined ? segment.size : range.end - range.start;
@@ -48,9 +57,20 @@ export function decodedSize(prefix: string, segment: SegmentEntry): number {
  * The chain CRC the segment at `index` of the manifest must carry: the
  * stored CRC-32 of the segment before it, or for the first one the
  * generation's snapshot object's (0 when the restore point has none).
+ * `undefined` after a compacted object: the link is then its header's chain
+ * end (the CRC-32 of the last fine segment it replaced), not in the
+ * manifest; each entry is still held to the manifest's own size and CRC-32.
  */
-export function expectedPreviousCrc32(prefix: string, manifest: Manifest, index: number): number {
-  if (index > 0) return Number.parseInt(manifest.segments[index - 1]!.crc32, 16);
+export function expectedPreviousCrc32(
+  prefix: string,
+  manifest: Manifest,
+  index: number,
+): number | undefined {
+  if (index > 0) {
+    const before = manifest.segments[index - 1]!;
+    if (parseSegmentKey(prefix, before.key)?.layout === 'compacted') return undefined;
+    return Number.parseInt(before.crc32, 16);
+  }
   const snapshot = manifest.files.find(
     (file) => parseSnapshotKey(prefix, file.key)?.generation === manifest.walGeneration,
   );
@@ -59,8 +79,8 @@ export function expectedPreviousCrc32(prefix: string, manifest: Manifest, index:
 
 /**
  * Decodes the stored bytes of `segment` (already checked against its size
- * and CRC-32) and checks the header against the key (generation, start,
- * end), the entry (commits = frames, lineage) and, when given, the chain
+ * and CRC-32) and checks the header against the key (kind: fine or
+ * compacted, generation, start, end), the entry (commits = frames, lineage) and, when given, the chain
  * (`previousCrc32`).
  * @throws ObjectEncodingError
  */
@@ -71,9 +91,10 @@ export function decodeSegmentEntry(
   previousCrc32?: number,
 ): Uint8Array {
   const range = parseSegmentKey(prefix, segment.key);
-  if (range === undefined || range.layout !== 'object') {
+  if (range === undefined || range.layout === 'raw') {
     throw new ObjectEncodingError(segment.key, 'key', 'not a .seg segment key of this prefix');
   }
+  const kind = range.layout === 'compacted' ? 'compacted' : 'segment';
   let decoded: ReturnType<typeof decodeSegmentObject>;
   try {
     decoded = decodeSegmentObject(stored);
@@ -85,7 +106,7 @@ export function decodeSegmentEntry(
   }
   const { header, body } = decoded;
   const mismatch = headerMismatch(segment.key);
-  if (header.kind !== 'segment') mismatch('kind', header.kind, 'segment', 'key');
+  if (header.kind !== kind) mismatch('kind', header.kind, kind, 'key');
   if (header.generation !== range.generation)
     mismatch('generation', header.generation, range.generation, 'key');
   if (header.start !== range.start) mismatch('start', header.start, range.start, 'key');

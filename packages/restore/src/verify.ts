@@ -121,7 +121,7 @@ interface ObjectClaim {
   readonly crc32: string;
   readonly manifests: Set<string>;
   /** For a `.seg` segment: its entry and the chain CRC it must carry (as the first manifest naming it says). */
-  readonly segment?: { readonly entry: SegmentEntry; readonly previousCrc32: number };
+  readonly segment?: { readonly entry: SegmentEntry; readonly previousCrc32: number | undefined };
   /** For a `.snap` snapshot: its file entry (as the first manifest naming it says). */
   readonly snapshot?: FileEntry;
 }

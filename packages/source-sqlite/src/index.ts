@@ -1,4 +1,10 @@
 export {
+  CommitLogMergeError,
+  CommitLogMerger,
+  type CommitLogMergerOptions,
+  DEFAULT_MAX_MERGE_PAGE_BYTES,
+} from './commit-log-merge.ts';
+export {
   COMMIT_RECORD_HEADER_BYTES,
   COMMIT_RECORD_MAGIC,
   type CommitRecord,

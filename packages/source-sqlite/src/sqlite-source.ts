@@ -45,6 +45,7 @@ import type {
   WalRange,
 } from '@x/backup-worker';
 import { FrameCounter } from '@x/wal-segment';
+import { CommitLogMerger } from './commit-log-merge.ts';
 import { lastCommitTimeOf } from './commit-record.ts';
 import { imageDigest, readResumeRecord, writeResumeRecord } from './resume-record.ts';
 import { SqliteDatabaseReplacedError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
@@ -444,6 +445,16 @@ export class SqliteSource implements BackupSource {
 
   frameCounter(): FrameCounting {
     return new FrameCounter();
+  }
+
+  /**
+   * A merger for the worker's log compaction: fed the decoded bodies of a
+   * run of consecutive log objects, it returns one record that restores
+   * exactly as the run does, restorable at the run's end only (see
+   * `commit-log-merge.ts`). A new one per run.
+   */
+  logCompactor(): CommitLogMerger {
+    return new CommitLogMerger();
   }
 
   async readSideFile(): Promise<SideFileRead | null> {

@@ -1,10 +1,12 @@
 /**
  * Scheduled snapshots with the SQLite source: once a generation is as old as
- * `snapshotIntervalMs`, or its shipped WAL outgrows `snapshotLogFactor` × the
+ * `snapshotIntervalMs`, or its stored log outgrows `snapshotLogFactor` × the
  * database, the worker starts a new generation on a fresh snapshot; every
  * restore point before and after the switch restores exactly, and a restore
  * of the latest state reads the new snapshot, not the old generation's log.
  */
+
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,9 +52,15 @@ async function setUp(options: Partial<BackupWorkerOptions>) {
   });
   const insert = application.prepare('INSERT INTO t (body) VALUES (?)');
   const commit = (rows: number, bytes = 64) => {
-    for (let i = 0; i < rows; i += 1) insert.run(new Uint8Array(bytes).fill(i % 251));
+    // Random bytes: the size rule counts stored (compressed) bytes.
+    for (let i = 0; i < rows; i += 1) insert.run(randomBytes(bytes));
   };
-  return { directory, path, clock, store, worker, commit, source };
+  const rewrite = application.prepare('UPDATE t SET body = ? WHERE id % ? = ?');
+  /** Rewrites the rows whose id is `slot` modulo `slots` with random `bytes`. */
+  const update = (slots: number, slot: number, bytes: number) => {
+    rewrite.run(randomBytes(bytes), slots, slot);
+  };
+  return { directory, path, clock, store, worker, commit, update, source };
 }
 
 /** Every restore point of the prefix restores to the database it recorded. */
@@ -111,22 +119,25 @@ describe('scheduled snapshots (SQLite)', () => {
     expect(latest.restorableFrom!).toBeGreaterThan(first.commitSeq);
   });
 
-  it('starts a new generation once the shipped WAL outgrows snapshotLogFactor × the database', async () => {
-    const { directory, path, store, worker, commit } = await setUp({
+  it('starts a new generation once the stored log outgrows snapshotLogFactor × the database', async () => {
+    const { directory, path, store, worker, commit, update } = await setUp({
       snapshotIntervalMs: 0,
       snapshotLogFactor: 2,
+      // The log as shipped: compaction would keep it near the database's size.
+      compactionLevels: [],
     });
     const expected = new Map<number, string>();
-    commit(1);
+    commit(40, 4096);
     await worker.runOnce();
     const first = (await listRestorePoints(store, 'p')).at(-1)!;
     expected.set(first.commitSeq, hashOf(path));
-    // Rows of 4 KiB, each overflowing its page: the WAL outgrows twice the
-    // database, and passes the 8 MiB floor (SNAPSHOT_LOG_FLOOR_BYTES) in a
-    // few dozen rounds.
+    // 40 rows of 4 KiB, each overflowing its page, rewritten with random
+    // bytes 20 commits a round: the stored log outgrows twice the database,
+    // and passes the 8 MiB floor (SNAPSHOT_LOG_FLOOR_BYTES) in about a
+    // hundred rounds, while the database stays near 200 KiB.
     let generations = new Set([first.walGeneration]);
-    for (let round = 0; round < 200 && generations.size < 2; round += 1) {
-      commit(20, 4096);
+    for (let round = 0; round < 300 && generations.size < 2; round += 1) {
+      for (let slot = 0; slot < 20; slot += 1) update(20, slot, 4096);
       await worker.runOnce();
       const newest = (await listRestorePoints(store, 'p')).at(-1)!;
       expected.set(newest.commitSeq, hashOf(path));

@@ -63,6 +63,8 @@ describe('SqliteSource with the BackupWorker', () => {
       // One generation across the WAL restarts this test is about (its WAL
       // outgrows the small database many times over).
       snapshotLogFactor: 0,
+      // Every commit restorable: no compaction merges them.
+      compactionLevels: [],
     });
     const checkpointer = new DatabaseSync(path, { timeout: 0 });
     try {

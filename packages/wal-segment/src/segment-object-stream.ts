@@ -69,16 +69,15 @@ async function* decodedBody(
   header: SegmentObjectHeader,
   encoded: AsyncIterable<Uint8Array>,
 ): AsyncGenerator<Uint8Array> {
-  const expected = header.end - header.start;
+  const expected = header.decodedLength;
+  const field = header.kind === 'compacted' ? 'decodedLength' : 'end';
+  const name = header.kind === 'compacted' ? 'decodedLength' : 'end − start';
   let length = 0;
   let crc = 0;
   const check = (chunk: Uint8Array): void => {
     length += chunk.byteLength;
     if (length > expected) {
-      throw new SegmentObjectError(
-        'end',
-        `body decodes to more than end − start (${expected}) bytes`,
-      );
+      throw new SegmentObjectError(field, `body decodes to more than ${name} (${expected}) bytes`);
     }
     crc = crc32(chunk, crc);
   };
@@ -107,8 +106,8 @@ async function* decodedBody(
   }
   if (length !== expected) {
     throw new SegmentObjectError(
-      'end',
-      `body decodes to ${length} bytes, not end − start (${expected})`,
+      field,
+      `body decodes to ${length} bytes, not ${name} (${expected})`,
     );
   }
   if (crc !== header.bodyCrc32) {

@@ -11,6 +11,7 @@ import {
   SegmentObjectError,
   type SegmentObjectFields,
 } from './segment-object.ts';
+import { decodeSegmentObjectStream } from './segment-object-stream.ts';
 
 const FIELDS: SegmentObjectFields = {
   codec: 'zstd',
@@ -85,6 +86,8 @@ describe('encodeSegmentObject / decodeSegmentObject', () => {
       bodyCrc32: crc32(body),
       lineage: 'lin-1',
       headerBytes: 53 + 5 + 4,
+      decodedLength: body.length,
+      chainEndCrc32: null,
     });
   });
 
@@ -251,7 +254,12 @@ describe('reading refuses a bad object, naming the field', () => {
     ['unknown version', () => refixHeaderCrc(withByte(good, 6, 2)), 'version'],
     ['unknown codec', () => refixHeaderCrc(withByte(good, 7, 2)), 'codec'],
     ['encryption other than none', () => refixHeaderCrc(withByte(good, 8, 1)), 'encryption'],
-    ['reserved kind 2 (compacted)', () => refixHeaderCrc(withByte(good, 9, 2)), 'kind'],
+    ['kind 2 (compacted) of one commit', () => refixHeaderCrc(withByte(good, 9, 2)), 'commits'],
+    [
+      'kind 2 (compacted) without its fields',
+      () => refixHeaderCrc(edited(withByte(good, 9, 2), (_, v) => v.setBigUint64(36, 5n, true))),
+      'headerBytes',
+    ],
     ['unknown kind', () => refixHeaderCrc(withByte(good, 9, 0)), 'kind'],
     [
       'generation beyond 2^53 − 1',
@@ -367,3 +375,85 @@ describe('reading refuses a bad object, naming the field', () => {
 
 /** CRC-32 of the 58 bytes above, little-endian (computed independently with Python's zlib.crc32). */
 const HEADER_CRC_HEX = '20cedd32';
+
+describe('a compacted object (kind 2)', () => {
+  const merged = pageLike(20 * 1024);
+  const COMPACTED: SegmentObjectFields = {
+    ...FIELDS,
+    kind: 'compacted',
+    start: 4096,
+    end: 4096 + 90_000,
+    commits: 12,
+    decodedLength: merged.length,
+    chainEndCrc32: 0x01020304,
+  };
+
+  it('stands for a log range longer than its body, and names its chain end', () => {
+    const stored = encodeSegmentObject(merged, COMPACTED);
+    const { header, body } = decodeSegmentObject(stored);
+    expect(body).toEqual(merged);
+    expect(header).toMatchObject({
+      kind: 'compacted',
+      start: 4096,
+      end: 4096 + 90_000,
+      commits: 12,
+      decodedLength: merged.length,
+      chainEndCrc32: 0x01020304,
+      previousCrc32: 0xdeadbeef,
+      headerBytes: 53 + 5 + 12 + 4,
+    });
+    expect(stored[9]).toBe(2);
+  });
+
+  it('streams like the other kinds, bounded by its decoded length', async () => {
+    const stored = encodeSegmentObject(merged, COMPACTED);
+    const { header, body } = await decodeSegmentObjectStream(
+      (async function* () {
+        yield stored;
+      })(),
+    );
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of body) chunks.push(chunk);
+    expect(header.decodedLength).toBe(merged.length);
+    expect(Buffer.concat(chunks)).toEqual(Buffer.from(merged));
+  });
+
+  it('refuses to be written without its fields, or with a wrong decoded length', () => {
+    const { decodedLength: _d, ...noLength } = COMPACTED;
+    expect(() => encodeSegmentObject(merged, noLength)).toThrow(/decodedLength/);
+    const { chainEndCrc32: _c, ...noChainEnd } = COMPACTED;
+    expect(() => encodeSegmentObject(merged, noChainEnd)).toThrow(/chainEndCrc32/);
+    expect(() => encodeSegmentObject(merged, { ...COMPACTED, decodedLength: 5 })).toThrow(
+      /decodedLength: 5 is not the body's length/,
+    );
+    expect(() => encodeSegmentObject(merged, { ...COMPACTED, commits: 1 })).toThrow(/commits/);
+  });
+
+  it('the other kinds refuse its fields, and are written as before', () => {
+    expect(() => encodeSegmentObject(HELLO, { ...FIELDS, decodedLength: 5 })).toThrow(
+      /decodedLength: only a compacted object/,
+    );
+    expect(() => encodeSegmentObject(HELLO, { ...FIELDS, chainEndCrc32: 1 })).toThrow(
+      /chainEndCrc32: only a compacted object/,
+    );
+    expect(encodeSegmentObject(HELLO, { ...FIELDS, codec: 'identity' }).length).toBe(
+      53 + 5 + 4 + HELLO.length,
+    );
+  });
+
+  it('a body that decodes to more or fewer bytes than its decoded length is refused', () => {
+    const stored = encodeSegmentObject(merged, COMPACTED);
+    const headerBytes = 53 + 5 + 12 + 4;
+    const longer = refixHeaderCrc(
+      edited(stored, (_, v) => v.setBigUint64(53 + 5, BigInt(merged.length - 1), true)),
+    );
+    expect(() => decodeSegmentObject(longer)).toThrow(/decodedLength: body decodes to more than/);
+    const shorter = refixHeaderCrc(
+      edited(stored, (_, v) => v.setBigUint64(53 + 5, BigInt(merged.length + 7), true)),
+    );
+    expect(() => decodeSegmentObject(shorter)).toThrow(/decodedLength/);
+    const garbage = Uint8Array.from(stored);
+    garbage.fill(0x55, headerBytes);
+    expect(() => decodeSegmentObject(garbage)).toThrow(/body: does not decode as zstd/);
+  });
+});

@@ -10,24 +10,33 @@
  * | 6 | 1 | envelope version: 1 |
  * | 7 | 1 | codec: 0 identity, 1 zstd |
  * | 8 | 1 | encryption: 0 none (any other value is refused) |
- * | 9 | 1 | kind: 1 commit-log segment, 3 snapshot (2 reserved) |
+ * | 9 | 1 | kind: 1 commit-log segment, 2 compacted commit log, 3 snapshot |
  * | 10 | 2 | reserved, written 0, ignored on read |
  * | 12 | 8 | generation |
  * | 20 | 8 | start (log byte offset of the body's first byte; 0 for a snapshot) |
- * | 28 | 8 | end (exclusive; decoded body length = end − start) |
+ * | 28 | 8 | end (exclusive; decoded body length = end − start, except for kind 2) |
  * | 36 | 8 | commits the body holds |
  * | 44 | 4 | previous: CRC-32 of the stored bytes of the object before this one in the chain (0 for a snapshot) |
  * | 48 | 4 | CRC-32 of the decoded body |
  * | 52 | 1 | lineage length L (1..128) |
  * | 53 | L | lineage (ASCII: A-Z a-z 0-9 . _ -) |
+ * | 53+L | 8 | kind 2 only: decoded body length |
+ * | 61+L | 4 | kind 2 only: chain end, the CRC-32 of the stored bytes of the last fine segment the object covers |
  * | H−4 | 4 | CRC-32 of header bytes 0..H−4 |
  *
- * Bytes between the lineage and H−4 are fields a later version of this
- * envelope may add; a reader skips them (they are covered by the header CRC).
+ * A compacted object (kind 2) stands for log bytes `start..end` and
+ * `commits` commits (at least 2) but holds them merged by the engine (one
+ * record, the newest version of each page), so its decoded length is its
+ * own field. Its `previous` is what the first object it covers named; the
+ * object after it in the chain names its chain end as `previous`.
+ *
+ * Bytes between the lineage (and kind 2's fields) and H−4 are fields a later
+ * version of this envelope may add; a reader skips them (they are covered by
+ * the header CRC). Kinds 1 and 3 are written byte for byte as before kind 2.
  *
  * Guarantees: {@link decodeSegmentObject} returns a body only when every
  * check passed (header CRC, known version/codec/encryption/kind, decoded
- * length = end − start, decoded CRC); zstd output is bounded by end − start
+ * length = the header's, decoded CRC); zstd output is bounded by that length
  * while decoding, so a decompression bomb cannot allocate more than the
  * header claims. Limits: the calls are synchronous and hold the whole object
  * in memory — meant for segments of at most a few MiB. A CRC-32 catches
@@ -69,7 +78,7 @@ export const SEGMENT_OBJECT_MAX_HEADER_BYTES = 4096;
 export const SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL = 3;
 
 export type ObjectCodec = 'identity' | 'zstd';
-export type SegmentObjectKind = 'segment' | 'snapshot';
+export type SegmentObjectKind = 'segment' | 'compacted' | 'snapshot';
 
 export interface SegmentObjectHeader {
   readonly version: 1;
@@ -83,17 +92,32 @@ export interface SegmentObjectHeader {
   readonly bodyCrc32: number;
   readonly lineage: string;
   readonly headerBytes: number;
+  /** Bytes the body decodes to: `end − start`, except for a compacted object (its own field). */
+  readonly decodedLength: number;
+  /** A compacted object's chain end (see the module comment); `null` for the other kinds. */
+  readonly chainEndCrc32: number | null;
 }
 
 export type SegmentObjectFields = Omit<
   SegmentObjectHeader,
-  'version' | 'bodyCrc32' | 'headerBytes'
->;
+  'version' | 'bodyCrc32' | 'headerBytes' | 'decodedLength' | 'chainEndCrc32'
+> & {
+  /** Required for a compacted object, refused for the other kinds: the body's length. */
+  readonly decodedLength?: number;
+  /** Required for a compacted object, refused for the other kinds. */
+  readonly chainEndCrc32?: number;
+};
 
 const CODEC_VALUES: Record<ObjectCodec, number> = { identity: 0, zstd: 1 };
 const CODEC_NAMES: Record<number, ObjectCodec> = { 0: 'identity', 1: 'zstd' };
-const KIND_VALUES: Record<SegmentObjectKind, number> = { segment: 1, snapshot: 3 };
-const KIND_NAMES: Record<number, SegmentObjectKind> = { 1: 'segment', 3: 'snapshot' };
+const KIND_VALUES: Record<SegmentObjectKind, number> = { segment: 1, compacted: 2, snapshot: 3 };
+const KIND_NAMES: Record<number, SegmentObjectKind> = {
+  1: 'segment',
+  2: 'compacted',
+  3: 'snapshot',
+};
+/** Bytes a compacted object's header adds after the lineage: decoded length, chain end. */
+const COMPACTED_FIELDS_BYTES = 12;
 const LINEAGE_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 
 const SEGMENT_OBJECT_ERROR_MARKER = Symbol.for('x.wal-segment.error.SegmentObjectError');
@@ -139,10 +163,19 @@ function checkU32(field: string, value: unknown): number {
 }
 
 /** Checks the relations between fields that hold for every valid header. */
-function checkRanges(kind: SegmentObjectKind, start: number, end: number, previous: number): void {
+function checkRanges(
+  kind: SegmentObjectKind,
+  start: number,
+  end: number,
+  previous: number,
+  commits: number,
+): void {
   if (end < start) throw new SegmentObjectError('end', `less than start (${start})`);
-  if (kind === 'segment' && end === start) {
+  if (kind !== 'snapshot' && end === start) {
     throw new SegmentObjectError('end', `equal to start (${start}): a segment is never empty`);
+  }
+  if (kind === 'compacted' && commits < 2) {
+    throw new SegmentObjectError('commits', `${commits}: a compacted object covers at least 2`);
   }
   if (kind === 'snapshot' && start !== 0) {
     throw new SegmentObjectError('start', 'not 0 for a snapshot');
@@ -208,6 +241,8 @@ export interface SegmentObjectPlan {
   readonly level: number;
   readonly lineage: string;
   readonly bodyLength: number;
+  /** A compacted object's chain end; `null` for the other kinds. */
+  readonly chainEnd: number | null;
 }
 
 function bodyOf(body: Uint8Array): { length: number; crc32: () => number } {
@@ -236,12 +271,30 @@ export function planSegmentObject(
   const end = checkU53('end', fields.end);
   const commits = checkU53('commits', fields.commits);
   const previous = checkU32('previousCrc32', fields.previousCrc32);
-  checkRanges(fields.kind, start, end, previous);
-  if (end - start !== body.length) {
-    throw new SegmentObjectError(
-      'end',
-      `end − start (${end - start}) is not the body's length (${body.length})`,
-    );
+  checkRanges(fields.kind, start, end, previous, commits);
+  let chainEnd: number | null = null;
+  if (fields.kind === 'compacted') {
+    const decodedLength = checkU53('decodedLength', fields.decodedLength);
+    chainEnd = checkU32('chainEndCrc32', fields.chainEndCrc32);
+    if (decodedLength !== body.length) {
+      throw new SegmentObjectError(
+        'decodedLength',
+        `${decodedLength} is not the body's length (${body.length})`,
+      );
+    }
+  } else {
+    if (fields.decodedLength !== undefined || fields.chainEndCrc32 !== undefined) {
+      throw new SegmentObjectError(
+        fields.decodedLength !== undefined ? 'decodedLength' : 'chainEndCrc32',
+        `only a compacted object has one, not a ${fields.kind}`,
+      );
+    }
+    if (end - start !== body.length) {
+      throw new SegmentObjectError(
+        'end',
+        `end − start (${end - start}) is not the body's length (${body.length})`,
+      );
+    }
   }
   if (typeof fields.lineage !== 'string' || !LINEAGE_PATTERN.test(fields.lineage)) {
     throw new SegmentObjectError('lineage', 'not a lineage id (1 to 128 of A-Z a-z 0-9 . _ -)');
@@ -262,6 +315,7 @@ export function planSegmentObject(
     level,
     lineage: fields.lineage,
     bodyLength: body.length,
+    chainEnd,
   };
 }
 
@@ -290,7 +344,8 @@ function assembleSegmentObject(plan: SegmentObjectPlan, encoded: Uint8Array): Ui
 /** The header bytes of a plan's envelope (its body follows them). */
 export function encodeSegmentObjectHeader(plan: SegmentObjectPlan): Uint8Array {
   const lineageLength = plan.lineage.length;
-  const headerBytes = 53 + lineageLength + 4;
+  const extra = plan.chainEnd === null ? 0 : COMPACTED_FIELDS_BYTES;
+  const headerBytes = 53 + lineageLength + extra + 4;
   const out = new Uint8Array(headerBytes);
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   out.set(SEGMENT_OBJECT_MAGIC, 0);
@@ -308,6 +363,10 @@ export function encodeSegmentObjectHeader(plan: SegmentObjectPlan): Uint8Array {
   view.setUint32(48, plan.bodyCrc32, true);
   out[52] = lineageLength;
   for (let i = 0; i < lineageLength; i++) out[53 + i] = plan.lineage.charCodeAt(i);
+  if (plan.chainEnd !== null) {
+    view.setBigUint64(53 + lineageLength, BigInt(plan.bodyLength), true);
+    view.setUint32(61 + lineageLength, plan.chainEnd, true);
+  }
   view.setUint32(headerBytes - 4, crc32(out.subarray(0, headerBytes - 4)), true);
   return out;
 }
@@ -383,18 +442,31 @@ export function readSegmentObjectHeader(bytes: Uint8Array): SegmentObjectHeader 
   const commits = readU53(view, 36, 'commits');
   const previousCrc32 = view.getUint32(44, true);
   const bodyCrc32 = view.getUint32(48, true);
-  checkRanges(kind, start, end, previousCrc32);
+  checkRanges(kind, start, end, previousCrc32, commits);
   const lineageLength = bytes[52]!;
+  const extra = kind === 'compacted' ? COMPACTED_FIELDS_BYTES : 0;
   if (lineageLength < 1 || lineageLength > 128 || 53 + lineageLength + 4 > headerBytes) {
     throw new SegmentObjectError(
       'lineage',
       `length ${lineageLength} is outside 1..128 or does not fit the header`,
     );
   }
+  if (53 + lineageLength + extra + 4 > headerBytes) {
+    throw new SegmentObjectError(
+      'headerBytes',
+      `${headerBytes} leaves no room for a compacted object's decoded length and chain end`,
+    );
+  }
   let lineage = '';
   for (let i = 0; i < lineageLength; i++) lineage += String.fromCharCode(bytes[53 + i]!);
   if (!LINEAGE_PATTERN.test(lineage)) {
     throw new SegmentObjectError('lineage', 'not a lineage id (1 to 128 of A-Z a-z 0-9 . _ -)');
+  }
+  let decodedLength = end - start;
+  let chainEndCrc32: number | null = null;
+  if (kind === 'compacted') {
+    decodedLength = readU53(view, 53 + lineageLength, 'decodedLength');
+    chainEndCrc32 = view.getUint32(61 + lineageLength, true);
   }
   return {
     version: 1,
@@ -408,15 +480,19 @@ export function readSegmentObjectHeader(bytes: Uint8Array): SegmentObjectHeader 
     bodyCrc32,
     lineage,
     headerBytes,
+    decodedLength,
+    chainEndCrc32,
   };
 }
 
 /**
  * The header and decoded body of a whole envelope, after every check: the
  * header's (see {@link readSegmentObjectHeader}), the body decodes, its
- * decoded length is `end − start` and its CRC-32 is the header's. Throws
+ * decoded length is the header's (`end − start`, or a compacted object's
+ * `decodedLength`) and its CRC-32 is the header's. Throws
  * {@link SegmentObjectError} naming the field otherwise (`body` for a body
- * that does not decode, `end` for a wrong decoded length, `bodyCrc32`).
+ * that does not decode, `end` or `decodedLength` for a wrong decoded
+ * length, `bodyCrc32`).
  */
 export function decodeSegmentObject(bytes: Uint8Array): {
   header: SegmentObjectHeader;
@@ -424,7 +500,9 @@ export function decodeSegmentObject(bytes: Uint8Array): {
 } {
   const header = readSegmentObjectHeader(bytes);
   const stored = bytes.subarray(header.headerBytes);
-  const expected = header.end - header.start;
+  const expected = header.decodedLength;
+  const lengthField = header.kind === 'compacted' ? 'decodedLength' : 'end';
+  const lengthName = header.kind === 'compacted' ? 'decodedLength' : 'end − start';
   let body: Uint8Array;
   if (header.codec === 'identity') {
     body = stored;
@@ -437,8 +515,8 @@ export function decodeSegmentObject(bytes: Uint8Array): {
     } catch (error) {
       if ((error as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
         throw new SegmentObjectError(
-          'end',
-          `body decodes to more than end − start (${expected}) bytes`,
+          lengthField,
+          `body decodes to more than ${lengthName} (${expected}) bytes`,
           {
             cause: error,
           },
@@ -455,8 +533,8 @@ export function decodeSegmentObject(bytes: Uint8Array): {
   }
   if (body.length !== expected) {
     throw new SegmentObjectError(
-      'end',
-      `body decodes to ${body.length > expected ? 'more than' : body.length} bytes, not end − start (${expected})`,
+      lengthField,
+      `body decodes to ${body.length > expected ? 'more than' : body.length} bytes, not ${lengthName} (${expected})`,
     );
   }
   const actual = crc32(body);

@@ -140,11 +140,11 @@ function edgeText(edge: WindowEdge): string {
 /** What a restore can choose between the edges, per engine (docs/format.md). */
 const GRANULARITY: Record<WindowEngine, string> = {
   sqlite:
-    "exact to the commit throughout, except commits the replica batched while behind the application (restorable together, to the batch's end; this listing does not show whether any were); by time, the newest commit at or before it, each commit dated to the millisecond when backupd first saw it",
+    "exact to the commit where the fine log objects are kept (the newest window, not yet compacted), except commits the replica batched while behind the application (restorable together, to the batch's end; this listing does not show whether any were); inside a compacted object (`.L{level}` key) only at its end, the end of a window of its level (30 s, 5 min, 1 h by default); by time, the newest restorable commit at or before it, each commit dated to the millisecond when backupd first saw it",
   framed:
     'exact to the commit throughout (one frame per commit); no times recorded: by commit only',
   unknown:
-    "exact to the commit throughout, except, in a SQLite backup, commits the replica batched while behind the application (restorable together, to the batch's end); by time only where commit records date the commits",
+    "exact to the commit, except, in a SQLite backup, commits the replica batched while behind the application (restorable together, to the batch's end) and inside compacted objects (only at their end); by time only where commit records date the commits",
 };
 
 /** The `WINDOW:` line of `backupd ls`. */

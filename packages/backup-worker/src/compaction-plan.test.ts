@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import { type ChainEntryInfo, compactionLevelsProblem, planCompaction } from './compaction-plan.ts';
+
+const LEVELS = [30_000, 300_000];
+const fine = (shippedAt: number, size = 100): ChainEntryInfo => ({ level: 0, size, shippedAt });
+const at = (level: number, shippedAt: number, size = 100): ChainEntryInfo => ({
+  level,
+  size,
+  shippedAt,
+});
+
+describe('planCompaction', () => {
+  it('merges the fine segments of a closed 30 s window, never the last entry', () => {
+    const chain = [fine(1_000), fine(6_000), fine(11_000), fine(31_000)];
+    expect(planCompaction({ chain, now: 32_000, levelsMs: LEVELS, databaseBytes: null })).toEqual({
+      level: 1,
+      first: 0,
+      end: 3,
+      reason: 'window-ended',
+    });
+    // The window still open: nothing.
+    expect(
+      planCompaction({ chain, now: 29_000, levelsMs: LEVELS, databaseBytes: null }),
+    ).toBeNull();
+    // Its last two entries in one window, the last of them the chain's end: not a run.
+    const tail = [fine(31_000), fine(32_000)];
+    expect(
+      planCompaction({ chain: tail, now: 90_000, levelsMs: LEVELS, databaseBytes: null }),
+    ).toBeNull();
+  });
+
+  it('a single entry in its window stays as it is', () => {
+    const chain = [fine(1_000), fine(31_000), fine(61_000)];
+    expect(
+      planCompaction({ chain, now: 100_000, levelsMs: [30_000], databaseBytes: null }),
+    ).toBeNull();
+  });
+
+  it('merges level-1 objects of a closed 5 min window at level 2, with what followed them', () => {
+    const chain = [at(1, 20_000), at(1, 50_000), fine(70_000), fine(301_000)];
+    expect(planCompaction({ chain, now: 302_000, levelsMs: LEVELS, databaseBytes: null })).toEqual({
+      level: 2,
+      first: 0,
+      end: 3,
+      reason: 'window-ended',
+    });
+  });
+
+  it('an object of a window merges again with later entries of the same window, not with another window', () => {
+    const chain = [at(1, 20_000), fine(25_000), fine(29_000), fine(31_000)];
+    expect(planCompaction({ chain, now: 30_500, levelsMs: LEVELS, databaseBytes: null })).toEqual({
+      level: 1,
+      first: 0,
+      end: 3,
+      reason: 'window-ended',
+    });
+    // Objects of one level alone are not merged again.
+    const same = [at(1, 20_000), at(1, 25_000), fine(31_000)];
+    expect(
+      planCompaction({ chain: same, now: 30_500, levelsMs: [30_000], databaseBytes: null }),
+    ).toBeNull();
+  });
+
+  it('inside an open window, merges at level 1 once the fine bytes reach the database size', () => {
+    const chain = [fine(1_000, 600), fine(2_000, 500), fine(3_000, 10)];
+    expect(planCompaction({ chain, now: 4_000, levelsMs: LEVELS, databaseBytes: 1_000 })).toEqual({
+      level: 1,
+      first: 0,
+      end: 2,
+      reason: 'bytes',
+    });
+    expect(
+      planCompaction({ chain, now: 4_000, levelsMs: LEVELS, databaseBytes: 2_000 }),
+    ).toBeNull();
+    // Not at level 2: its window waits for its end.
+    const upper = [at(1, 1_000, 900), at(1, 40_000, 900), fine(70_000)];
+    expect(
+      planCompaction({ chain: upper, now: 71_000, levelsMs: LEVELS, databaseBytes: 100 }),
+    ).toBeNull();
+  });
+
+  it('with no levels, never', () => {
+    const chain = [fine(1_000), fine(2_000), fine(90_000)];
+    expect(planCompaction({ chain, now: 1e9, levelsMs: [], databaseBytes: 1 })).toBeNull();
+  });
+});
+
+describe('compactionLevelsProblem', () => {
+  it('accepts ascending whole intervals of at least a second, or none', () => {
+    expect(compactionLevelsProblem([30_000, 300_000, 3_600_000])).toBeUndefined();
+    expect(compactionLevelsProblem([])).toBeUndefined();
+  });
+  it('names what is wrong', () => {
+    expect(compactionLevelsProblem([500])).toMatch(/level 1: 500/);
+    expect(compactionLevelsProblem([60_000, 30_000])).toMatch(/level 2 .* not longer than level 1/);
+    expect(compactionLevelsProblem(Array.from({ length: 10 }, (_, i) => (i + 1) * 1000))).toMatch(
+      /10 levels, at most 9/,
+    );
+    expect(compactionLevelsProblem([1.5e3 + 0.5])).toMatch(/whole number/);
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * Which run of a generation's chain to compact next, as a pure plan: the
+ * chain's entries (level, stored size, when shipped) in, at most one run
+ * out. The worker does the I/O (compaction.ts).
+ *
+ * Levels: level 0 is a fine segment (one step's commits); level ℓ ≥ 1 is an
+ * object that merged entries of lower levels. `levelsMs[ℓ − 1]` is level
+ * ℓ's interval: its objects cover the entries shipped inside one aligned
+ * window of that length (`floor(shippedAt / interval)`).
+ *
+ * The rules, lowest level first, one run per call:
+ * - A run at level ℓ is consecutive entries of levels up to ℓ shipped inside
+ *   one window of level ℓ, at least two of them and at least one below ℓ: a
+ *   window's objects of level ℓ merge again with what came after them, so a
+ *   closed window ends as one object of its level.
+ * - It is due once its window has ended (`now` past the window's end). At
+ *   level 1 only, also inside a window still open once its entries below
+ *   level 1 (fine segments) hold as many stored bytes as the database: under
+ *   a load that rewrites the database every few seconds, waiting for the
+ *   window's end would let the chain (what a restore of the latest state
+ *   reads) grow to many times the database. Higher levels wait for their
+ *   window's end, so one burst of fine bytes costs one merge, not one per
+ *   level.
+ * - The chain's last entry is never part of a run: the next segment names
+ *   its stored CRC-32 as its `previous`, and a restart continues from it, so
+ *   it stays the fine object it is.
+ *
+ * Guarantees: a run never mixes windows of its level, so the granularity of
+ * point-in-time restore inside an object of level ℓ is ℓ's window. What the
+ * chain holds is bounded by the levels, not by uptime, except at the top
+ * level, one object per closed window: the scheduled snapshot's size rule
+ * (a new generation once the chain outgrows a multiple of the database)
+ * bounds that.
+ */
+
+/** What the planner needs to know about one entry of the chain. */
+export interface ChainEntryInfo {
+  /** 0: a fine segment; 1..9: a compacted object of that level. */
+  readonly level: number;
+  /** Stored bytes (the manifest entry's `size`). */
+  readonly size: number;
+  /** Wall-clock ms it was shipped (for a compacted object: its newest input's). */
+  readonly shippedAt: number;
+}
+
+/** A run to merge into one object of `level`: entries `first` up to `end` (exclusive). */
+export interface CompactionRun {
+  readonly level: number;
+  readonly first: number;
+  readonly end: number;
+  /** Why it is due, for the log. */
+  readonly reason: 'window-ended' | 'bytes';
+}
+
+/** The most levels a key can name (one digit). */
+export const MAX_COMPACTION_LEVELS = 9;
+
+/**
+ * The next run to compact, or `null`. `levelsMs`: ascending intervals, one
+ * per level; `databaseBytes`: the database's size when known (the bytes rule
+ * applies only then).
+ */
+export function planCompaction(input: {
+  readonly chain: readonly ChainEntryInfo[];
+  readonly now: number;
+  readonly levelsMs: readonly number[];
+  readonly databaseBytes: number | null;
+}): CompactionRun | null {
+  const { chain, now, levelsMs, databaseBytes } = input;
+  // The last entry stays as it is.
+  const usable = chain.length - 1;
+  for (let index = 0; index < levelsMs.length; index++) {
+    const level = index + 1;
+    const interval = levelsMs[index]!;
+    let first = 0;
+    while (first < usable) {
+      if (chain[first]!.level > level) {
+        first += 1;
+        continue;
+      }
+      const window = Math.floor(chain[first]!.shippedAt / interval);
+      let end = first;
+      let lowerBytes = 0;
+      let lower = 0;
+      while (
+        end < usable &&
+        chain[end]!.level <= level &&
+        Math.floor(chain[end]!.shippedAt / interval) === window
+      ) {
+        if (chain[end]!.level < level) {
+          lower += 1;
+          lowerBytes += chain[end]!.size;
+        }
+        end += 1;
+      }
+      if (end - first >= 2 && lower > 0) {
+        if (now >= (window + 1) * interval) return { level, first, end, reason: 'window-ended' };
+        if (
+          level === 1 &&
+          databaseBytes !== null &&
+          databaseBytes > 0 &&
+          lowerBytes >= databaseBytes
+        )
+          return { level, first, end, reason: 'bytes' };
+      }
+      first = end;
+    }
+  }
+  return null;
+}
+
+/**
+ * The levels' intervals, checked: at most {@link MAX_COMPACTION_LEVELS},
+ * each a whole number of milliseconds of at least one second, strictly
+ * ascending. `[]` turns compaction off.
+ * @returns the problem, or `undefined` when the list is valid.
+ */
+export function compactionLevelsProblem(levelsMs: readonly number[]): string | undefined {
+  if (!Array.isArray(levelsMs)) return 'not a list of intervals';
+  if (levelsMs.length > MAX_COMPACTION_LEVELS)
+    return `${levelsMs.length} levels, at most ${MAX_COMPACTION_LEVELS}`;
+  for (let i = 0; i < levelsMs.length; i++) {
+    const ms = levelsMs[i];
+    if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 1000)
+      return `level ${i + 1}: ${String(ms)} is not a whole number of milliseconds of at least 1 s`;
+    if (i > 0 && ms <= levelsMs[i - 1]!)
+      return `level ${i + 1} (${ms} ms) is not longer than level ${i} (${levelsMs[i - 1]} ms)`;
+  }
+  return undefined;
+}

@@ -1,0 +1,293 @@
+/**
+ * Compaction of the commit log: a run of consecutive entries of the current
+ * generation's chain (compaction-plan.ts picks it) is downloaded, checked,
+ * merged by the source's {@link LogCompactor} into one record (the newest
+ * version of each page, the database size after the last commit) and
+ * stored as one compacted object (`@x/wal-segment` kind `compacted`, key
+ * `wal/{g}/{start}-{end}.L{level}.{from}-{to}.seg`) covering the same byte
+ * range of the log. The next restore point names it in place of the run.
+ *
+ * Guarantees:
+ * - The object is written create-if-absent, like every object but LEASE and
+ *   LATEST, and only ever replaces the run in the worker's chain after it is
+ *   stored; no input is deleted here. Retention deletes an input once no
+ *   kept restore point names it (retention-plan.ts), so until a restore
+ *   point naming the compacted object is LATEST's, every restore point and
+ *   the roll-forward still find the fine objects.
+ * - Every input is checked before its bytes are merged: the stored size and
+ *   CRC-32 against its manifest entry, then the envelope's own checks and its
+ *   header against the entry (generation, range, commits, lineage). A
+ *   mismatch is an {@link CompactionInputError}; the run stays as it is.
+ * - The chain stays provable: the object names as `previous` what its first
+ *   input named, and as `chainEnd` the stored CRC-32 of the last fine segment
+ *   it covers, which the entry after it names as its `previous`.
+ * - One compaction at a time, off the step: the steps keep shipping while it
+ *   runs, and its result is applied at a step's start only if the run is
+ *   still in the chain, unchanged, in the same generation.
+ *
+ * Limits: the merge holds the newest version of every page the run touched
+ * in memory (at most the database's size, and the compactor's own cap);
+ * past the cap the run is left uncompacted and the failure logged.
+ */
+import { compactedSegmentKey, crc32Hex, parseSegmentKey, type SegmentEntry } from '@x/manifest';
+import {
+  decodeSegmentObject,
+  encodeSegmentObjectAsync,
+  type SegmentObjectHeader,
+} from '@x/wal-segment';
+import { type ChainEntryInfo, type CompactionRun, planCompaction } from './compaction-plan.ts';
+import type { WorkerContext } from './context.ts';
+import { BackupError, CompactionInputError, messageOf } from './errors.ts';
+import { restorePointBaseCommits } from './restore-point-builder.ts';
+import type { LogCompactor } from './source.ts';
+import type { Generation } from './tenure.ts';
+
+/** A stored compacted object, ready to replace `inputs` in generation `generation`'s chain. */
+interface CompactedRun {
+  readonly generation: number;
+  readonly inputs: readonly string[];
+  readonly entry: SegmentEntry;
+  readonly level: number;
+  readonly shippedAt: number;
+}
+
+/** How long a failed compaction waits before the next attempt: 1 min. */
+export const COMPACTION_RETRY_MS = 60_000;
+
+export interface CompactionOptions {
+  /** Level intervals in ms, ascending; empty: no compaction. */
+  readonly levelsMs: readonly number[];
+}
+
+export class LogCompaction {
+  readonly #ctx: WorkerContext;
+  readonly #options: CompactionOptions;
+  #inFlight: Promise<void> | null = null;
+  #finished: CompactedRun | null = null;
+  /** Wall-clock ms before which no compaction starts (after a failed one). */
+  #retryAfter = 0;
+  /** Set by {@link stop}: no compaction starts, one in flight ends before its next request. */
+  #stopped = false;
+  /** When each chain entry was first seen in the chain (the step that shipped it, or the first step after a restart). */
+  readonly #shippedAt = new Map<string, number>();
+
+  constructor(ctx: WorkerContext, options: CompactionOptions) {
+    this.#ctx = ctx;
+    this.#options = options;
+  }
+
+  get enabled(): boolean {
+    return this.#options.levelsMs.length > 0;
+  }
+
+  /** No compaction from now on (a shutdown): one in flight ends before its next request. */
+  stop(): void {
+    this.#stopped = true;
+  }
+
+  /** Waits for a compaction in flight (its result is applied by the next {@link applyFinished}). */
+  async settle(): Promise<void> {
+    await this.#inFlight;
+  }
+
+  /**
+   * Replaces the run of a finished compaction in the current generation's
+   * chain, when it is still there unchanged; returns whether it did. Its
+   * inputs are then the retention's to delete once no kept restore point
+   * names them.
+   */
+  applyFinished(): boolean {
+    const done = this.#finished;
+    this.#finished = null;
+    const generation = this.#ctx.tenure.current;
+    if (done === null || generation === null || generation.number !== done.generation) return false;
+    const first = generation.segments.findIndex((s) => s.key === done.inputs[0]);
+    if (first === -1) return false;
+    for (let i = 0; i < done.inputs.length; i++)
+      if (generation.segments[first + i]?.key !== done.inputs[i]) return false;
+    // Never the chain's last entry (see compaction-plan.ts).
+    if (first + done.inputs.length >= generation.segments.length) return false;
+    generation.segments.splice(first, done.inputs.length, done.entry);
+    this.#shippedAt.set(done.entry.key, done.shippedAt);
+    for (const key of done.inputs) {
+      this.#ctx.tenure.compactedAway.add(key);
+      this.#shippedAt.delete(key);
+    }
+    this.#ctx.tenure.manifestDirty = true;
+    return true;
+  }
+
+  /**
+   * Starts the next due compaction of the current generation in the
+   * background, unless one is in flight or none is due.
+   */
+  startDue(databaseBytes: number | null): void {
+    if (!this.enabled || this.#stopped || this.#inFlight !== null || this.#finished !== null)
+      return;
+    const generation = this.#ctx.tenure.current;
+    const now = this.#ctx.clock.wallNow();
+    if (this.#ctx.source.logCompactor === undefined || generation === null) return;
+    if (now < this.#retryAfter) return;
+    const chain: ChainEntryInfo[] = generation.segments.map((segment) => {
+      let shippedAt = this.#shippedAt.get(segment.key);
+      if (shippedAt === undefined) {
+        shippedAt = now;
+        this.#shippedAt.set(segment.key, now);
+      }
+      return { level: levelOf(this.#ctx.prefix, segment.key), size: segment.size, shippedAt };
+    });
+    const run = planCompaction({
+      chain,
+      now,
+      levelsMs: this.#options.levelsMs,
+      databaseBytes,
+    });
+    if (run === null) return;
+    const shippedAt = Math.max(...chain.slice(run.first, run.end).map((c) => c.shippedAt));
+    this.#inFlight = this.#compact(generation, run, shippedAt, () =>
+      this.#ctx.source.logCompactor!(),
+    )
+      .then(
+        (done) => {
+          this.#finished = done;
+        },
+        (error: unknown) => {
+          if (this.#stopped) return;
+          // Not again at every step: the inputs are downloaded again each time.
+          this.#retryAfter = this.#ctx.clock.wallNow() + COMPACTION_RETRY_MS;
+          this.#ctx.logger.warn('backup.compaction_failed', {
+            walGeneration: generation.number,
+            level: run.level,
+            error: messageOf(error),
+          });
+        },
+      )
+      .finally(() => {
+        this.#inFlight = null;
+      });
+  }
+
+  async #compact(
+    generation: Generation,
+    run: CompactionRun,
+    shippedAt: number,
+    newCompactor: () => LogCompactor,
+  ): Promise<CompactedRun> {
+    const { prefix, requests, tenure } = this.#ctx;
+    const inputs = generation.segments.slice(run.first, run.end);
+    const fromCommit =
+      restorePointBaseCommits(tenure, generation) +
+      generation.segments.slice(0, run.first).reduce((sum, s) => sum + s.frames, 0);
+    const compactor = newCompactor();
+    let first: SegmentObjectHeader | null = null;
+    let chainEnd = 0;
+    let commits = 0;
+    let bytesIn = 0;
+    for (const input of inputs) {
+      if (this.#stopped) throw new BackupError('the worker is stopping');
+      const { header, body } = await this.#readInput(generation.number, input);
+      first ??= header;
+      chainEnd =
+        header.kind === 'compacted'
+          ? (header.chainEndCrc32 ?? 0)
+          : Number.parseInt(input.crc32, 16);
+      compactor.add(body);
+      commits += input.frames;
+      bytesIn += input.size;
+    }
+    if (first === null) throw new BackupError('a compaction run without inputs');
+    if (compactor.commits !== commits)
+      throw new CompactionInputError(
+        inputs[0]!.key,
+        `the run's records count ${compactor.commits} commits, its entries ${commits}`,
+      );
+    const merged = compactor.finish();
+    const start = first.start;
+    const end = parseSegmentKey(prefix, inputs.at(-1)!.key)!.end;
+    const key = compactedSegmentKey(
+      prefix,
+      generation.number,
+      start,
+      end,
+      run.level,
+      fromCommit,
+      fromCommit + commits,
+    );
+    const stored = await encodeSegmentObjectAsync(merged, {
+      codec: 'zstd',
+      kind: 'compacted',
+      generation: generation.number,
+      start,
+      end,
+      commits,
+      previousCrc32: first.previousCrc32,
+      chainEndCrc32: chainEnd,
+      decodedLength: merged.byteLength,
+      lineage: tenure.ownLineage(),
+    });
+    const crc32 = crc32Hex(stored);
+    if (this.#stopped) throw new BackupError('the worker is stopping');
+    await requests.putImmutable(key, stored, crc32);
+    this.#ctx.logger.info('backup.log_compacted', {
+      walGeneration: generation.number,
+      level: run.level,
+      key,
+      inputs: inputs.length,
+      commits,
+      bytesIn,
+      bytesOut: stored.byteLength,
+      reason: run.reason,
+    });
+    return {
+      generation: generation.number,
+      inputs: inputs.map((s) => s.key),
+      entry: { key, size: stored.byteLength, crc32, frames: commits, lineage: tenure.ownLineage() },
+      level: run.level,
+      shippedAt,
+    };
+  }
+
+  /** One input, downloaded and checked against its entry (see the module comment). */
+  async #readInput(
+    generation: number,
+    entry: SegmentEntry,
+  ): Promise<{ header: SegmentObjectHeader; body: Uint8Array }> {
+    const range = parseSegmentKey(this.#ctx.prefix, entry.key);
+    if (range === undefined || range.layout === 'raw')
+      throw new CompactionInputError(entry.key, 'not a segment in the object envelope');
+    const object = await this.#ctx.requests.get(entry.key);
+    if (object === null) throw new CompactionInputError(entry.key, 'missing from the bucket');
+    if (object.body.byteLength !== entry.size || crc32Hex(object.body) !== entry.crc32)
+      throw new CompactionInputError(
+        entry.key,
+        `holds ${object.body.byteLength} bytes of CRC-32 ${crc32Hex(object.body)}, its entry says ${entry.size} of ${entry.crc32}`,
+      );
+    let decoded: ReturnType<typeof decodeSegmentObject>;
+    try {
+      decoded = decodeSegmentObject(object.body);
+    } catch (error) {
+      throw new CompactionInputError(entry.key, messageOf(error));
+    }
+    const { header } = decoded;
+    const expectedKind = range.layout === 'compacted' ? 'compacted' : 'segment';
+    const problems: string[] = [];
+    if (header.kind !== expectedKind) problems.push(`kind ${header.kind}, not ${expectedKind}`);
+    if (header.generation !== generation) problems.push(`generation ${header.generation}`);
+    if (header.start !== range.start || header.end !== range.end)
+      problems.push(`range ${header.start}-${header.end}`);
+    if (header.commits !== entry.frames) problems.push(`${header.commits} commits`);
+    if (header.lineage !== entry.lineage) problems.push(`lineage ${header.lineage}`);
+    if (problems.length > 0)
+      throw new CompactionInputError(
+        entry.key,
+        `its header disagrees with its key and entry: ${problems.join(', ')}`,
+      );
+    return decoded;
+  }
+}
+
+/** 0 for a fine segment, the level for a compacted object. */
+export function levelOf(prefix: string, key: string): number {
+  const parsed = parseSegmentKey(prefix, key);
+  return parsed?.layout === 'compacted' ? parsed.level : 0;
+}

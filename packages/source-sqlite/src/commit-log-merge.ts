@@ -1,0 +1,259 @@
+/**
+ * Log compaction for the SQLite commit log (see `commit-record.ts`): merges a
+ * run of consecutive records, fed as the decoded bodies of consecutive log
+ * objects, into ONE record (an SBC2 batch, or SBC1 when the run is a single
+ * commit) that a restore applies with exactly the result of the whole run.
+ *
+ * What the merged record holds: the newest version of every page any record
+ * of the run wrote (all of them, also pages above the run's final database
+ * size), the database size, commit time, WAL salts and commit frame of the
+ * run's last record, and as its commit count the sum of the run's.
+ *
+ * Why it is exact: a restore (`rebuild-database.ts`) writes each record's
+ * pages at `(n - 1) × pageSize`, in log order, and cuts the file ONCE, at the
+ * very end, to the last applied record's database size. Between the snapshot
+ * and that final cut, the file is therefore the snapshot overwritten by every
+ * page write so far, the later write of a page winning; the database sizes of
+ * the records in between never touch it. Replacing a run by the merged record
+ * leaves the set of pages written the same (so the file reaches the same
+ * length, with the same zero-filled gaps, if any) and each page's final
+ * content the same, and the run's last size is what the final cut sees when
+ * the run ends the log. Records after the run then write onto an identical
+ * file. This is also why pages above the final size must stay: a later
+ * record may grow the database again without writing them, and the unmerged
+ * replay would still have their bytes there. Merged outputs merge again the
+ * same way (a merged record is just another record of the run), so
+ * compacting compacted objects stays exact.
+ *
+ * What it costs a restore: the run is one batch, restorable at its end only,
+ * like the tap's own batches (a restore to a commit inside it is refused by
+ * name; one to a time inside it lands before it).
+ *
+ * Checks: every frame's CRC-32, no partial frame at a body's end, no empty
+ * body, one page size for every record, a record that decodes, and a commit
+ * total that fits a record. Each failure is a {@link CommitLogMergeError}
+ * naming the input and record; a failed `add` changes nothing.
+ *
+ * Limits: memory is the distinct pages the run touched × page size (each page
+ * held once, its newest version), never the run's total size; past
+ * `maxPageBytes` (default 512 MiB) `add` refuses rather than hold more. The
+ * merged record is one frame, so its payload must also fit the frame's u32
+ * length field (4 GiB).
+ */
+import {
+  COMMIT_RECORD_HEADER_BYTES,
+  type CommitRecord,
+  decodeCommitRecord,
+  encodeCommitFrame,
+  LOG_FRAME_HEADER_BYTES,
+  splitLogFrames,
+} from './commit-record.ts';
+
+/** Default of `maxPageBytes`: 512 MiB of distinct pages held. */
+export const DEFAULT_MAX_MERGE_PAGE_BYTES = 512 * 1024 * 1024;
+
+/** The most commits one record can stand for (its u32 count field). */
+const MAX_RECORD_COMMITS = 0xffffffff;
+/** The largest payload one frame can carry (its u32 length field). */
+const MAX_FRAME_PAYLOAD_BYTES = 0xffffffff;
+
+/** A log the merger refuses, or a merge it cannot finish; the message names the input and why. */
+export class CommitLogMergeError extends Error {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'CommitLogMergeError';
+  }
+}
+
+export interface CommitLogMergerOptions {
+  /**
+   * Bytes of distinct pages the merger may hold (pages × page size); an
+   * `add` that would pass it throws {@link CommitLogMergeError}. Default
+   * {@link DEFAULT_MAX_MERGE_PAGE_BYTES} (512 MiB).
+   */
+  readonly maxPageBytes?: number;
+}
+
+/** The fields of the last record the merged one takes over (its pages are merged apart). */
+interface LastRecord {
+  readonly databasePages: number;
+  readonly commitTime: number;
+  readonly walSalt1: number;
+  readonly walSalt2: number;
+  readonly commitFrame: number;
+}
+
+/** SQLite's page sizes: powers of two from 512 to 65536. */
+function isSqlitePageSize(size: number): boolean {
+  return size >= 512 && size <= 65536 && (size & (size - 1)) === 0;
+}
+
+/**
+ * Merges consecutive commit-log bodies, fed in log order, into one record
+ * (see the module comment). One use: `add` each body, then `finish` once.
+ */
+export class CommitLogMerger {
+  readonly #maxPageBytes: number;
+  #pageSize: number | null = null;
+  /** Page number → newest version, in buffers of the merger's own. */
+  #pages = new Map<number, Uint8Array>();
+  #commits = 0;
+  #last: LastRecord | null = null;
+  /** `add` calls so far, failed ones too: the input number errors name. */
+  #inputs = 0;
+  #finished = false;
+
+  constructor(options: CommitLogMergerOptions = {}) {
+    const max = options.maxPageBytes ?? DEFAULT_MAX_MERGE_PAGE_BYTES;
+    if (!Number.isSafeInteger(max) || max < 0)
+      throw new RangeError(`maxPageBytes must be a non-negative integer, not ${max}`);
+    this.#maxPageBytes = max;
+  }
+
+  /** Commits of the bodies added so far (a batch counts all of its commits). */
+  get commits(): number {
+    return this.#commits;
+  }
+
+  /** Commit time of the last record added, `null` before any. */
+  get lastCommitTime(): number | null {
+    return this.#last?.commitTime ?? null;
+  }
+
+  /**
+   * Adds the next body: whole frames, concatenated, as a log object decodes
+   * to (a merged output is one). All or nothing: the body is checked whole
+   * before any of it is merged, so a throw leaves the merger as it was.
+   * @throws CommitLogMergeError on a frame failing its CRC-32, a partial frame
+   *   at the end, a body without records, a record that does not decode, a
+   *   page size other than the earlier records', more than `maxPageBytes` of
+   *   distinct pages, or a call after {@link finish}.
+   */
+  add(body: Uint8Array): void {
+    if (this.#finished)
+      throw new CommitLogMergeError('add() after finish(): this merger has already merged its run');
+    this.#inputs += 1;
+    const input = `input ${this.#inputs}`;
+
+    let split: ReturnType<typeof splitLogFrames>;
+    try {
+      split = splitLogFrames(body);
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      throw new CommitLogMergeError(`${input}: ${error.message}`, { cause: error });
+    }
+    if (split.rest.byteLength > 0)
+      throw new CommitLogMergeError(
+        `${input} ends inside a frame: ${split.rest.byteLength} bytes after its last whole frame (at byte ${body.byteLength - split.rest.byteLength} of ${body.byteLength})`,
+      );
+    if (split.payloads.length === 0)
+      throw new CommitLogMergeError(`${input} holds no commit records (an empty body)`);
+
+    // Check the whole body before merging any of it.
+    let pageSize = this.#pageSize;
+    let commits = this.#commits;
+    const records: CommitRecord[] = [];
+    const newPageNumbers = new Set<number>();
+    for (const [index, payload] of split.payloads.entries()) {
+      const at = payload.byteOffset - body.byteOffset - LOG_FRAME_HEADER_BYTES;
+      const where = `${input}, record ${index + 1} (frame at byte ${at})`;
+      let record: CommitRecord;
+      try {
+        record = decodeCommitRecord(payload);
+      } catch (error) {
+        if (!(error instanceof RangeError)) throw error;
+        throw new CommitLogMergeError(`${where}: ${error.message}`, { cause: error });
+      }
+      if (pageSize === null) {
+        if (!isSqlitePageSize(record.pageSize))
+          throw new CommitLogMergeError(
+            `${where} has ${record.pageSize}-byte pages, not a SQLite page size (a power of two from 512 to 65536)`,
+          );
+        pageSize = record.pageSize;
+      } else if (record.pageSize !== pageSize) {
+        throw new CommitLogMergeError(
+          `${where} has ${record.pageSize}-byte pages, the records before it ${pageSize}-byte pages`,
+        );
+      }
+      commits += record.commits ?? 1;
+      for (const pageNumber of record.pages.keys())
+        if (!this.#pages.has(pageNumber)) newPageNumbers.add(pageNumber);
+      records.push(record);
+    }
+    if (commits > MAX_RECORD_COMMITS)
+      throw new CommitLogMergeError(
+        `${input}: the run would stand for ${commits} commits, more than one record can (${MAX_RECORD_COMMITS})`,
+      );
+    // pageSize is set: the body holds at least one record.
+    const size = pageSize!;
+    const pageCount = this.#pages.size + newPageNumbers.size;
+    const pageBytes = pageCount * size;
+    if (pageBytes > this.#maxPageBytes)
+      throw new CommitLogMergeError(
+        `${input}: the run touches ${pageCount} distinct ${size}-byte pages (${pageBytes} bytes), more than maxPageBytes (${this.#maxPageBytes})`,
+      );
+    const payloadBytes = COMMIT_RECORD_HEADER_BYTES + pageCount * (4 + size);
+    if (payloadBytes > MAX_FRAME_PAYLOAD_BYTES)
+      throw new CommitLogMergeError(
+        `${input}: the merged record would be ${payloadBytes} bytes, more than one frame carries (${MAX_FRAME_PAYLOAD_BYTES})`,
+      );
+
+    // Merge, in log order: a later version of a page replaces the earlier.
+    // Copied (or copied over the held version): the caller may reuse `body`.
+    for (const record of records) {
+      for (const [pageNumber, page] of record.pages) {
+        const held = this.#pages.get(pageNumber);
+        if (held === undefined) this.#pages.set(pageNumber, page.slice());
+        else held.set(page);
+      }
+    }
+    const last = records.at(-1)!;
+    this.#pageSize = size;
+    this.#commits = commits;
+    this.#last = {
+      databasePages: last.databasePages,
+      commitTime: last.commitTime,
+      walSalt1: last.walSalt1,
+      walSalt2: last.walSalt2,
+      commitFrame: last.commitFrame,
+    };
+  }
+
+  /**
+   * The merged run as one frame: SBC1 for a single commit, an SBC2 batch of
+   * {@link commits} otherwise. Ends the merger (its pages are let go; `add`
+   * and `finish` throw from now on; {@link commits} and
+   * {@link lastCommitTime} still answer).
+   * @throws CommitLogMergeError when nothing was added, or when called twice.
+   */
+  finish(): Uint8Array {
+    if (this.#finished)
+      throw new CommitLogMergeError(
+        'finish() called twice: this merger has already merged its run',
+      );
+    const last = this.#last;
+    if (last === null || this.#pageSize === null || this.#commits === 0)
+      throw new CommitLogMergeError('nothing to merge: no commit records were added');
+    let frame: Uint8Array;
+    try {
+      frame = encodeCommitFrame({
+        pageSize: this.#pageSize,
+        databasePages: last.databasePages,
+        commitTime: last.commitTime,
+        walSalt1: last.walSalt1,
+        walSalt2: last.walSalt2,
+        commitFrame: last.commitFrame,
+        pages: this.#pages,
+        commits: this.#commits,
+      });
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      throw new CommitLogMergeError(`the merged record cannot be encoded: ${error.message}`, {
+        cause: error,
+      });
+    }
+    this.#finished = true;
+    this.#pages = new Map();
+    return frame;
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * Compaction of the commit log with the SQLite source and the worker: runs
+ * of fine segments become level-1 objects, those become level-2 objects;
+ * the newest restore point names a bounded number of objects; every kept
+ * restore point restores exactly; the fine objects a compaction replaced
+ * leave the bucket; a time inside a compacted range restores to the
+ * compaction's boundary at or before it, never to a newer state.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { BackupWorker, type BackupWorkerOptions } from '@x/backup-worker';
+import { FakeClock } from '@x/lease';
+import { parseManifest, parseSegmentKey } from '@x/manifest';
+import { listRestorePoints, restore } from '@x/restore';
+import { MemoryStore } from '@x/store';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sqliteContentHash } from '../src/content-hash.ts';
+import { sqliteCommitAtTime } from '../src/restore-point-at-time.ts';
+import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
+import { SqliteSource } from '../src/sqlite-source.ts';
+import { hashOf as contentHashOf } from './harness.ts';
+
+const directories: string[] = [];
+const closers: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+  for (const directory of directories.splice(0))
+    rmSync(directory, { recursive: true, force: true });
+});
+
+const START = Date.UTC(2026, 0, 1);
+
+async function setUp(options: Partial<BackupWorkerOptions>) {
+  const directory = mkdtempSync(join(tmpdir(), 'backupd-compaction-'));
+  directories.push(directory);
+  const path = join(directory, 'app.db');
+  const application = new DatabaseSync(path, { timeout: 5000 });
+  closers.push(() => application.close());
+  application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
+  const insert = application.prepare('INSERT INTO t (body) VALUES (?)');
+  for (let i = 0; i < 32; i += 1) insert.run(randomBytes(1000));
+  const clock = new FakeClock();
+  clock.advance(START);
+  // Commit times as the clock says, so a time search sees the test's time.
+  const source = SqliteSource.open({
+    path,
+    captureIntervalMs: 0,
+    wallNow: () => clock.wallNow(),
+  });
+  closers.push(() => source.close());
+  const store = new MemoryStore();
+  const worker = new BackupWorker({
+    store,
+    prefix: 'p',
+    source,
+    clock,
+    manifestIntervalMs: 0,
+    snapshotIntervalMs: 0,
+    snapshotLogFactor: 0,
+    ...options,
+  });
+  const rewrite = application.prepare('UPDATE t SET body = ? WHERE id = ?');
+  const update = (row: number) => rewrite.run(randomBytes(1000), row);
+  return { directory, path, clock, store, worker, update };
+}
+
+/** Steps until a compaction in flight has finished and been applied. */
+async function stepSettled(worker: BackupWorker): Promise<void> {
+  for (let i = 0; i < 3; i += 1) {
+    await worker.runOnce();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await worker.runOnce();
+}
+
+async function newestManifest(store: MemoryStore) {
+  const newest = (await listRestorePoints(store, 'p')).filter((p) => p.status === 'ok').at(-1)!;
+  const object = await store.get(newest.manifestKey);
+  return { point: newest, manifest: parseManifest(object!.body, { prefix: 'p' }) };
+}
+
+async function keysUnder(store: MemoryStore, under: string): Promise<string[]> {
+  return (await store.list(under)).objects.map((o) => o.key);
+}
+
+async function restoredHash(
+  store: MemoryStore,
+  directory: string,
+  name: string,
+  options: { commitSeq?: number; manifestKey?: string },
+): Promise<string> {
+  const target = join(directory, name);
+  await restore(store, 'p', target, {
+    ...options,
+    materializer: sqliteMaterializer({ databaseName: 'app.db' }),
+  });
+  return contentHashOf(join(target, 'app.db'), sqliteContentHash);
+}
+
+describe('compaction of the commit log (SQLite)', () => {
+  it('merges fine segments in levels; the newest restore point stays small and every kept one restores exactly', async () => {
+    const { directory, path, clock, store, worker, update } = await setUp({
+      compactionLevels: [30_000, 300_000],
+    });
+    const hashes = new Map<number, string>();
+    const times = new Map<number, number>();
+    // 12 minutes, one step every 5 s, a few commits each.
+    for (let step = 0; step < 144; step += 1) {
+      for (let i = 0; i < 3; i += 1) update(1 + ((step * 3 + i) % 32));
+      await stepSettled(worker);
+      const { point } = await newestManifest(store);
+      hashes.set(point.commitSeq, contentHashOf(path, sqliteContentHash));
+      times.set(point.commitSeq, clock.wallNow());
+      clock.advance(5_000);
+    }
+    const { point, manifest } = await newestManifest(store);
+    const levels = manifest.segments.map((s) => {
+      const parsed = parseSegmentKey('p', s.key)!;
+      return parsed.layout === 'compacted' ? parsed.level : 0;
+    });
+    // Two closed 5 min windows as level 2, the open one's 30 s windows as
+    // level 1, the newest 30 s as fine segments: bounded by the levels, not
+    // by the 144 steps.
+    expect(levels.filter((l) => l === 2).length).toBeGreaterThanOrEqual(2);
+    expect(levels.filter((l) => l === 1).length).toBeGreaterThanOrEqual(1);
+    expect(manifest.segments.length).toBeLessThanOrEqual(2 + 10 + 8);
+    // Levels never go back up along the chain.
+    for (let i = 1; i < levels.length; i += 1)
+      if (levels[i]! > 0) expect(levels[i]!).toBeLessThanOrEqual(levels[i - 1]!);
+
+    // The latest state, exactly.
+    expect(await restoredHash(store, directory, 'latest', {})).toBe(hashes.get(point.commitSeq));
+
+    // Every kept restore point, exactly.
+    const points = (await listRestorePoints(store, 'p')).filter((p) => p.status === 'ok');
+    expect(points.length).toBeGreaterThan(0);
+    for (const kept of points) {
+      expect(
+        await restoredHash(store, directory, `kept-${kept.commitSeq}`, {
+          manifestKey: kept.manifestKey,
+        }),
+      ).toBe(hashes.get(kept.commitSeq));
+    }
+
+    // The fine segments compacted away are gone: every segment left is
+    // named by a kept restore point.
+    const named = new Set<string>();
+    for (const kept of points) {
+      const object = await store.get(kept.manifestKey);
+      for (const s of parseManifest(object!.body, { prefix: 'p' }).segments) named.add(s.key);
+    }
+    const left = await keysUnder(store, 'p/wal/');
+    expect(left.filter((key) => !named.has(key))).toEqual([]);
+
+    // A compaction boundary restores exactly; a commit inside a compacted
+    // range is refused, never answered with another state.
+    let boundary = manifest.oldestCommitSeq + manifest.files.reduce((n, f) => n + f.frames, 0);
+    let inside: number | undefined;
+    let checkedBoundaries = 0;
+    for (const s of manifest.segments) {
+      const parsed = parseSegmentKey('p', s.key)!;
+      if (parsed.layout === 'compacted') inside ??= boundary + 1;
+      boundary += s.frames;
+      const hash = hashes.get(boundary);
+      if (parsed.layout === 'compacted' && hash !== undefined && checkedBoundaries < 3) {
+        checkedBoundaries += 1;
+        expect(
+          await restoredHash(store, directory, `boundary-${boundary}`, { commitSeq: boundary }),
+        ).toBe(hash);
+      }
+    }
+    expect(checkedBoundaries).toBeGreaterThan(0);
+    await expect(restoredHash(store, directory, 'inside', { commitSeq: inside! })).rejects.toThrow(
+      /restorable only with the whole batch|inside a batch/,
+    );
+
+    // A time: the newest boundary at or before it, never a newer state.
+    const [someCommit, someTime] = [...times][40]!;
+    const found = await sqliteCommitAtTime(store, 'p', someTime + 1);
+    expect(found).not.toBeNull();
+    expect(found!.commitSeq).toBeLessThanOrEqual(someCommit);
+    expect(found!.commitTime).toBeLessThanOrEqual(someTime + 1);
+  });
+
+  it('with compaction off, the chain keeps every fine segment', async () => {
+    const { clock, store, worker, update } = await setUp({ compactionLevels: [] });
+    for (let step = 0; step < 20; step += 1) {
+      update(1 + step);
+      await stepSettled(worker);
+      clock.advance(20_000);
+    }
+    const { manifest } = await newestManifest(store);
+    expect(manifest.segments.length).toBe(20);
+    expect(manifest.segments.every((s) => parseSegmentKey('p', s.key)!.layout === 'object')).toBe(
+      true,
+    );
+  });
+});
