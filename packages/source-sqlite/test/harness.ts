@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ObjectStore } from '@x/store';
+import { afterEach } from 'vitest';
 import { restoreSqliteDatabase, type SqliteRestoreResult } from '../src/rebuild-database.ts';
 import type { CheckpointReport, SqliteTap } from '../src/tap.ts';
 
@@ -248,4 +249,32 @@ export function hashOf(path: string, contentHash: (database: DatabaseSync) => st
   } finally {
     database.close();
   }
+}
+
+/**
+ * Temporary directories and things to close, owned by one test file and
+ * released after each of its tests (closers first, newest first, then the
+ * directories). Call once at the top of the file.
+ */
+export function testWorkspace(): {
+  directory(name: string): string;
+  onCleanup(close: () => Promise<void> | void): void;
+} {
+  const directories: string[] = [];
+  const closers: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+    for (const directory of directories.splice(0))
+      rmSync(directory, { recursive: true, force: true });
+  });
+  return {
+    directory(name) {
+      const directory = mkdtempSync(join(tmpdir(), `backupd-${name}-`));
+      directories.push(directory);
+      return directory;
+    },
+    onCleanup(close) {
+      closers.push(close);
+    },
+  };
 }

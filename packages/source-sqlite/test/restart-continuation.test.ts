@@ -8,34 +8,26 @@
  * match — gets a new snapshot, as before. Every restore point, before and
  * after the restart, restores exactly.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { BackupWorker } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
 import { listRestorePoints, restore } from '@x/restore';
 import { MemoryStore } from '@x/store';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sqliteContentHash } from '../src/content-hash.ts';
 import { SQLITE_RESUME_SUFFIX } from '../src/resume-record.ts';
 import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
-import { hashOf as contentHashOf } from './harness.ts';
+import { hashOf as contentHashOf, testWorkspace } from './harness.ts';
 
-const directories: string[] = [];
-const closers: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-  for (const directory of directories.splice(0))
-    rmSync(directory, { recursive: true, force: true });
-});
+const workspace = testWorkspace();
 
 const hashOf = (path: string): string => contentHashOf(path, sqliteContentHash);
 
 function setUp() {
-  const directory = mkdtempSync(join(tmpdir(), 'backupd-restart-continuation-'));
-  directories.push(directory);
+  const directory = workspace.directory('restart-continuation');
   const path = join(directory, 'app.db');
   let application = new DatabaseSync(path, { timeout: 5000 });
   application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
@@ -43,12 +35,12 @@ function setUp() {
   // visible in the bucket's bytes.
   const seed = application.prepare('INSERT INTO t (body) VALUES (?)');
   for (let i = 0; i < 200; i += 1) seed.run(new Uint8Array(2048).fill(i % 251));
-  closers.push(() => application.close());
+  workspace.onCleanup(() => application.close());
   const store = new MemoryStore();
   const clock = new FakeClock();
   const open = () => {
     const source = SqliteSource.open({ path, captureIntervalMs: 0 });
-    closers.push(() => source.close());
+    workspace.onCleanup(() => source.close());
     const worker = new BackupWorker({
       store,
       prefix: 'p',

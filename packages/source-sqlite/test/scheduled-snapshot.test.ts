@@ -7,39 +7,30 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { BackupWorker, type BackupWorkerOptions } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
 import { listRestorePoints, restore } from '@x/restore';
 import { MemoryStore } from '@x/store';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sqliteContentHash } from '../src/content-hash.ts';
 import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
-import { hashOf as contentHashOf } from './harness.ts';
+import { hashOf as contentHashOf, testWorkspace } from './harness.ts';
 
-const directories: string[] = [];
-const closers: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-  for (const directory of directories.splice(0))
-    rmSync(directory, { recursive: true, force: true });
-});
+const workspace = testWorkspace();
 
 const hashOf = (path: string): string => contentHashOf(path, sqliteContentHash);
 
 async function setUp(options: Partial<BackupWorkerOptions>) {
-  const directory = mkdtempSync(join(tmpdir(), 'backupd-scheduled-snapshot-'));
-  directories.push(directory);
+  const directory = workspace.directory('scheduled-snapshot');
   const path = join(directory, 'app.db');
   const application = new DatabaseSync(path, { timeout: 5000 });
-  closers.push(() => application.close());
+  workspace.onCleanup(() => application.close());
   application.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
   const source = SqliteSource.open({ path, captureIntervalMs: 0 });
-  closers.push(() => source.close());
+  workspace.onCleanup(() => source.close());
   const clock = new FakeClock();
   const store = new MemoryStore();
   const worker = new BackupWorker({
