@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { BackupWorker } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
 import {
+  compactedSegmentKey,
   latestKey,
   type Manifest,
   parseLatest,
@@ -203,6 +204,48 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()] as StoreCase
         afterRollForward: true,
       });
       expect(left).toMatchObject({ segments: SHIPS, firstKey: rawKey });
+    });
+
+    it('never rolls over a compacted object, even one where the chain continues', async () => {
+      // A compaction stored past the restore point, its fine inputs gone.
+      const [first, second] = [shipped.unnamed[0]!, shipped.unnamed[1]!];
+      const a = parseSegmentKey(prefix, first)!;
+      const b = parseSegmentKey(prefix, second)!;
+      const bodies = [first, second].map(async (key) =>
+        decodeSegmentObject((await store.get(key))!.body),
+      );
+      const [one, two] = await Promise.all(bodies);
+      const merged = Buffer.concat([one!.body, two!.body]);
+      const from = shipped.manifest.commitSeq;
+      const compacted = compactedSegmentKey(
+        prefix,
+        a.generation,
+        a.start,
+        b.end,
+        1,
+        from,
+        from + 2 * COMMITS_PER_SHIP,
+      );
+      await store.put(
+        compacted,
+        encodeSegmentObject(merged, {
+          codec: 'zstd',
+          kind: 'compacted',
+          generation: a.generation,
+          start: a.start,
+          end: b.end,
+          commits: 2 * COMMITS_PER_SHIP,
+          previousCrc32: one!.header.previousCrc32,
+          chainEndCrc32: 0,
+          decodedLength: merged.length,
+          lineage: one!.header.lineage,
+        }),
+      );
+      await store.delete(first);
+      await store.delete(second);
+      const result = await restoreLatest();
+      expect(result.commitSeq).toBe(shipped.manifest.commitSeq);
+      expect(result.rolledForward?.stoppedAt?.key).toBe(shipped.unnamed[2]);
     });
 
     it('stops before a .seg that does not decode', async () => {
