@@ -66,7 +66,7 @@ export interface DatabaseConfig {
   readonly shutdownGraceMs: number;
   /** A new generation on a fresh snapshot once the current one is this old; 0: never by age. */
   readonly snapshotIntervalMs: number;
-  /** Also once the WAL shipped in the current generation exceeds this many times the database; 0: never by size. */
+  /** Also once the stored log the current generation's restore point names exceeds this many times the database; 0: never by size. */
   readonly snapshotLogFactor: number;
   /**
    * Commit-log compaction: each level's window, in ms, ascending, each a
@@ -101,7 +101,7 @@ export const DEFAULTS = {
   shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
   snapshotIntervalMs: DEFAULT_SNAPSHOT_INTERVAL_MS,
   snapshotLogFactor: DEFAULT_SNAPSHOT_LOG_FACTOR,
-  // 30 s, 5 min, 1 h: the worker's own levels.
+  // The worker's own default: off in this release.
   compactionLevelsMs: DEFAULT_COMPACTION_LEVELS_MS,
   // The SQLite tap's own defaults: below SQLite's auto-checkpoint (1000
   // pages), so the application's commits do not copy in their own path.
@@ -716,10 +716,10 @@ const COMPACTION_FORMS =
 
 /**
  * `compaction`: the levels' windows, a list of durations (each 1s … 24h),
- * checked by the worker's own `compactionLevelsProblem` (ascending, at most
- * {@link MAX_COMPACTION_LEVELS}) and here for what it does not check: each a
- * whole multiple of the one before, so a window of one level holds whole
- * windows of the level below. `off` (or `[]`): no compaction. A refused one
+ * each a whole multiple of the one before (so a window of one level holds
+ * whole windows of the level below), checked by the worker's own
+ * `compactionLevelsProblem` (ascending, at most {@link MAX_COMPACTION_LEVELS})
+ * after the item-by-item refusals here. `off` (or `[]`): no compaction. A refused one
  * is the default (and a problem).
  */
 function validateCompaction(value: unknown, at: string, problems: string[]): readonly number[] {
@@ -742,19 +742,22 @@ function validateCompaction(value: unknown, at: string, problems: string[]): rea
     else levelsMs.push(parsed);
   });
   if (problems.length > before) return DEFAULTS.compactionLevelsMs;
+  // Named here with the item's path and durations; the worker's check
+  // below refuses the same lists for its own callers.
+  for (let index = 1; index < levelsMs.length; index++) {
+    const [previous, current] = [levelsMs[index - 1]!, levelsMs[index]!];
+    if (current > previous && current % previous !== 0)
+      problems.push(
+        `${at}[${index}]: ${formatDuration(current)} is not a whole multiple of the level before it (${formatDuration(previous)})`,
+      );
+  }
+  if (problems.length > before) return DEFAULTS.compactionLevelsMs;
   const problem = compactionLevelsProblem(levelsMs);
   if (problem !== undefined) {
     problems.push(`${at}: ${problem}`);
     return DEFAULTS.compactionLevelsMs;
   }
-  for (let index = 1; index < levelsMs.length; index++) {
-    const [previous, current] = [levelsMs[index - 1]!, levelsMs[index]!];
-    if (current % previous !== 0)
-      problems.push(
-        `${at}[${index}]: ${formatDuration(current)} is not a whole multiple of the level before it (${formatDuration(previous)})`,
-      );
-  }
-  return problems.length > before ? DEFAULTS.compactionLevelsMs : levelsMs;
+  return levelsMs;
 }
 
 function validateCheckpoint(value: unknown, at: string, problems: string[]): CheckpointSettings {

@@ -93,7 +93,10 @@ describe('compactionLevelsProblem', () => {
   it('names what is wrong', () => {
     expect(compactionLevelsProblem([500])).toMatch(/level 1: 500/);
     expect(compactionLevelsProblem([60_000, 30_000])).toMatch(/level 2 .* not longer than level 1/);
-    expect(compactionLevelsProblem(Array.from({ length: 10 }, (_, i) => (i + 1) * 1000))).toMatch(
+    expect(compactionLevelsProblem([30_000, 45_000])).toMatch(
+      /level 2 \(45000 ms\) is not a whole multiple of level 1 \(30000 ms\)/,
+    );
+    expect(compactionLevelsProblem(Array.from({ length: 10 }, (_, i) => 2 ** i * 1000))).toMatch(
       /10 levels, at most 9/,
     );
     expect(compactionLevelsProblem([1.5e3 + 0.5])).toMatch(/whole number/);

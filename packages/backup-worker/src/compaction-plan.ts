@@ -112,7 +112,8 @@ export function planCompaction(input: {
 /**
  * The levels' intervals, checked: at most {@link MAX_COMPACTION_LEVELS},
  * each a whole number of milliseconds of at least one second, strictly
- * ascending. `[]` turns compaction off.
+ * ascending, each a whole multiple of the one before. `[]` turns compaction
+ * off.
  * @returns the problem, or `undefined` when the list is valid.
  */
 export function compactionLevelsProblem(levelsMs: readonly number[]): string | undefined {
@@ -125,6 +126,10 @@ export function compactionLevelsProblem(levelsMs: readonly number[]): string | u
       return `level ${i + 1}: ${String(ms)} is not a whole number of milliseconds of at least 1 s`;
     if (i > 0 && ms <= levelsMs[i - 1]!)
       return `level ${i + 1} (${ms} ms) is not longer than level ${i} (${levelsMs[i - 1]} ms)`;
+    // A window of one level holds whole windows of the level below, so the
+    // granularity of each level is its own window.
+    if (i > 0 && ms % levelsMs[i - 1]! !== 0)
+      return `level ${i + 1} (${ms} ms) is not a whole multiple of level ${i} (${levelsMs[i - 1]} ms)`;
   }
   return undefined;
 }

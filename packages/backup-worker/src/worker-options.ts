@@ -130,7 +130,7 @@ export interface BackupWorkerOptions {
   readonly snapshotLogFactor?: number;
   /**
    * Compaction of the commit log: the interval of each level, in ms,
-   * ascending (at most 9). Level 1 merges the fine segments shipped inside
+   * ascending, each a whole multiple of the one before (at most 9). Level 1 merges the fine segments shipped inside
    * each window of its interval into one object, level n the objects of the
    * levels below. Point-in-time restore is exact to the commit over the
    * fine segments (the newest level-1 window) and exact to a level's window
