@@ -34,6 +34,7 @@ import {
   decodeSegmentObject,
   encodeSegmentObjectAsync,
   type SegmentObjectHeader,
+  segmentHeaderDisagreements,
 } from '@x/wal-segment';
 import { type ChainEntryInfo, type CompactionRun, planCompaction } from './compaction-plan.ts';
 import type { WorkerContext } from './context.ts';
@@ -269,14 +270,14 @@ export class LogCompaction {
       throw new CompactionInputError(entry.key, messageOf(error));
     }
     const { header } = decoded;
-    const expectedKind = range.layout === 'compacted' ? 'compacted' : 'segment';
-    const problems: string[] = [];
-    if (header.kind !== expectedKind) problems.push(`kind ${header.kind}, not ${expectedKind}`);
-    if (header.generation !== generation) problems.push(`generation ${header.generation}`);
-    if (header.start !== range.start || header.end !== range.end)
-      problems.push(`range ${header.start}-${header.end}`);
-    if (header.commits !== entry.frames) problems.push(`${header.commits} commits`);
-    if (header.lineage !== entry.lineage) problems.push(`lineage ${header.lineage}`);
+    const problems = segmentHeaderDisagreements(header, {
+      kind: range.layout === 'compacted' ? 'compacted' : 'segment',
+      generation,
+      start: range.start,
+      end: range.end,
+      commits: entry.frames,
+      lineage: entry.lineage,
+    }).map(({ field, found, expected }) => `${field} ${found}, not ${expected}`);
     if (problems.length > 0)
       throw new CompactionInputError(
         entry.key,

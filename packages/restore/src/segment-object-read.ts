@@ -13,7 +13,11 @@
  * `maxSegmentBytes`, 32 MiB by default).
  */
 import { type Manifest, parseSegmentKey, parseSnapshotKey, type SegmentEntry } from '@x/manifest';
-import { decodeSegmentObject, SegmentObjectError } from '@x/wal-segment';
+import {
+  decodeSegmentObject,
+  SegmentObjectError,
+  segmentHeaderDisagreements,
+} from '@x/wal-segment';
 import { ObjectEncodingError } from './restore-errors.ts';
 
 /**
@@ -106,15 +110,23 @@ export function decodeSegmentEntry(
   }
   const { header, body } = decoded;
   const mismatch = headerMismatch(segment.key);
-  if (header.kind !== kind) mismatch('kind', header.kind, kind, 'key');
-  if (header.generation !== range.generation)
-    mismatch('generation', header.generation, range.generation, 'key');
-  if (header.start !== range.start) mismatch('start', header.start, range.start, 'key');
-  if (header.end !== range.end) mismatch('end', header.end, range.end, 'key');
-  if (header.commits !== segment.frames)
-    mismatch('commits', header.commits, segment.frames, 'manifest entry');
-  if (header.lineage !== segment.lineage)
-    mismatch('lineage', header.lineage, segment.lineage, 'manifest entry');
+  const [disagreement] = segmentHeaderDisagreements(header, {
+    kind,
+    generation: range.generation,
+    start: range.start,
+    end: range.end,
+    commits: segment.frames,
+    lineage: segment.lineage,
+  });
+  if (disagreement !== undefined) {
+    const { field, found, expected } = disagreement;
+    mismatch(
+      field,
+      found,
+      expected,
+      field === 'commits' || field === 'lineage' ? 'manifest entry' : 'key',
+    );
+  }
   if (previousCrc32 !== undefined && header.previousCrc32 !== previousCrc32) {
     mismatch(
       'previousCrc32',

@@ -9,6 +9,11 @@ export {
   FrameCounter,
   MAX_FRAME_PAYLOAD_BYTES,
 } from './frames.ts';
+export {
+  type ExpectedSegmentHeader,
+  type HeaderDisagreement,
+  segmentHeaderDisagreements,
+} from './header-agreement.ts';
 export { type NewSegment, type ReadNewSegmentOptions, readNewSegment } from './read-segment.ts';
 export {
   decodeSegmentObject,
