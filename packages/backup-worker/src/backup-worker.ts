@@ -365,15 +365,18 @@ export class BackupWorker {
       await Promise.race([pending, graceEnds]);
       if (!this.#graceOver) this.#runAbort = new AbortController();
     }
-    // A stop that comes before this worker ever held the lease (an
-    // application that created its database and exited at once, a first
-    // boot) still makes what is captured restorable when the lease is free:
-    // one attempt, inside the grace period. A standby (the lease held
-    // elsewhere) does not flush.
-    if (!this.#lease.holds() && this.#lease.tenures === 0 && !this.#refused && !this.#graceOver)
-      await Promise.race([this.#lease.take(), graceEnds]);
     await Promise.race([this.#compaction.settle(), graceEnds]);
-    if (this.#lease.holds() && !this.#graceOver) {
+    // A stop without the lease still makes what is captured restorable when
+    // the lease is free: one attempt, inside the grace period. That covers a
+    // stop before the lease was ever held (an application that created its
+    // database and exited at once, a first boot) and one after it was lost
+    // to an instance that has since released it. A lease this worker still
+    // thought it held may turn out lost during the flush (a renewal finds a
+    // successor's record): then one more attempt. A standby (the lease held
+    // elsewhere) does not flush: the holder backs the database up.
+    for (let attempt = 0; attempt < 2 && !this.#refused && !this.#graceOver; attempt += 1) {
+      if (!this.#lease.holds()) await Promise.race([this.#lease.take(), graceEnds]);
+      if (!this.#lease.holds() || this.#graceOver) break;
       const flushed = await Promise.race([
         this.flush().then(() => true),
         graceEnds.then(() => false),
@@ -382,6 +385,7 @@ export class BackupWorker {
         this.#health.errorCount += 1;
         this.#logger.warn('backup.flush_abandoned', { graceMs: this.#shutdownGraceMs });
       }
+      if (this.#lease.holds()) break;
     }
     if (!this.#runAbort.signal.aborted)
       this.#runAbort.abort(new ShutdownAbandonedError('abandoned: the worker stopped'));
@@ -392,6 +396,8 @@ export class BackupWorker {
 
   async #reportShutdown(): Promise<ShutdownReport> {
     const heldLease = this.#lease.tenures > 0;
+    const holder = this.#lease.holds() ? null : this.#lease.keptOutBy;
+    if (holder !== null) return this.#unrestorable.handedOver(heldLease, holder, this.#logger);
     let captured: number | null = this.#stopGoalCommits;
     const source = this.#source.current;
     if (heldLease && captured === null && source !== null) {
@@ -502,7 +508,13 @@ export class BackupWorker {
             this.#clock.setTimer(Math.min(this.#walIntervalMs, 250), resolve),
           );
       } catch (error) {
-        if (WorkerPanicError.isInstance(error) || this.#refused || this.#runAbort.signal.aborted)
+        // A lost lease is not retried here: the stop decides what follows.
+        if (
+          WorkerPanicError.isInstance(error) ||
+          this.#refused ||
+          this.#runAbort.signal.aborted ||
+          !this.#lease.holds()
+        )
           return;
         this.#health.errorCount += 1;
         this.#logger.warn('backup.flush_failed', { error: messageOf(error), attempt });

@@ -56,6 +56,7 @@ export class LeaseHolder {
   #keeper: LeaseKeeper | null = null;
   #tenures = 0;
   #foreign: string | null = null;
+  #keptOutBy: string | null = null;
   readonly #watch = new LeaseWatch();
 
   constructor(options: LeaseHolderOptions) {
@@ -65,6 +66,14 @@ export class LeaseHolder {
   /** Tenures so far (0: the lease was never held). */
   get tenures(): number {
     return this.#tenures;
+  }
+
+  /**
+   * The instance whose active lease kept the most recent attempt to take it
+   * out (`null`: that attempt took it, failed otherwise, or none was made).
+   */
+  get keptOutBy(): string | null {
+    return this.#keptOutBy;
   }
 
   /** Held, not lost, not dropped. */
@@ -97,6 +106,7 @@ export class LeaseHolder {
     const o = this.#options;
     // A previous handle is lost or dropped (its keeper has stopped): forget it.
     this.#keeper = null;
+    this.#keptOutBy = null;
     o.health.leaseHeld = false;
     const deadline = o.requests.deadline('taking the bucket lease', o.operationTimeoutMs * 4);
     // A TTL that is not a number is refused by the acquisition itself.
@@ -130,6 +140,7 @@ export class LeaseHolder {
       if (ForeignActiveError.isInstance(error)) {
         const holder = error.holder;
         const name = `${holder.instanceId} on ${holder.host} pid ${holder.pid}`;
+        this.#keptOutBy = holder.instanceId;
         if (this.#foreign !== holder.instanceId) {
           o.logger.warn('backup.lease_held_elsewhere', {
             holder: holder.instanceId,

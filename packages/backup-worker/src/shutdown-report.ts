@@ -51,6 +51,25 @@ export class UnrestorableCommits {
   }
 
   /**
+   * The report when another instance held the lease at the stop: it backs
+   * the same database up (the lineage check refuses any other), so what
+   * this worker captured is that instance's to make restorable. Complete;
+   * a worker that held the lease before says it handed over.
+   *
+   * Limit: the holder's own stop is what makes those commits restorable;
+   * this worker does not wait for it.
+   */
+  handedOver(heldLease: boolean, holder: string, logger: BackupLogger): ShutdownReport {
+    if (heldLease)
+      logger.info('backup.shutdown_handed_over', {
+        holder,
+        restorableCommitSeq: this.#health.latestRestorePoint?.commitSeq ?? null,
+        reason: `the lease is held by ${holder}, which backs this database up: what this instance captured is that instance's to make restorable`,
+      });
+    return { ...this.unknown(false), heldLease, leaseHeldBy: holder };
+  }
+
+  /**
    * Compares `captured` (what the stop set out to make restorable) with
    * LATEST's restore point, and logs what is missing.
    */

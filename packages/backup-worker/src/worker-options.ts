@@ -172,8 +172,10 @@ export interface BackupWorkerOptions {
 export interface ShutdownReport {
   /**
    * True when every commit this worker captured is in the restore point
-   * LATEST names, or when it never held the lease (it was nothing's
-   * writer). False also when the count could not be read.
+   * LATEST names, when another instance held the lease at the stop (that
+   * instance backs the same database up: see {@link leaseHeldBy}), or when
+   * it never held the lease (it was nothing's writer). False also when the
+   * count could not be read.
    */
   readonly complete: boolean;
   /** Commits captured but in no restore point (0 when complete). */
@@ -192,6 +194,12 @@ export interface ShutdownReport {
   readonly unrestorableUntil: number | null;
   /** Whether this worker held the lease at any time. */
   readonly heldLease: boolean;
+  /**
+   * Set when the stop found the lease held by another instance (its
+   * instance id): what this worker captured is that instance's to make
+   * restorable, and this worker uploaded nothing at the stop.
+   */
+  readonly leaseHeldBy?: string;
 }
 
 /** What the owner of a running worker holds. */
