@@ -35,6 +35,7 @@ import type { RestoreMaterializer } from './materializer.ts';
 import { PROGRESS_BYTE_STEP, type RestoreProgress } from './progress.ts';
 import {
   NoRestorePointError,
+  ObjectMissingError,
   RestoreError,
   RestoreIncompleteError,
   RestoreOptionsError,
@@ -271,6 +272,12 @@ function planSegments(manifest: Manifest, walCommits: number): SegmentEntry[] {
 /**
  * Restores a restore point of `prefix` into `targetDir`.
  *
+ * A restore of the latest state or of a commit whose restore point is
+ * retired under it (retention deleted an object it names while it read
+ * them: a compaction superseded it, or it left the window) picks again and
+ * starts over, up to {@link RETIRED_POINT_ATTEMPTS} attempts in all; a
+ * named restore point (`manifestKey`) is never swapped for another.
+ *
  * @throws RestoreOptionsError — contradictory or out-of-range options.
  * @throws RestoreTargetNotEmptyError — the target holds files and `force` is not set.
  * @throws RestoreTargetUnsafeError — the target is not a directory, or is or holds a symbolic link.
@@ -284,6 +291,58 @@ function planSegments(manifest: Manifest, walCommits: number): SegmentEntry[] {
  * while files are being moved into place, the target is left as it was.
  */
 export async function restore(
+  store: ObjectStore,
+  prefix: string,
+  targetDir: string,
+  options: RestoreOptions,
+): Promise<RestoreResult> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await restoreOnce(store, prefix, targetDir, options);
+    } catch (error) {
+      if (
+        attempt >= RETIRED_POINT_ATTEMPTS ||
+        options.manifestKey !== undefined ||
+        !ObjectMissingError.isInstance(error) ||
+        !(await pickedAnother(store, prefix, options, error.manifestKey))
+      )
+        throw error;
+    }
+  }
+}
+
+/**
+ * Attempts at a restore whose restore point retention retired while it
+ * read it. A restore point a compaction superseded, or one that left the
+ * window, is deleted (manifest first, then the objects only it named) while
+ * a restore that picked it may still be downloading: the restore then picks
+ * again. Bounded, so a bucket whose objects keep vanishing still ends in
+ * the error.
+ */
+const RETIRED_POINT_ATTEMPTS = 3;
+
+/**
+ * Whether picking the restore point again (LATEST, or the one for the
+ * commit asked for) gives another than `failed`: the failed one was
+ * retired under the restore, not broken. A named restore point is never
+ * replaced by another; a pick that fails keeps the original error.
+ */
+async function pickedAnother(
+  store: ObjectStore,
+  prefix: string,
+  options: RestoreOptions,
+  failed: string,
+): Promise<boolean> {
+  try {
+    const again = await pickRestorePoint(store, normalizePrefix(prefix), options);
+    return again.point.key !== failed;
+  } catch {
+    return false;
+  }
+}
+
+/** One attempt of {@link restore}. */
+async function restoreOnce(
   store: ObjectStore,
   prefix: string,
   targetDir: string,
