@@ -69,3 +69,29 @@ export function members(intervals: readonly Interval[]): number[] {
     for (let commit = start; commit <= end; commit += 1) out.push(commit);
   return out;
 }
+
+/** What {@link compactedInteriors} reads of a manifest. */
+export interface ChainShape {
+  readonly oldestCommitSeq: number;
+  readonly files: readonly { readonly frames: number }[];
+  readonly segments: readonly { readonly key: string; readonly frames: number }[];
+}
+
+/**
+ * The commits strictly inside the compacted entries of a restore point's
+ * chain: restorable only at the entry's end (the compaction's boundary), so
+ * a restore of one is refused, by design, not lost.
+ */
+export function compactedInteriors(
+  manifest: ChainShape,
+  isCompacted: (key: string) => boolean,
+): Interval[] {
+  let boundary = manifest.oldestCommitSeq + manifest.files.reduce((n, f) => n + f.frames, 0);
+  const inside: Interval[] = [];
+  for (const segment of manifest.segments) {
+    if (isCompacted(segment.key) && segment.frames > 1)
+      inside.push([boundary + 1, boundary + segment.frames - 1]);
+    boundary += segment.frames;
+  }
+  return merge(inside);
+}

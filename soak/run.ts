@@ -25,7 +25,13 @@
  *   `PRAGMA integrity_check`, and equal the writer's record for that commit
  *   (mapping below); LATEST holds the writer's last commit; and every commit
  *   any restore point covered at any check during the run is still covered
- *   (retention is set high enough that nothing is retired, so this is strict).
+ *   (retention is set high enough that nothing leaves the window, so this is
+ *   strict).
+ *
+ * Compaction runs at shortened levels (10 s, 1 min) through it all. A
+ * compacted object restores only at its end, so the 20 commits are drawn
+ * from the covered ones not strictly inside a compacted object the final
+ * restore points name; the summary says how many objects formed.
  *
  * Mapping backupd commit numbers to the writer's commits: backupd counts
  * commits its own way (one per SQLite commit it captured, plus one at every
@@ -49,12 +55,14 @@ import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { readLease } from '@x/lease';
+import { parseManifest, parseSegmentKey } from '@x/manifest';
 import { restore } from '@x/restore';
 import { sqliteContentHash as contentHash, sqliteMaterializer } from '@x/source-sqlite';
 import { S3Store } from '@x/store-s3';
 import { type FaultProxy, type FaultSchedule, startFaultProxy } from '@x/test-faults';
 import { type StartedTestServers, startTestServers } from '@x/test-servers/harness';
 import {
+  compactedInteriors,
   covered,
   difference,
   format,
@@ -97,6 +105,11 @@ const INTERVAL = '500ms';
 const SHUTDOWN_GRACE_S = 10;
 /** High enough that no restore point is retired during the run: "no commit lost" is strict. */
 const RETENTION = 1_000_000;
+/**
+ * Shortened compaction levels, so both levels form (and retention deletes
+ * what they replace) while the chaos runs, kills and partitions included.
+ */
+const COMPACTION = '10s,1m';
 const RESTORES = 20;
 
 const faultSchedule: FaultSchedule = {
@@ -189,6 +202,7 @@ async function main(): Promise<void> {
     BACKUPD_INTERVAL: INTERVAL,
     BACKUPD_LEASE_TTL: `${LEASE_TTL_S}s`,
     BACKUPD_RETENTION: String(RETENTION),
+    BACKUPD_COMPACTION: COMPACTION,
     BACKUPD_SHUTDOWN_GRACE: `${SHUTDOWN_GRACE_S}s`,
   };
   log(`work directory ${workDirectory}, prefix ${prefix}`);
@@ -527,10 +541,13 @@ async function main(): Promise<void> {
   if (finalMax < highWater)
     violation(`the newest restore point (${finalMax}) is below the high-water mark ${highWater}`);
 
-  // Restores: LATEST and 20 random commits.
+  // Restores: LATEST and 20 random commits, none strictly inside a
+  // compacted object (restorable only at its end, by design).
   const restoreDirectory = join(workDirectory, 'restores');
   await mkdir(restoreDirectory);
-  const sampled = random.sample(members(finalCovered), RESTORES).sort((a, b) => a - b);
+  const compaction = await compactionOf(finalList, judgeStore, prefix);
+  const exact = difference(finalCovered, compaction.interiors);
+  const sampled = random.sample(members(exact), RESTORES).sort((a, b) => a - b);
   const jobs: { commit: number | 'LATEST' }[] = [
     { commit: 'LATEST' },
     ...sampled.map((commit) => ({ commit })),
@@ -631,6 +648,7 @@ async function main(): Promise<void> {
         : '(no statistics)'
     }`,
     `restores verified: ${restoresVerified} of ${restored.length} (LATEST = backupd commit ${latest?.commitSeq ?? '?'} = writer commit ${latest?.writerCommit ?? '?'} of ${lastWriterCommit})`,
+    `compaction ${COMPACTION}: compacted objects named by the final restore points ${compaction.objects} (${compaction.levels}); commits restorable only at a compaction boundary ${size(compaction.interiors)}`,
     `commits lost: ${size(lost)}`,
     `peak WAL size: ${(peakWalBytes / 1024 / 1024).toFixed(2)} MiB; peak replica RSS ${Object.entries(
       peakRssBytes,
@@ -660,10 +678,62 @@ function selfTestCoverage(): string | null {
   const lost = difference(before, after);
   if (size(lost) !== 1 || lost[0]?.[0] !== 5) return 'the lost-commit check misses a lost commit';
   if (size(difference(after, before)) !== 0) return 'the lost-commit check flags a kept commit';
+  // Commits 16..19 sit strictly inside the compacted entry (14..20 after a
+  // snapshot of 13): only they are left out of the sampled restores.
+  const inside = compactedInteriors(
+    {
+      oldestCommitSeq: 10,
+      files: [{ frames: 3 }],
+      segments: [
+        { key: 'fine', frames: 2 },
+        { key: 'compacted', frames: 5 },
+        { key: 'fine', frames: 1 },
+      ],
+    },
+    (key) => key === 'compacted',
+  );
+  if (format(inside) !== '16..19') return `compacted interiors are ${format(inside)}, not 16..19`;
   return null;
 }
 
 // ---------------------------------------------------------------- restores
+
+/**
+ * The compacted objects the healthy restore points name, by level, and the
+ * commits strictly inside them (each read from its manifest on the server).
+ */
+async function compactionOf(
+  points: readonly RestorePoint[],
+  store: S3Store,
+  prefix: string,
+): Promise<{ objects: number; levels: string; interiors: Interval[] }> {
+  const byLevel = new Map<number, Set<string>>();
+  const interiors: Interval[] = [];
+  const levelOf = (key: string) => {
+    const parsed = parseSegmentKey(prefix, key);
+    return parsed?.layout === 'compacted' ? parsed.level : undefined;
+  };
+  for (const point of points) {
+    if (point.status !== 'ok') continue;
+    const object = await store.get(point.manifestKey);
+    if (object === null) continue;
+    const manifest = parseManifest(object.body, { prefix });
+    for (const segment of manifest.segments) {
+      const level = levelOf(segment.key);
+      if (level !== undefined)
+        byLevel.set(level, (byLevel.get(level) ?? new Set()).add(segment.key));
+    }
+    interiors.push(...compactedInteriors(manifest, (key) => levelOf(key) !== undefined));
+  }
+  const levels = [...byLevel.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([level, keys]) => `level ${level}: ${keys.size}`);
+  return {
+    objects: [...byLevel.values()].reduce((n, keys) => n + keys.size, 0),
+    levels: levels.join(', ') || 'none',
+    interiors: merge(interiors),
+  };
+}
 
 interface RestoreOutcome {
   readonly label: string;

@@ -371,13 +371,13 @@ describe('compaction', () => {
       { env: { BACKUPD_COMPACTION: value }, baseDir: '/srv' },
     ).databases[0]!.compactionLevelsMs;
 
-  it("defaults to the worker's default: off in this release", () => {
+  it("defaults to the worker's default: the recommended levels", () => {
     const database = parseConfig('databases:\n  - path: a.db\n    url: s3://b/p\n', {
       env,
       baseDir: '/srv',
     }).databases[0]!;
     expect(database.compactionLevelsMs).toEqual(DEFAULT_COMPACTION_LEVELS_MS);
-    expect(database.compactionLevelsMs).toEqual([]);
+    expect(database.compactionLevelsMs).toEqual([30_000, 300_000, 3_600_000]);
     expect(single('')).toEqual(DEFAULT_COMPACTION_LEVELS_MS);
   });
 

@@ -227,18 +227,25 @@ describe('compaction of the commit log (SQLite)', () => {
     );
   });
 
-  it('by default (off in this release) the chain keeps every fine segment', async () => {
-    // Steps 20 s apart for 400 s: any level of 30 s or more would merge some.
-    const { clock, store, worker, update } = await setUp({});
-    for (let step = 0; step < 20; step += 1) {
-      update(1 + step);
-      await stepSettled(worker);
-      clock.advance(20_000);
-    }
-    const { manifest } = await newestManifest(store);
-    expect(manifest.segments.length).toBe(20);
-    expect(manifest.segments.every((s) => parseSegmentKey('p', s.key)!.layout === 'object')).toBe(
-      true,
-    );
+  it('by default merges each 30 s of fine segments; off keeps every one', async () => {
+    // Steps 5 s apart for 100 s: three closed 30 s windows of six segments.
+    const run = async (options: Partial<BackupWorkerOptions>) => {
+      const { clock, store, worker, update } = await setUp(options);
+      for (let step = 0; step < 20; step += 1) {
+        update(1 + step);
+        await stepSettled(worker);
+        clock.advance(5_000);
+      }
+      const { manifest } = await newestManifest(store);
+      return manifest.segments.map((s) => {
+        const parsed = parseSegmentKey('p', s.key)!;
+        return parsed.layout === 'compacted' ? parsed.level : 0;
+      });
+    };
+    const byDefault = await run({});
+    expect(byDefault.filter((level) => level === 1).length).toBeGreaterThanOrEqual(2);
+    expect(byDefault.length).toBeLessThan(12);
+    const off = await run({ compactionLevels: [] });
+    expect(off).toEqual(new Array(20).fill(0));
   });
 });
