@@ -31,8 +31,11 @@ export {
   rolledForwardManifest,
 } from './roll-forward.ts';
 export {
+  checkLinkAfterCompacted,
+  type DecodedSegmentEntry,
   decodedSize,
   decodeSegmentEntry,
+  decodeSegmentEntryLinks,
   expectedPreviousCrc32,
   isSegmentObject,
 } from './segment-object-read.ts';

@@ -52,8 +52,10 @@ import {
 } from './restore-points.ts';
 import { findRollForward, type RollForward, rolledForwardManifest } from './roll-forward.ts';
 import {
+  checkLinkAfterCompacted,
+  type DecodedSegmentEntry,
   decodedSize,
-  decodeSegmentEntry,
+  decodeSegmentEntryLinks,
   expectedPreviousCrc32,
   isSegmentObject,
 } from './segment-object-read.ts';
@@ -572,6 +574,12 @@ type Downloader = (
   snapshot?: FileEntry,
 ) => Promise<void>;
 
+/** A segment fetched whole: its bytes, and for a `.seg` the chain links of its header. */
+interface FetchedSegment {
+  readonly chunks: Uint8Array[];
+  readonly links?: DecodedSegmentEntry;
+}
+
 /** File entries downloaded at once (each into its own staged file). */
 const PARALLEL_FILES = 4;
 /** Segments fetched ahead of the one being written, at most. */
@@ -625,7 +633,7 @@ async function rebuildWal(
   const name = materializer.walFileName;
   const cutter = materializer.createWalCutter(walCommits);
   const writer = await createStagedFile(staging, name);
-  const prefetched = new Map<number, Promise<Uint8Array[]>>();
+  const prefetched = new Map<number, Promise<FetchedSegment>>();
   let prefetchedBytes = 0;
   let ahead = 0;
   // A `.seg` segment is held whole, stored and decoded, while it is checked:
@@ -635,22 +643,23 @@ async function rebuildWal(
     isSegmentObject(prefix, segment.key)
       ? segment.size + decodedSize(prefix, segment)
       : segment.size;
-  const fetchWhole = async (index: number): Promise<Uint8Array[]> => {
+  // Fetched whole: a `.seg` decoded, with its header's chain links (checked
+  // in order below: the link after a compacted entry is in no manifest).
+  const fetchWhole = async (index: number): Promise<FetchedSegment> => {
     const segment = segments[index]!;
     const chunks: Uint8Array[] = [];
     await download(segment, name, (chunk) => {
       chunks.push(chunk);
     });
-    if (!isSegmentObject(prefix, segment.key)) return chunks;
+    if (!isSegmentObject(prefix, segment.key)) return { chunks };
     const stored = chunks.length === 1 ? chunks[0]! : new Uint8Array(Buffer.concat(chunks));
-    return [
-      decodeSegmentEntry(
-        prefix,
-        segment,
-        stored,
-        expectedPreviousCrc32(prefix, point.manifest, index),
-      ),
-    ];
+    const links = decodeSegmentEntryLinks(
+      prefix,
+      segment,
+      stored,
+      expectedPreviousCrc32(prefix, point.manifest, index),
+    );
+    return { chunks: [links.body], links };
   };
   const fetchAhead = (from: number): void => {
     for (let index = Math.max(from, ahead); index < segments.length; index += 1) {
@@ -674,21 +683,32 @@ async function rebuildWal(
     const keep = cutter.push(chunk);
     if (keep > 0) await writer.write(keep === chunk.byteLength ? chunk : chunk.subarray(0, keep));
   };
+  // The chain end of the compacted entry just written (`null` after any other).
+  let chainEnd: number | null = null;
+  const writeWhole = async (segment: SegmentEntry, whole: FetchedSegment): Promise<void> => {
+    if (chainEnd !== null && whole.links !== undefined)
+      checkLinkAfterCompacted(segment.key, whole.links.previousCrc32, chainEnd);
+    chainEnd = whole.links?.chainEndCrc32 ?? null;
+    for (const chunk of whole.chunks) await write(chunk);
+  };
   try {
     for (const [index, segment] of segments.entries()) {
       const seenBefore = cutter.commitsSeen;
       fetchAhead(index);
       const fetched = prefetched.get(index);
       if (fetched === undefined) {
-        if (isSegmentObject(prefix, segment.key)) {
-          for (const chunk of await fetchWhole(index)) await write(chunk);
-        } else await download(segment, name, write);
+        if (isSegmentObject(prefix, segment.key))
+          await writeWhole(segment, await fetchWhole(index));
+        else {
+          chainEnd = null;
+          await download(segment, name, write);
+        }
         ahead = Math.max(ahead, index + 1);
       } else {
-        const chunks = await fetched;
+        const whole = await fetched;
         prefetched.delete(index);
         prefetchedBytes -= memoryOf(segment);
-        for (const chunk of chunks) await write(chunk);
+        await writeWhole(segment, whole);
       }
       const frames = cutter.commitsSeen - seenBefore;
       if (frames !== segment.frames) {

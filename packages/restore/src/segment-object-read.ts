@@ -94,6 +94,46 @@ export function decodeSegmentEntry(
   stored: Uint8Array,
   previousCrc32?: number,
 ): Uint8Array {
+  return decodeSegmentEntryLinks(prefix, segment, stored, previousCrc32).body;
+}
+
+/** A decoded `.seg` body with the chain links its header states. */
+export interface DecodedSegmentEntry {
+  readonly body: Uint8Array;
+  /** The CRC-32 of the stored object before it in the chain. */
+  readonly previousCrc32: number;
+  /** A compacted object's chain end (the last fine segment it replaced); `null` for a fine one. */
+  readonly chainEndCrc32: number | null;
+}
+
+/**
+ * Checks the link after a compacted entry, which the manifest cannot give:
+ * the entry after it must name the compacted object's chain end as its
+ * `previous`. A compacted object that does not end where the next entry
+ * begins (another run's, or one whose chain end was forged) is refused.
+ * @throws ObjectEncodingError naming the entry after it
+ */
+export function checkLinkAfterCompacted(
+  key: string,
+  previousCrc32: number,
+  chainEndCrc32: number,
+): void {
+  if (previousCrc32 !== chainEndCrc32)
+    headerMismatch(key)(
+      'previousCrc32',
+      previousCrc32.toString(16).padStart(8, '0'),
+      chainEndCrc32.toString(16).padStart(8, '0'),
+      'compacted object before it (its chain end)',
+    );
+}
+
+/** {@link decodeSegmentEntry}, also returning the header's chain links. */
+export function decodeSegmentEntryLinks(
+  prefix: string,
+  segment: SegmentEntry,
+  stored: Uint8Array,
+  previousCrc32?: number,
+): DecodedSegmentEntry {
   const range = parseSegmentKey(prefix, segment.key);
   if (range === undefined || range.layout === 'raw') {
     throw new ObjectEncodingError(segment.key, 'key', 'not a .seg segment key of this prefix');
@@ -135,5 +175,5 @@ export function decodeSegmentEntry(
       'previous object in the chain',
     );
   }
-  return body;
+  return { body, previousCrc32: header.previousCrc32, chainEndCrc32: header.chainEndCrc32 };
 }

@@ -27,6 +27,7 @@ import {
   MAX_MANIFEST_BYTES,
   type Manifest,
   parseManifest,
+  parseSegmentKey,
   type SegmentEntry,
 } from '@x/manifest';
 import { isValidKey, normalizePrefix, type ObjectInfo, type ObjectStore } from '@x/store';
@@ -36,7 +37,8 @@ import { ObjectCorruptError, ObjectMissingError, RestoreOptionsError } from './r
 import { classifiedProblems, messageOf } from './restore-point-checks.ts';
 import { type LatestReading, listManifestKeys, readCapped, readLatest } from './restore-points.ts';
 import {
-  decodeSegmentEntry,
+  checkLinkAfterCompacted,
+  decodeSegmentEntryLinks,
   expectedPreviousCrc32,
   isSegmentObject,
 } from './segment-object-read.ts';
@@ -120,8 +122,16 @@ interface ObjectClaim {
   readonly size: number;
   readonly crc32: string;
   readonly manifests: Set<string>;
-  /** For a `.seg` segment: its entry and the chain CRC it must carry (as the first manifest naming it says). */
-  readonly segment?: { readonly entry: SegmentEntry; readonly previousCrc32: number | undefined };
+  /**
+   * For a `.seg` segment: its entry and the chain CRC it must carry (as the
+   * first manifest naming it says), or, right after a compacted entry, that
+   * entry's key (the link is then the compacted header's chain end).
+   */
+  readonly segment?: {
+    readonly entry: SegmentEntry;
+    readonly previousCrc32: number | undefined;
+    readonly afterCompacted?: string;
+  };
   /** For a `.snap` snapshot: its file entry (as the first manifest naming it says). */
   readonly snapshot?: FileEntry;
 }
@@ -291,6 +301,7 @@ function claimObjects(
                 segment: {
                   entry: entry as SegmentEntry,
                   previousCrc32: expectedPreviousCrc32(prefix, manifest, index),
+                  ...compactedBefore(prefix, manifest, index),
                 },
               }
             : {}),
@@ -372,6 +383,10 @@ async function checkObjectsDeep(
   signal: AbortSignal | undefined,
 ): Promise<number> {
   let bytesRead = 0;
+  // Chain ends of the compacted objects decoded, and the `previous` of the
+  // entries right after one: compared once every object was read.
+  const chainEnds = new Map<string, number>();
+  const afterCompacted: { claim: ObjectClaim; previousCrc32: number; compacted: string }[] = [];
   for (const claim of claims.values()) {
     const found = present.get(claim.key);
     if (deep && found !== undefined && found.size === claim.size) {
@@ -402,12 +417,19 @@ async function checkObjectsDeep(
         else await downloadSnapshotObject(store, prefix, claim.snapshot, () => {}, downloadOptions);
         const segment = claim.segment;
         if (segment !== undefined) {
-          decodeSegmentEntry(
+          const links = decodeSegmentEntryLinks(
             prefix,
             segment.entry,
             new Uint8Array(Buffer.concat(chunks)),
             segment.previousCrc32,
           );
+          if (links.chainEndCrc32 !== null) chainEnds.set(claim.key, links.chainEndCrc32);
+          if (segment.afterCompacted !== undefined)
+            afterCompacted.push({
+              claim,
+              previousCrc32: links.previousCrc32,
+              compacted: segment.afterCompacted,
+            });
         }
       } catch (error) {
         if (ObjectCorruptError.isInstance(error)) {
@@ -440,7 +462,29 @@ async function checkObjectsDeep(
     counters.objectsDone += 1;
     counters.report('objects', claim.key);
   }
+  for (const { claim, previousCrc32, compacted } of afterCompacted) {
+    const chainEnd = chainEnds.get(compacted);
+    if (chainEnd === undefined) continue;
+    try {
+      checkLinkAfterCompacted(claim.key, previousCrc32, chainEnd);
+    } catch (error) {
+      if (!ObjectCorruptError.isInstance(error)) throw error;
+      blame(states, claim, { kind: 'object-encoding', key: claim.key, message: error.message });
+    }
+  }
   return bytesRead;
+}
+
+/** `{ afterCompacted }` naming the entry before `index` when it is a compacted one; `{}` otherwise. */
+function compactedBefore(
+  prefix: string,
+  manifest: Manifest,
+  index: number,
+): { afterCompacted?: string } {
+  const before = index > 0 ? manifest.segments[index - 1] : undefined;
+  return before !== undefined && parseSegmentKey(prefix, before.key)?.layout === 'compacted'
+    ? { afterCompacted: before.key }
+    : {};
 }
 
 /**

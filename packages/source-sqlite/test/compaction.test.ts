@@ -11,10 +11,11 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { BackupWorker, type BackupWorkerOptions } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
-import { parseManifest, parseSegmentKey } from '@x/manifest';
-import { listRestorePoints, restore } from '@x/restore';
+import { crc32Hex, parseManifest, parseSegmentKey } from '@x/manifest';
+import { listRestorePoints, restore, verify } from '@x/restore';
 import { MemoryStore } from '@x/store';
 import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
+import { decodeSegmentObject, encodeSegmentObject } from '@x/wal-segment';
 import { describe, expect, it } from 'vitest';
 import { sqliteContentHash } from '../src/content-hash.ts';
 import { sqliteCommitAtTime } from '../src/restore-point-at-time.ts';
@@ -225,6 +226,57 @@ describe('compaction of the commit log (SQLite)', () => {
     expect(contentHashOf(join(target, 'app.db'), sqliteContentHash)).toBe(
       contentHashOf(path, sqliteContentHash),
     );
+  });
+
+  it('refuses a compacted object whose chain end is not where the next entry begins', async () => {
+    const { directory, clock, store, worker, update } = await setUp({
+      compactionLevels: [30_000],
+    });
+    for (let step = 0; step < 10; step += 1) {
+      update(1 + step);
+      await stepSettled(worker);
+      clock.advance(5_000);
+    }
+    const { point, manifest } = await newestManifest(store);
+    const at = manifest.segments.findIndex(
+      (s, i) =>
+        parseSegmentKey('p', s.key)!.layout === 'compacted' && i + 1 < manifest.segments.length,
+    );
+    expect(at).toBeGreaterThanOrEqual(0);
+    // The object re-encoded with another chain end, and the manifest
+    // rewritten to its size and CRC-32: every other check passes.
+    const entry = manifest.segments[at]!;
+    const { header, body } = decodeSegmentObject((await store.get(entry.key))!.body);
+    const forged = encodeSegmentObject(body, {
+      codec: header.codec,
+      kind: header.kind,
+      generation: header.generation,
+      start: header.start,
+      end: header.end,
+      commits: header.commits,
+      previousCrc32: header.previousCrc32,
+      lineage: header.lineage,
+      decodedLength: header.decodedLength,
+      chainEndCrc32: (header.chainEndCrc32! ^ 1) >>> 0,
+    });
+    await store.put(entry.key, forged);
+    const json = JSON.parse(new TextDecoder().decode((await store.get(point.manifestKey))!.body));
+    json.segments[at].size = forged.byteLength;
+    json.segments[at].crc32 = crc32Hex(forged);
+    await store.put(point.manifestKey, new TextEncoder().encode(JSON.stringify(json)));
+    const next = manifest.segments[at + 1]!.key;
+    const refused = await restoredHash(store, directory, 'forged', {}).then(
+      () => 'restored',
+      (error: Error) => error.message,
+    );
+    expect(refused).toContain(next);
+    expect(refused).toContain('previousCrc32');
+    expect(refused).toContain('compacted object before it');
+    // verify --deep finds it too, and blames the restore point.
+    const verified = await verify(store, 'p', { deep: true });
+    expect(verified.ok).toBe(false);
+    const blamed = verified.manifests.find((m) => m.key === point.manifestKey)!;
+    expect(blamed.problems.map((p) => [p.kind, p.key])).toContainEqual(['object-encoding', next]);
   });
 
   it('by default merges each 30 s of fine segments; off keeps every one', async () => {
