@@ -26,7 +26,7 @@ import {
 import { findUnnamedNewerDataAfter } from '@x/restore';
 import { FramedDirSource, restoreFramedStore } from '@x/source-framed';
 import type { ObjectStore } from '@x/store';
-import { decodeSegmentObject, encodeSegmentObject } from '@x/wal-segment';
+import { decodeSegmentObject, encodeSegmentObject, segmentObjectFieldsOf } from '@x/wal-segment';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FramedTestEngine } from './helpers/framed-engine.ts';
 import { realStoreCases } from './helpers/real-stores.ts';
@@ -91,16 +91,7 @@ async function reencode(
   change: { previousCrc32?: number; lineage?: string },
 ): Promise<void> {
   const { header, body } = decodeSegmentObject((await store.get(key))!.body);
-  const bytes = encodeSegmentObject(body, {
-    codec: header.codec,
-    kind: header.kind,
-    generation: header.generation,
-    start: header.start,
-    end: header.end,
-    commits: header.commits,
-    previousCrc32: change.previousCrc32 ?? header.previousCrc32,
-    lineage: change.lineage ?? header.lineage,
-  });
+  const bytes = encodeSegmentObject(body, { ...segmentObjectFieldsOf(header), ...change });
   await store.delete(key);
   await store.put(key, bytes);
 }

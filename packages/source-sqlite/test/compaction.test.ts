@@ -15,7 +15,7 @@ import { crc32Hex, parseManifest, parseSegmentKey } from '@x/manifest';
 import { listRestorePoints, restore, verify } from '@x/restore';
 import { MemoryStore } from '@x/store';
 import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
-import { decodeSegmentObject, encodeSegmentObject } from '@x/wal-segment';
+import { decodeSegmentObject, encodeSegmentObject, segmentObjectFieldsOf } from '@x/wal-segment';
 import { describe, expect, it } from 'vitest';
 import { sqliteContentHash } from '../src/content-hash.ts';
 import { sqliteCommitAtTime } from '../src/restore-point-at-time.ts';
@@ -248,15 +248,7 @@ describe('compaction of the commit log (SQLite)', () => {
     const entry = manifest.segments[at]!;
     const { header, body } = decodeSegmentObject((await store.get(entry.key))!.body);
     const forged = encodeSegmentObject(body, {
-      codec: header.codec,
-      kind: header.kind,
-      generation: header.generation,
-      start: header.start,
-      end: header.end,
-      commits: header.commits,
-      previousCrc32: header.previousCrc32,
-      lineage: header.lineage,
-      decodedLength: header.decodedLength,
+      ...segmentObjectFieldsOf(header),
       chainEndCrc32: (header.chainEndCrc32! ^ 1) >>> 0,
     });
     await store.put(entry.key, forged);

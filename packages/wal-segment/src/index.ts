@@ -30,6 +30,7 @@ export {
   type SegmentObjectFields,
   type SegmentObjectHeader,
   type SegmentObjectKind,
+  segmentObjectFieldsOf,
 } from './segment-object.ts';
 export {
   type BufferedSegmentObject,

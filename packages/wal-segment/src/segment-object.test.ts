@@ -10,6 +10,7 @@ import {
   SEGMENT_OBJECT_MAX_HEADER_BYTES,
   SegmentObjectError,
   type SegmentObjectFields,
+  segmentObjectFieldsOf,
 } from './segment-object.ts';
 import { decodeSegmentObjectStream } from './segment-object-stream.ts';
 
@@ -403,6 +404,18 @@ describe('a compacted object (kind 2)', () => {
       headerBytes: 53 + 5 + 12 + 4,
     });
     expect(stored[9]).toBe(2);
+  });
+
+  it('re-encodes from its header: segmentObjectFieldsOf gives the fields of every kind', () => {
+    for (const [fields, body] of [
+      [COMPACTED, merged],
+      [FIELDS, HELLO],
+      [{ ...FIELDS, kind: 'snapshot', start: 0, end: 5, previousCrc32: 0 }, HELLO],
+    ] as const) {
+      const { header } = decodeSegmentObject(encodeSegmentObject(body, fields));
+      const again = decodeSegmentObject(encodeSegmentObject(body, segmentObjectFieldsOf(header)));
+      expect(again.header).toEqual(header);
+    }
   });
 
   it('streams like the other kinds, bounded by its decoded length', async () => {

@@ -380,6 +380,28 @@ function readU53(view: DataView, offset: number, field: string): number {
 }
 
 /**
+ * The fields that encode an object with `header`'s values again: all but
+ * what encoding computes (version, body CRC, header length; the decoded
+ * length of a fine segment or snapshot). For a tool or a test that rewrites
+ * an object's body or one of its fields and keeps the rest.
+ */
+export function segmentObjectFieldsOf(header: SegmentObjectHeader): SegmentObjectFields {
+  const fields: SegmentObjectFields = {
+    codec: header.codec,
+    kind: header.kind,
+    generation: header.generation,
+    start: header.start,
+    end: header.end,
+    commits: header.commits,
+    previousCrc32: header.previousCrc32,
+    lineage: header.lineage,
+  };
+  return header.chainEndCrc32 === null
+    ? fields
+    : { ...fields, decodedLength: header.decodedLength, chainEndCrc32: header.chainEndCrc32 };
+}
+
+/**
  * The header of an envelope, checked: magic, header length, header CRC,
  * version, codec, encryption, kind, lineage and the field ranges. Needs only
  * the first `headerBytes` bytes (at most {@link SEGMENT_OBJECT_MAX_HEADER_BYTES});
