@@ -255,6 +255,25 @@ describe('restorableWindow and windowLine', () => {
     expect(line).toContain('spans 2 lineages');
   });
 
+  it("names the granularity of the latest restore point's compacted log, run by run", () => {
+    const compacted = point({
+      commitSeq: 40,
+      restorableFrom: 4,
+      latest: true,
+      granularity: [
+        { level: 2, after: 4, to: 20, objects: 2 },
+        { level: 1, after: 20, to: 30, objects: 1 },
+        { level: 0, after: 30, to: 40, objects: 5 },
+      ],
+    });
+    const window = restorableWindow([compacted], compacted, 0)!;
+    expect(window.granularity).toEqual(compacted.granularity);
+    expect(windowLine(window)).toContain(
+      "the latest restore point's log after its snapshot: commits 5..20 only at the ends of its 2 objects (level 2), commits 21..30 only at its end (level 1), commits 31..40 exact (fine segments); exact to the commit where",
+    );
+    expect(windowLine(restorableWindow([first, second], second, 0))).not.toContain('log after');
+  });
+
   it('a sound point above what LATEST reaches is named; nothing sound gives no window', () => {
     const window = restorableWindow([first, second], first, 0)!;
     expect(window.latest.commitSeq).toBe(10);

@@ -1,4 +1,9 @@
-export { listRestorePoints, type RestorePointInfo } from './list-restore-points.ts';
+export {
+  type GranularityRun,
+  granularityRuns,
+  listRestorePoints,
+  type RestorePointInfo,
+} from './list-restore-points.ts';
 export type { RestoreMaterializer, StagedRestore, WalCutter } from './materializer.ts';
 export type { RestoreProgress, VerifyProgress } from './progress.ts';
 export {

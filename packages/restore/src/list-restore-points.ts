@@ -10,6 +10,7 @@
  * CRC-32). A manifest that cannot be read or is unsafe is listed with its
  * problems instead of failing the listing; store failures and aborts throw.
  */
+import { type Manifest, parseSegmentKey } from '@x/manifest';
 import { normalizePrefix, type ObjectStore } from '@x/store';
 import { RestoreOptionsError, RestorePointRejectedError } from './restore-errors.ts';
 import { messageOf } from './restore-point-checks.ts';
@@ -54,6 +55,46 @@ export interface RestorePointInfo {
   readonly snapshotTime?: string | null;
   /** The recorded commit time of its newest state (at `commitSeq`); `null` when unknown. */
   readonly commitTime?: string | null;
+  /**
+   * How finely its commit log can be restored, as runs of one granularity,
+   * oldest first; present only when it names a compacted object. See
+   * {@link GranularityRun}.
+   */
+  readonly granularity?: readonly GranularityRun[];
+}
+
+/**
+ * Consecutive entries of a restore point's commit log of one level: after
+ * commit `after`, up to commit `to`. Level 0: fine segments, every commit
+ * restorable (a batch shipped while behind aside). Level n ≥ 1: compacted
+ * objects of level n, each restorable only at its end (`objects` ends).
+ */
+export interface GranularityRun {
+  readonly level: number;
+  readonly after: number;
+  readonly to: number;
+  readonly objects: number;
+}
+
+/** The runs of `manifest`'s chain from `restorableFrom` on; `undefined` when nothing is compacted. */
+export function granularityRuns(
+  prefix: string,
+  manifest: Manifest,
+  restorableFrom: number,
+): GranularityRun[] | undefined {
+  const runs: { level: number; after: number; to: number; objects: number }[] = [];
+  let at = restorableFrom;
+  for (const segment of manifest.segments) {
+    const parsed = parseSegmentKey(prefix, segment.key);
+    const level = parsed?.layout === 'compacted' ? parsed.level : 0;
+    const last = runs.at(-1);
+    if (last !== undefined && last.level === level) {
+      last.to += segment.frames;
+      last.objects += 1;
+    } else runs.push({ level, after: at, to: at + segment.frames, objects: 1 });
+    at += segment.frames;
+  }
+  return runs.some((run) => run.level > 0) ? runs : undefined;
 }
 
 /**
@@ -119,6 +160,7 @@ export async function listRestorePoints(
     for (const entry of manifest.files) sizeBytes += entry.size;
     for (const entry of manifest.segments) sizeBytes += entry.size;
     const problems = objectProblems.get(listed.key) ?? [];
+    const granularity = granularityRuns(normalized, manifest, point.restorableFrom);
     points.push({
       manifestKey: listed.key,
       commitSeq: manifest.commitSeq,
@@ -135,6 +177,7 @@ export async function listRestorePoints(
       formatVersion: manifest.formatVersion,
       snapshotTime: manifest.snapshotTime ?? null,
       commitTime: manifest.commitTime ?? null,
+      ...(granularity === undefined ? {} : { granularity }),
     });
   }
   return points;

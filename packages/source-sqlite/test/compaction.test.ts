@@ -124,6 +124,15 @@ describe('compaction of the commit log (SQLite)', () => {
     for (let i = 1; i < levels.length; i += 1)
       if (levels[i]! > 0) expect(levels[i]!).toBeLessThanOrEqual(levels[i - 1]!);
 
+    // What ls shows of it: runs of one level, levels falling, contiguous up
+    // to the restore point's commit, the fine tail last; each compacted
+    // object's end is a boundary that restores (checked below).
+    const runs = point.granularity!;
+    expect(runs.map((run) => run.level)).toEqual([...new Set(levels)].sort((a, b) => b - a));
+    for (let i = 1; i < runs.length; i += 1) expect(runs[i]!.after).toBe(runs[i - 1]!.to);
+    expect(runs.at(-1)!.to).toBe(point.commitSeq);
+    expect(runs.reduce((n, run) => n + run.objects, 0)).toBe(manifest.segments.length);
+
     // The latest state, exactly.
     expect(await restoredHash(store, directory, 'latest', {})).toBe(hashes.get(point.commitSeq));
 

@@ -15,7 +15,7 @@
  * the rolled segments' commit records, which ls does not download: their
  * time is reported as unknown here, never guessed.
  */
-import type { RestorePointInfo } from '@x/restore';
+import type { GranularityRun, RestorePointInfo } from '@x/restore';
 
 /** What the listing tells about the engine, from the times its manifests record. */
 export type WindowEngine = 'sqlite' | 'framed' | 'unknown';
@@ -47,6 +47,8 @@ export interface RestorableWindow {
   readonly lineages: readonly string[];
   /** The highest commit of a sound restore point above `latest` (LATEST does not name it), if any. */
   readonly unnamedAbove?: number;
+  /** The granularity of the latest restore point's commit log, when it names compacted objects. */
+  readonly granularity?: readonly GranularityRun[];
 }
 
 type SoundPoint = RestorePointInfo & { readonly restorableFrom: number };
@@ -123,7 +125,16 @@ export function restorableWindow(
     gaps,
     lineages,
     ...(above > latestCommit ? { unnamedAbove: above } : {}),
+    ...(base.granularity === undefined ? {} : { granularity: base.granularity }),
   };
+}
+
+/** One run of the latest restore point's log, as `windowLine` says it. */
+function runText(run: GranularityRun): string {
+  const range = `commits ${run.after + 1}..${run.to}`;
+  if (run.level === 0) return `${range} exact (fine segments)`;
+  const ends = run.objects === 1 ? 'its end' : `the ends of its ${run.objects} objects`;
+  return `${range} only at ${ends} (level ${run.level})`;
 }
 
 const UNKNOWN: Record<NonNullable<WindowEdge['timeUnknown']>, string> = {
@@ -174,6 +185,10 @@ export function windowLine(window: RestorableWindow | null): string {
   if (window.lineages.length > 1)
     parts.push(
       `spans ${window.lineages.length} lineages (restore --commit and --time reach every lineage listed)`,
+    );
+  if (window.granularity !== undefined)
+    parts.push(
+      `the latest restore point's log after its snapshot: ${window.granularity.map(runText).join(', ')}`,
     );
   parts.push(GRANULARITY[window.engine]);
   return `WINDOW: ${parts.join('; ')}`;
