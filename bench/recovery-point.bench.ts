@@ -16,8 +16,9 @@
  *    after the kill (the writer too): seconds from the spawn to its lease
  *    (`backup.lease_taken`) and to its first restore point
  *    (`backup.restore_point_written`), as its log lines arrive.
- * 3. Requests per hour, from backupd's `/metrics` (`backupd_requests_total`,
- *    every operation): over `RECOVERY_POINT_PHASE_SECONDS` (default 60) at a
+ * 3. Requests and bytes sent per hour, from backupd's `/metrics`
+ *    (`backupd_requests_total`, every operation; `backupd_bytes_total`,
+ *    direction `out`: request bodies as sent, compaction's included): over `RECOVERY_POINT_PHASE_SECONDS` (default 60) at a
  *    steady 10 commits/s, then as long idle (the writer stopped); each phase
  *    after a 10 s warm-up that is not counted.
  *
@@ -150,16 +151,24 @@ class Replicate {
     return typeof listening?.line.url === 'string' ? `${listening.line.url}/metrics` : undefined;
   }
 
-  /** Every object-store request so far (`backupd_requests_total`, all operations). */
-  async requests(): Promise<number> {
+  /**
+   * Every object-store request so far (`backupd_requests_total`, all
+   * operations) and every byte sent to the store (`backupd_bytes_total`,
+   * direction `out`).
+   */
+  async traffic(): Promise<Traffic> {
     const at = this.metricsUrl();
     if (at === undefined) throw new Error('backupd replicate has not said where it listens');
     const text = await (await fetch(at, { signal: AbortSignal.timeout(5000) })).text();
-    let total = 0;
-    for (const line of text.split('\n'))
-      if (line.startsWith('backupd_requests_total{'))
-        total += Number(line.slice(line.lastIndexOf(' ') + 1));
-    return total;
+    let requests = 0;
+    let bytesOut = 0;
+    for (const line of text.split('\n')) {
+      const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+      if (line.startsWith('backupd_requests_total{')) requests += value;
+      else if (line.startsWith('backupd_bytes_total{') && line.includes('direction="out"'))
+        bytesOut += value;
+    }
+    return { requests, bytesOut };
   }
 
   async kill(): Promise<void> {
@@ -254,18 +263,28 @@ async function trial(state: State, directory: string, index: number): Promise<Tr
 }
 
 /** Requests per hour over one phase, after a 10 s warm-up that is not counted. */
-async function requestsPerHour(replicate: Replicate, seconds: number): Promise<number> {
+interface Traffic {
+  readonly requests: number;
+  readonly bytesOut: number;
+}
+
+/** Requests and bytes sent per hour over `seconds`, after a 10 s warm-up. */
+async function trafficPerHour(replicate: Replicate, seconds: number): Promise<Traffic> {
   await sleep(10_000);
-  const before = await replicate.requests();
+  const before = await replicate.traffic();
   const started = performance.now();
   await sleep(seconds * 1000);
-  const after = await replicate.requests();
-  return ((after - before) * 3600) / ((performance.now() - started) / 1000);
+  const after = await replicate.traffic();
+  const hours = (performance.now() - started) / 1000 / 3600;
+  return {
+    requests: (after.requests - before.requests) / hours,
+    bytesOut: (after.bytesOut - before.bytesOut) / hours,
+  };
 }
 
 export const benchmark = defineBenchmark<State>({
   name: 'recovery-point',
-  description: `host loss on the local S3 server at the defaults: ${TRIALS} trials of a ${RATE} commits/s writer and backupd replicate SIGKILLed together, then restore (commits and seconds lost), the restart's time to its lease and first restore point, and requests per hour at 10 commits/s and idle`,
+  description: `host loss on the local S3 server at the defaults: ${TRIALS} trials of a ${RATE} commits/s writer and backupd replicate SIGKILLed together, then restore (commits and seconds lost), the restart's time to its lease and first restore point, and requests and MB sent per hour at 10 commits/s and idle`,
   runs: 1,
   async setup(context) {
     const started = await startTestServers({ only: ['versitygw'] });
@@ -293,17 +312,20 @@ export const benchmark = defineBenchmark<State>({
     const target = url(state.server, `recovery-point-requests-${randomBytes(6).toString('hex')}`);
     const writer = startWriter(database, 10);
     const replicate = new Replicate(database, target, state.server);
-    let loaded: number;
-    let idle: number;
+    let loaded: Traffic;
+    let idle: Traffic;
     try {
       await replicate.secondsTo('backup.restore_point_written');
-      loaded = await requestsPerHour(replicate, PHASE_SECONDS);
+      loaded = await trafficPerHour(replicate, PHASE_SECONDS);
       await killProcess(writer);
-      idle = await requestsPerHour(replicate, PHASE_SECONDS);
+      idle = await trafficPerHour(replicate, PHASE_SECONDS);
     } finally {
       await Promise.all([killProcess(writer), replicate.stop()]);
     }
-    context.log(`requests per hour: ${loaded.toFixed(0)} at 10 commits/s, ${idle.toFixed(0)} idle`);
+    const mb = (bytes: number) => (bytes / 1e6).toFixed(2);
+    context.log(
+      `per hour: ${loaded.requests.toFixed(0)} requests and ${mb(loaded.bytesOut)} MB sent at 10 commits/s, ${idle.requests.toFixed(0)} requests and ${mb(idle.bytesOut)} MB idle`,
+    );
 
     const restored = trials.filter((entry) => entry.restoreRefused === undefined);
     if (restored.length === 0) throw new Error('every restore was refused');
@@ -330,8 +352,10 @@ export const benchmark = defineBenchmark<State>({
         's',
       ),
       'restores refused': lower(trials.length - restored.length, 'trials'),
-      'requests per hour at 10 commits/s': lower(loaded, 'requests/h'),
-      'requests per hour idle': lower(idle, 'requests/h'),
+      'requests per hour at 10 commits/s': lower(loaded.requests, 'requests/h'),
+      'requests per hour idle': lower(idle.requests, 'requests/h'),
+      'MB sent per hour at 10 commits/s': lower(loaded.bytesOut / 1e6, 'MB/h'),
+      'MB sent per hour idle': lower(idle.bytesOut / 1e6, 'MB/h'),
     };
     console.log(JSON.stringify({ benchmark: 'recovery-point', trials, measured }, null, 2));
     return measured;

@@ -22,7 +22,6 @@
  * `SQLITE_APP_SECONDS` sets the phase length (default 20).
  */
 import { spawn } from 'node:child_process';
-import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -29,7 +29,7 @@
  * `BACKUPD_SNAPSHOT_INTERVAL=1m` to see scheduled snapshots within minutes).
  */
 import { spawn } from 'node:child_process';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
