@@ -12,6 +12,7 @@ import { basename, dirname, join } from 'node:path';
 import {
   type LatestFallback,
   NoRestorePointError,
+  ObjectMissingError,
   RestoreTargetNotEmptyError,
   type RolledForward,
   restore,
@@ -73,33 +74,75 @@ export interface DatabaseRestoreResult {
   readonly rolledForward?: RolledForward;
 }
 
+/** What a time search chose: the restore point and commit, and whether to roll forward into it. */
+interface TimeChoice {
+  readonly manifestKey: string;
+  readonly commitSeq: number;
+  readonly rollForward: boolean;
+}
+
+/** The newest commit at or before `time` (commit times live in the shipped commit records). */
+async function chooseByTime(
+  store: ObjectStore,
+  prefix: string,
+  time: number,
+  signal: AbortSignal | undefined,
+): Promise<TimeChoice> {
+  const found = await sqliteCommitAtTime(store, prefix, time, signal ? { signal } : {});
+  if (found === null) {
+    throw new NoRestorePointError(
+      prefix,
+      `no restore point holds a commit at or before ${new Date(time).toISOString()}`,
+    );
+  }
+  // A time past the newest restore point, among the chained segments after it.
+  return {
+    manifestKey: found.manifestKey,
+    commitSeq: found.commitSeq,
+    rollForward: found.rollForward === true,
+  };
+}
+
+/**
+ * Attempts at a restore by time whose restore point retention retired while
+ * it was read (a compaction superseded it): the time is searched again, and
+ * when that names another restore point the restore starts over from it.
+ * A restore by commit or of the latest state gets the same from `@x/restore`.
+ */
+const TIME_SEARCH_ATTEMPTS = 3;
+
 export async function restoreDatabase(
   store: ObjectStore,
   prefix: string,
   target: string,
   options: DatabaseRestoreOptions,
 ): Promise<DatabaseRestoreResult> {
-  let { manifestKey, commitSeq } = options;
-  let rollForward = false;
-  if (options.time !== undefined) {
-    // Commit times live in the shipped commit records: find the newest commit at or before it.
-    const found = await sqliteCommitAtTime(
-      store,
-      prefix,
-      options.time,
-      options.signal ? { signal: options.signal } : {},
-    );
-    if (found === null) {
-      throw new NoRestorePointError(
-        prefix,
-        `no restore point holds a commit at or before ${new Date(options.time).toISOString()}`,
-      );
+  const { time } = options;
+  if (time === undefined) return restoreChoice(store, prefix, target, options, undefined);
+  let choice = await chooseByTime(store, prefix, time, options.signal);
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await restoreChoice(store, prefix, target, options, choice);
+    } catch (error) {
+      if (attempt >= TIME_SEARCH_ATTEMPTS || !ObjectMissingError.isInstance(error)) throw error;
+      const again = await chooseByTime(store, prefix, time, options.signal).catch(() => null);
+      if (again === null || again.manifestKey === error.manifestKey) throw error;
+      choice = again;
     }
-    manifestKey = found.manifestKey;
-    commitSeq = found.commitSeq;
-    // A time past the newest restore point, among the chained segments after it.
-    rollForward = found.rollForward === true;
   }
+}
+
+/** One restore: of `choice` when the time chose it, else of what the options name. */
+async function restoreChoice(
+  store: ObjectStore,
+  prefix: string,
+  target: string,
+  options: DatabaseRestoreOptions,
+  choice: TimeChoice | undefined,
+): Promise<DatabaseRestoreResult> {
+  const manifestKey = choice?.manifestKey ?? options.manifestKey;
+  const commitSeq = choice?.commitSeq ?? options.commitSeq;
+  const rollForward = choice?.rollForward ?? false;
   let result: Awaited<ReturnType<typeof restore>>;
   // What the rebuilt database holds, from the records applied (so it is
   // right for every way of choosing, a roll-forward included).

@@ -14,7 +14,6 @@ import { FakeClock } from '@x/lease';
 import { crc32Hex, parseManifest, parseSegmentKey } from '@x/manifest';
 import { listRestorePoints, restore, verify } from '@x/restore';
 import { MemoryStore } from '@x/store';
-import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
 import { decodeSegmentObject, encodeSegmentObject, segmentObjectFieldsOf } from '@x/wal-segment';
 import { describe, expect, it } from 'vitest';
 import { sqliteContentHash } from '../src/content-hash.ts';
@@ -185,56 +184,6 @@ describe('compaction of the commit log (SQLite)', () => {
     expect(found).not.toBeNull();
     expect(found!.commitSeq).toBeLessThanOrEqual(someCommit);
     expect(found!.commitTime).toBeLessThanOrEqual(someTime + 1);
-  });
-
-  it('a restore of the latest state whose restore point a compaction retires under it restores the newer one', async () => {
-    const { directory, path, clock, store, worker, update } = await setUp({
-      compactionLevels: [30_000],
-    });
-    let step = 0;
-    const advance = async () => {
-      update(1 + (step % 32));
-      step += 1;
-      await stepSettled(worker);
-      clock.advance(5_000);
-    };
-    for (let i = 0; i < 3; i += 1) await advance();
-    // The restore's first read of a commit-log object waits while the
-    // worker goes on until retention deleted a segment of the restore point
-    // the restore picked (a compaction replaced it).
-    let picked: string | undefined;
-    let raced = false;
-    const racing = new (class extends ForwardingStore {
-      protected override async intercept<T>(
-        operation: StoreOperation,
-        key: string,
-        _signal: AbortSignal | undefined,
-        proceed: () => Promise<T>,
-      ): Promise<T> {
-        const read = operation === 'get' || operation === 'getStream';
-        if (read && key.startsWith('p/manifest/')) picked ??= key;
-        if (read && key.startsWith('p/wal/') && !raced) {
-          raced = true;
-          const names = parseManifest((await store.get(picked!))!.body, { prefix: 'p' }).segments;
-          for (let i = 0; i < 60; i += 1) {
-            const left = await Promise.all(names.map((s) => store.head(s.key)));
-            if (left.some((object) => object === null)) break;
-            await advance();
-          }
-        }
-        return proceed();
-      }
-    })(store);
-    const target = join(directory, 'raced');
-    const result = await restore(racing, 'p', target, {
-      materializer: sqliteMaterializer({ databaseName: 'app.db' }),
-    });
-    expect(raced).toBe(true);
-    expect(await store.get(picked!)).toBeNull();
-    expect(result.manifestKey).not.toBe(picked);
-    expect(contentHashOf(join(target, 'app.db'), sqliteContentHash)).toBe(
-      contentHashOf(path, sqliteContentHash),
-    );
   });
 
   it('refuses a compacted object whose chain end is not where the next entry begins', async () => {
