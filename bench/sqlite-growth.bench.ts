@@ -8,9 +8,10 @@
  *
  * At each uptime mark (seconds since the replicate started) it reports:
  * - `bucket ÷ db`: bytes under the prefix ÷ the database file's bytes;
- * - `upload MB/h`: the prefix's growth since the previous mark, per hour
- *   (nothing is deleted inside the default 24 h window, so growth is what was
- *   uploaded);
+ * - `prefix growth MB/h`: the prefix's growth since the previous mark, per
+ *   hour: what was uploaded less what retention deleted (compaction deletes
+ *   the fine objects it replaced, so it can be negative; `recovery-point`
+ *   measures bytes sent from backupd's metrics);
  * - `restore read ÷ db`: bytes of the objects the newest restore point names
  *   (what `backupd restore` of the latest state downloads) ÷ the database;
  * - `restore s`: wall time of `backupd restore` of the latest state, a process
@@ -138,7 +139,7 @@ async function oneRate(
       checkRestoredRows(restored);
       const label = `${rate}/s ${mark}s`;
       measured[`${label} bucket ÷ db`] = lowerIsBetter(total / databaseBytes, '×');
-      measured[`${label} upload MB/h`] = lowerIsBetter(
+      measured[`${label} prefix growth MB/h`] = lowerIsBetter(
         ((total - previous.bytes) / 1e6 / (atS - previous.atS)) * 3600,
         'MB/h',
       );
