@@ -220,6 +220,7 @@ export class BackupWorker {
       manifestIntervalMs,
       runSignal: () => this.#runAbort.signal,
       defer: (why) => this.#defer(why),
+      stored: (key, bytes) => this.#compaction.remember(key, bytes),
     });
     const levelsMs = options.compactionLevels ?? DEFAULT_COMPACTION_LEVELS_MS;
     const levelsProblem = compactionLevelsProblem(levelsMs);

@@ -25,6 +25,11 @@
  *   runs, and its result is applied at a step's start only if the run is
  *   still in the chain, unchanged, in the same generation.
  *
+ * Requests: an input this tenure wrote is taken from memory (up to
+ * {@link COMPACTION_INPUT_CACHE_BYTES}, the newest kept), so a merge
+ * usually costs one PUT; after a restart, or past that bound, inputs are
+ * downloaded.
+ *
  * Limits: the merge holds the newest version of every page the run touched
  * in memory (at most the database's size, and the compactor's own cap);
  * past the cap the run is left uncompacted and the failure logged.
@@ -41,6 +46,7 @@ import type { WorkerContext } from './context.ts';
 import { BackupError, CompactionInputError, messageOf } from './errors.ts';
 import { restorePointBaseCommits } from './restore-point-builder.ts';
 import type { LogCompactor } from './source.ts';
+import { StoredObjectCache } from './stored-object-cache.ts';
 import type { Generation } from './tenure.ts';
 
 /** A stored compacted object, ready to replace `inputs` in generation `generation`'s chain. */
@@ -54,6 +60,12 @@ interface CompactedRun {
 
 /** How long a failed compaction waits before the next attempt: 1 min. */
 export const COMPACTION_RETRY_MS = 60_000;
+
+/**
+ * Stored bytes of the objects this tenure wrote that a compaction may take
+ * as inputs instead of downloading them: 32 MiB at most.
+ */
+export const COMPACTION_INPUT_CACHE_BYTES = 32 * 1024 * 1024;
 
 export interface CompactionOptions {
   /** Level intervals in ms, ascending; empty: no compaction. */
@@ -71,6 +83,9 @@ export class LogCompaction {
   #stopped = false;
   /** When each chain entry was first seen in the chain (the step that shipped it, or the first step after a restart). */
   readonly #shippedAt = new Map<string, number>();
+  /** What this tenure stored, for inputs not to be downloaded again; dropped at a new tenure. */
+  readonly #stored = new StoredObjectCache(COMPACTION_INPUT_CACHE_BYTES);
+  #storedTenure: unknown = null;
 
   constructor(ctx: WorkerContext, options: CompactionOptions) {
     this.#ctx = ctx;
@@ -79,6 +94,23 @@ export class LogCompaction {
 
   get enabled(): boolean {
     return this.#options.levelsMs.length > 0;
+  }
+
+  /**
+   * The stored bytes of a commit-log object just written (a fine segment, or
+   * a compacted object), kept for a later compaction (nothing when off).
+   */
+  remember(key: string, stored: Uint8Array): void {
+    if (this.enabled) this.#storedCache().remember(key, stored);
+  }
+
+  /** The cache of the current tenure: a new tenure starts it empty. */
+  #storedCache(): StoredObjectCache {
+    if (this.#storedTenure !== this.#ctx.tenure) {
+      this.#stored.clear();
+      this.#storedTenure = this.#ctx.tenure;
+    }
+    return this.#stored;
   }
 
   /** No compaction from now on (a shutdown): one in flight ends before its next request. */
@@ -229,6 +261,7 @@ export class LogCompaction {
     const crc32 = crc32Hex(stored);
     if (this.#stopped) throw new BackupError('the worker is stopping');
     await requests.putImmutable(key, stored, crc32);
+    this.remember(key, stored);
     this.#ctx.logger.info('backup.log_compacted', {
       walGeneration: generation.number,
       level: run.level,
@@ -248,7 +281,10 @@ export class LogCompaction {
     };
   }
 
-  /** One input, downloaded and checked against its entry (see the module comment). */
+  /**
+   * One input, taken from what this tenure stored or else downloaded, and
+   * checked against its entry either way (see the module comment).
+   */
   async #readInput(
     generation: number,
     entry: SegmentEntry,
@@ -256,7 +292,9 @@ export class LogCompaction {
     const range = parseSegmentKey(this.#ctx.prefix, entry.key);
     if (range === undefined || range.layout === 'raw')
       throw new CompactionInputError(entry.key, 'not a segment in the object envelope');
-    const object = await this.#ctx.requests.get(entry.key);
+    const cached = this.#storedCache().take(entry.key);
+    const object =
+      cached === undefined ? await this.#ctx.requests.get(entry.key) : { body: cached };
     if (object === null) throw new CompactionInputError(entry.key, 'missing from the bucket');
     if (object.body.byteLength !== entry.size || crc32Hex(object.body) !== entry.crc32)
       throw new CompactionInputError(

@@ -1,6 +1,6 @@
 export { RENEW_RETRY_MS } from '@x/lease';
 export { BackupWorker } from './backup-worker.ts';
-export { COMPACTION_RETRY_MS } from './compaction.ts';
+export { COMPACTION_INPUT_CACHE_BYTES, COMPACTION_RETRY_MS } from './compaction.ts';
 export {
   type ChainEntryInfo,
   type CompactionRun,

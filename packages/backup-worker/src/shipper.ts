@@ -60,6 +60,8 @@ export interface ShipperOptions {
   runSignal(): AbortSignal;
   /** Records why this step defers (not a failure). */
   defer(why: string): void;
+  /** A `.seg` segment was stored: its key and stored bytes (for the compaction). */
+  stored?(key: string, bytes: Uint8Array): void;
 }
 
 export class Shipper {
@@ -336,6 +338,7 @@ export class Shipper {
         throw error;
       }
       if (this.#ctx.tenure.current !== generation) return;
+      this.#options.stored?.(key, stored);
       generation.cursor = range.end;
       generation.segments.push({
         key,

@@ -13,7 +13,8 @@ import { BackupWorker, type BackupWorkerOptions } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
 import { crc32Hex, parseManifest, parseSegmentKey } from '@x/manifest';
 import { listRestorePoints, restore, verify } from '@x/restore';
-import { MemoryStore } from '@x/store';
+import { MemoryStore, type ObjectStore } from '@x/store';
+import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
 import { decodeSegmentObject, encodeSegmentObject, segmentObjectFieldsOf } from '@x/wal-segment';
 import { describe, expect, it } from 'vitest';
 import { sqliteContentHash } from '../src/content-hash.ts';
@@ -26,7 +27,10 @@ const workspace = testWorkspace();
 
 const START = Date.UTC(2026, 0, 1);
 
-async function setUp(options: Partial<BackupWorkerOptions>) {
+async function setUp(
+  options: Partial<BackupWorkerOptions>,
+  wrap: (store: MemoryStore) => ObjectStore = (store) => store,
+) {
   const directory = workspace.directory('compaction');
   const path = join(directory, 'app.db');
   const application = new DatabaseSync(path, { timeout: 5000 });
@@ -45,7 +49,7 @@ async function setUp(options: Partial<BackupWorkerOptions>) {
   workspace.onCleanup(() => source.close());
   const store = new MemoryStore();
   const worker = new BackupWorker({
-    store,
+    store: wrap(store),
     prefix: 'p',
     source,
     clock,
@@ -184,6 +188,34 @@ describe('compaction of the commit log (SQLite)', () => {
     expect(found).not.toBeNull();
     expect(found!.commitSeq).toBeLessThanOrEqual(someCommit);
     expect(found!.commitTime).toBeLessThanOrEqual(someTime + 1);
+  });
+
+  it('merges what this worker stored without downloading it again', async () => {
+    const reads: string[] = [];
+    const counting = (inner: MemoryStore) =>
+      new (class extends ForwardingStore {
+        protected override intercept<T>(
+          operation: StoreOperation,
+          key: string,
+          _signal: AbortSignal | undefined,
+          proceed: () => Promise<T>,
+        ): Promise<T> {
+          if ((operation === 'get' || operation === 'getStream') && key.startsWith('p/wal/'))
+            reads.push(key);
+          return proceed();
+        }
+      })(inner);
+    const { clock, store, worker, update } = await setUp({ compactionLevels: [30_000] }, counting);
+    for (let step = 0; step < 16; step += 1) {
+      update(1 + step);
+      await stepSettled(worker);
+      clock.advance(5_000);
+    }
+    const { manifest } = await newestManifest(store);
+    expect(manifest.segments.some((s) => parseSegmentKey('p', s.key)!.layout === 'compacted')).toBe(
+      true,
+    );
+    expect(reads).toEqual([]);
   });
 
   it('refuses a compacted object whose chain end is not where the next entry begins', async () => {
