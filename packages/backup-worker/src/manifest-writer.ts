@@ -16,8 +16,10 @@
  */
 import {
   latestKey,
+  MAX_LATEST_BYTES,
   MAX_MANIFEST_BYTES,
   type Manifest,
+  parseLatest,
   parseManifest,
   parseManifestKey,
   restorableFrom,
@@ -195,23 +197,66 @@ export class ManifestWriter {
     // cannot tell apart. A change by another writer is still caught at the
     // next LATEST write, which names a different manifest.
     if (tenure.latestTarget === target && tenure.latestVersion) return;
-    try {
-      tenure.latestVersion = await requests.putConditional(
-        key,
-        new TextEncoder().encode(serializeLatest(target)),
-        tenure.latestVersion ? { ifMatch: tenure.latestVersion } : 'create',
-      );
-    } catch (error) {
-      if (isRefusal(error) || NotFoundError.isInstance(error))
-        throw this.#ctx.conflict(
-          'LATEST changed since this worker last wrote or read it',
+    for (let settled = false; ; settled = true) {
+      try {
+        tenure.latestVersion = await requests.putConditional(
           key,
-          error,
+          new TextEncoder().encode(serializeLatest(target)),
+          tenure.latestVersion ? { ifMatch: tenure.latestVersion } : 'create',
         );
-      throw error;
+        break;
+      } catch (error) {
+        if (isRefusal(error) || NotFoundError.isInstance(error)) {
+          if (!settled && (await this.#settleLatestInDoubt())) continue;
+          throw this.#ctx.conflict(
+            'LATEST changed since this worker last wrote or read it',
+            key,
+            error,
+          );
+        }
+        // No answer: the service may have applied it (see #settleLatestInDoubt).
+        tenure.latestInDoubt = target;
+        throw error;
+      }
     }
+    tenure.latestInDoubt = null;
     tenure.latestTarget = target;
     this.#noteLatest(target);
+  }
+
+  /**
+   * After a LATEST write whose answer never came was refused on the next
+   * write: `true` when that write did land, so the refusal was against this
+   * worker's own write. The proof: LATEST names the manifest the unanswered
+   * write named, and that manifest is still the version this tenure wrote
+   * (so LATEST points at this tenure's restore point, exactly the state the
+   * write was to leave). Then LATEST's version now is the one to write
+   * against. Anything else (another manifest named, that manifest replaced,
+   * LATEST gone or unreadable) is `false`: a conflict, as without a doubt.
+   * Costs two GETs, only after a write whose outcome was unknown.
+   */
+  async #settleLatestInDoubt(): Promise<boolean> {
+    const { prefix, requests, tenure } = this.#ctx;
+    const doubt = tenure.latestInDoubt;
+    tenure.latestInDoubt = null;
+    const written = doubt === null ? undefined : tenure.manifestVersions.get(doubt);
+    if (doubt === null || written === undefined) return false;
+    const latest = await requests.getCapped(latestKey(prefix), MAX_LATEST_BYTES);
+    if (latest === null || latest === 'too-large') return false;
+    let named: string;
+    try {
+      named = parseLatest(latest.body, { prefix });
+    } catch {
+      return false;
+    }
+    if (named !== doubt) return false;
+    const manifest = await requests.getCapped(doubt, MAX_MANIFEST_BYTES);
+    if (manifest === null || manifest === 'too-large' || !sameVersion(manifest.version, written))
+      return false;
+    tenure.latestVersion = latest.version;
+    tenure.latestTarget = doubt;
+    this.#ctx.logger.info('backup.latest_write_settled', { latestTarget: doubt });
+    return true;
   }
 
   /**

@@ -72,6 +72,13 @@ export class Tenure {
   /** The restore point LATEST named when the tenure resumed (`null`: none). */
   latestManifest: Manifest | null = null;
   latestTarget: string | null = null;
+  /**
+   * The manifest a LATEST write named whose outcome is unknown (its answer
+   * never came: aborted, timed out, a dropped connection): the service may
+   * have applied it, which leaves `latestVersion` stale. See
+   * `ManifestWriter` for how the next write settles it.
+   */
+  latestInDoubt: string | null = null;
   /** Versions of the manifests this tenure wrote, by key. */
   readonly manifestVersions = new Map<string, ObjectVersion>();
   /** Generation numbers this tenure allocated. */
