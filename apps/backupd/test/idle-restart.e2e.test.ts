@@ -10,55 +10,25 @@
  * continues too, shipping those pages as one commit; one rewritten whole
  * gets a new snapshot instead.
  */
-import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { baseEnv, runCli, startBackupd, suiteWorkspace, waitFor } from './helpers/cli.ts';
 import { databaseHash } from './helpers/content-hash.ts';
-
-/** Every file under `root` but the lease: relative path → size. */
-function bucketFiles(root: string): Map<string, number> {
-  const files = new Map<string, number>();
-  const walk = (directory: string) => {
-    for (const entry of readdirSync(directory, { withFileTypes: true })) {
-      const path = join(directory, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (entry.name !== 'LEASE') files.set(relative(root, path), statSync(path).size);
-    }
-  };
-  walk(root);
-  return files;
-}
-
-function addedBytes(before: Map<string, number>, after: Map<string, number>): number {
-  let added = 0;
-  for (const [path, size] of after) if (before.get(path) !== size) added += size;
-  return added;
-}
-
-const snapshots = (files: Map<string, number>) =>
-  [...files.keys()].filter((path) => path.includes('snapshots')).sort();
+import {
+  addedBytes,
+  bucketFiles,
+  createRestartDatabase,
+  snapshots,
+} from './helpers/restart-bucket.ts';
 
 describe('backupd replicate restarted on an unchanged database', () => {
   const { directory, running } = suiteWorkspace('idle-restart');
   const env = baseEnv({ BACKUPD_RESTORE_POINT_INTERVAL: '1s' });
 
-  function createDatabase(name: string): string {
-    const path = join(directory, name);
-    const database = new DatabaseSync(path);
-    database.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)');
-    const insert = database.prepare('INSERT INTO t (body) VALUES (?)');
-    // 512 rows of 4 KiB of varied bytes: about 2.3 MiB, not very compressible.
-    for (let i = 0; i < 512; i += 1) {
-      const body = new Uint8Array(4096);
-      for (let j = 0; j < body.length; j += 1) body[j] = (i * 31 + j * 7 + ((j * j) >> 3)) & 0xff;
-      insert.run(body);
-    }
-    database.close();
-    return path;
-  }
+  const createDatabase = (name: string) => createRestartDatabase(join(directory, name));
 
   /** One `replicate` life: until a restore point holds `commits`, then SIGTERM (exit 0). */
   async function life(database: string, bucket: string) {

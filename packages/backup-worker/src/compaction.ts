@@ -35,15 +35,11 @@
  * past the cap the run is left uncompacted and the failure logged.
  */
 import { compactedSegmentKey, crc32Hex, parseSegmentKey, type SegmentEntry } from '@x/manifest';
-import {
-  decodeSegmentObject,
-  encodeSegmentObjectAsync,
-  type SegmentObjectHeader,
-  segmentHeaderDisagreements,
-} from '@x/wal-segment';
+import { encodeSegmentObjectAsync, type SegmentObjectHeader } from '@x/wal-segment';
 import { type ChainEntryInfo, type CompactionRun, planCompaction } from './compaction-plan.ts';
 import type { WorkerContext } from './context.ts';
 import { BackupError, CompactionInputError, messageOf } from './errors.ts';
+import { type CheckedLogObject, readCheckedLogObject } from './log-object-read.ts';
 import { restorePointBaseCommits } from './restore-point-builder.ts';
 import type { LogCompactor } from './source.ts';
 import { StoredObjectCache } from './stored-object-cache.ts';
@@ -285,43 +281,15 @@ export class LogCompaction {
    * One input, taken from what this tenure stored or else downloaded, and
    * checked against its entry either way (see the module comment).
    */
-  async #readInput(
-    generation: number,
-    entry: SegmentEntry,
-  ): Promise<{ header: SegmentObjectHeader; body: Uint8Array }> {
-    const range = parseSegmentKey(this.#ctx.prefix, entry.key);
-    if (range === undefined || range.layout === 'raw')
-      throw new CompactionInputError(entry.key, 'not a segment in the object envelope');
-    const cached = this.#storedCache().take(entry.key);
-    const object =
-      cached === undefined ? await this.#ctx.requests.get(entry.key) : { body: cached };
-    if (object === null) throw new CompactionInputError(entry.key, 'missing from the bucket');
-    if (object.body.byteLength !== entry.size || crc32Hex(object.body) !== entry.crc32)
-      throw new CompactionInputError(
-        entry.key,
-        `holds ${object.body.byteLength} bytes of CRC-32 ${crc32Hex(object.body)}, its entry says ${entry.size} of ${entry.crc32}`,
-      );
-    let decoded: ReturnType<typeof decodeSegmentObject>;
-    try {
-      decoded = decodeSegmentObject(object.body);
-    } catch (error) {
-      throw new CompactionInputError(entry.key, messageOf(error));
-    }
-    const { header } = decoded;
-    const problems = segmentHeaderDisagreements(header, {
-      kind: range.layout === 'compacted' ? 'compacted' : 'segment',
+  #readInput(generation: number, entry: SegmentEntry): Promise<CheckedLogObject> {
+    return readCheckedLogObject({
+      requests: this.#ctx.requests,
+      prefix: this.#ctx.prefix,
       generation,
-      start: range.start,
-      end: range.end,
-      commits: entry.frames,
-      lineage: entry.lineage,
-    }).map(({ field, found, expected }) => `${field} ${found}, not ${expected}`);
-    if (problems.length > 0)
-      throw new CompactionInputError(
-        entry.key,
-        `its header disagrees with its key and entry: ${problems.join(', ')}`,
-      );
-    return decoded;
+      entry,
+      stored: this.#storedCache().take(entry.key),
+      fail: (key, problem) => new CompactionInputError(key, problem),
+    });
   }
 }
 

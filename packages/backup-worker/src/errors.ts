@@ -15,6 +15,7 @@ export type BackupErrorCode =
   | 'WRITE_FENCED'
   | 'BUCKET_STATE'
   | 'COMPACTION_INPUT'
+  | 'RESTORE_POINT_READ'
   | 'SIMULATED_CRASH'
   | 'SHUTDOWN';
 
@@ -203,4 +204,24 @@ export class WorkerPanicError extends Error {
 /** The message of a thrown value, for logs and error text (a non-Error is stringified). */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+const RESTORE_POINT_READ_MARKER = errorMarker(MARKER_NAMESPACE, 'RestorePointReadError');
+
+/**
+ * The restore point a restart reads back to prove its state
+ * (restore-point-read.ts) does not hold what its manifest says: an object
+ * missing, of the wrong size or CRC-32, or not decoding. The restart then
+ * uploads a new snapshot, as without the proof.
+ */
+export class RestorePointReadError extends BackupError {
+  constructor(key: string, problem: string) {
+    super(`cannot read ${key} back: ${problem}`, {}, 'RESTORE_POINT_READ');
+    this.name = 'RestorePointReadError';
+    markError(this, RESTORE_POINT_READ_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is RestorePointReadError {
+    return hasErrorMarker(value, RESTORE_POINT_READ_MARKER);
+  }
 }

@@ -1,21 +1,31 @@
 /**
  * A restart without a new snapshot: the worker offers its source the
  * generation of the newest restore point, and when the source proves that
- * it opened on exactly that restore point's state (see
- * `BackupSource.continueGeneration`), the tenure takes that generation over
- * where its log ends, instead of uploading the database again.
+ * it opened on exactly that restore point's state, or on it plus pages it
+ * then ships as one commit (see `BackupSource.continueGeneration`), the
+ * tenure takes that generation over where its log ends, instead of
+ * uploading the database again.
  *
  * What is offered: only the restore point `LATEST` names, of the store's own
- * lineage, made of a snapshot and segments alone, in the newest generation
- * the bucket holds, with no segment of that generation beyond its end (a
- * tail a crashed run shipped after it would make the offer stale). One LIST
- * of the generation's segments checks the last part. Anything else: no
+ * lineage, made of a snapshot and log objects alone, in the newest
+ * generation the bucket holds. With the offer comes the restore point's
+ * content, read back on demand (restore-point-read.ts): a source that has no
+ * record of its own (a start after a crash) proves its state against it.
+ * One LIST of the generation's log objects looks for a tail beyond the
+ * restore point's end: segments a crashed run uploaded after its last
+ * restore point, which a restore of the latest state already rolls forward
+ * over. A tail that chains as a roll-forward requires (tail-adoption.ts) is
+ * part of the state offered (its end, its commits) and goes into the log as
+ * it is; anything else beyond the end makes no offer. Anything else: no
  * offer, and the worker starts a new generation as before.
  *
  * Guarantee: on `true`, the tenure's current generation is that restore
  * point's (number, snapshot entry, segments, floor, times), its cursor at
- * the log's end, nothing dirty; the next segment chains on the last one
- * named. Nothing is written to the bucket here.
+ * the log's end (after the tail), dirty only when a tail was taken (the
+ * next restore point names it); the next segment chains on the last one.
+ * Nothing is written to the bucket here.
+ * A failure to read the content back is logged
+ * (`backup.continuation_unproven`) and makes a new snapshot, as without it.
  */
 import {
   type Manifest,
@@ -24,8 +34,11 @@ import {
   segmentGenerationPrefix,
 } from '@x/manifest';
 import type { WorkerContext } from './context.ts';
+import { messageOf, RestorePointReadError } from './errors.ts';
+import { restorePointContent } from './restore-point-read.ts';
 import { keyOf } from './shipper.ts';
 import type { GenerationCandidate } from './source.ts';
+import { adoptTail } from './tail-adoption.ts';
 
 function msOrNull(text: string | null | undefined): number | null {
   if (text === null || text === undefined) return null;
@@ -81,11 +94,35 @@ export async function continueGeneration(
   // restore point): its state is not the candidate's.
   if (tenure.nextGeneration !== candidate.walGeneration + 1) return false;
   const listed = await requests.list(segmentGenerationPrefix(prefix, candidate.walGeneration));
+  const beyond: string[] = [];
   for (const object of listed.objects) {
     const range = parseSegmentKey(prefix, object.key);
-    if (range !== undefined && range.end > candidate.logEnd) return false;
+    if (range !== undefined && range.end > candidate.logEnd) beyond.push(object.key);
   }
-  if (!(await source.continueGeneration(candidate, { signal }))) return false;
+  const tail =
+    beyond.length === 0
+      ? { entries: [], logEnd: candidate.logEnd, commits: 0 }
+      : await adoptTail(ctx, latest, candidate.logEnd, beyond);
+  if (tail === null) return false;
+  // With its tail, the state offered is the one a restore of the latest
+  // state rolls forward to.
+  const rolledForward: Manifest = { ...latest, segments: [...latest.segments, ...tail.entries] };
+  const content = restorePointContent(ctx, rolledForward);
+  const offered: GenerationCandidate = {
+    ...candidate,
+    logEnd: tail.logEnd,
+    commitSeq: candidate.commitSeq + tail.commits,
+    content,
+  };
+  let proven: boolean;
+  try {
+    proven = await source.continueGeneration(offered, { signal });
+  } catch (error) {
+    if (!RestorePointReadError.isInstance(error)) throw error;
+    ctx.logger.warn('backup.continuation_unproven', { error: messageOf(error) });
+    return false;
+  }
+  if (!proven) return false;
   // From here the source counts the bucket's log: the generation is taken over.
   const position = await source.durablePosition();
   const snapshotTime = msOrNull(latest.snapshotTime);
@@ -94,23 +131,27 @@ export async function continueGeneration(
   tenure.current = {
     number: candidate.walGeneration,
     key: keyOf(position),
-    cursor: candidate.logEnd,
+    cursor: offered.logEnd,
     inRestorePoint: candidate.logEnd,
     floor: latest.oldestCommitSeq,
     // Scheduled snapshots count from the generation's snapshot, not from
     // this restart: a daily snapshot stays daily across restarts.
     startedAt: snapshotTime ?? ctx.clock.wallNow(),
     chain: [],
-    segments: [...latest.segments],
+    segments: [...rolledForward.segments],
     snapshotTime,
     commitTime: msOrNull(latest.commitTime),
   };
-  tenure.manifestDirty = false;
+  // The tail is in no restore point yet: the next one names it.
+  tenure.manifestDirty = tail.entries.length > 0;
   ctx.health.shipped = { key: tenure.current.key, cursor: tenure.current.cursor };
   ctx.logger.info('backup.generation_continued', {
     walGeneration: candidate.walGeneration,
-    logEnd: candidate.logEnd,
-    commitSeq: candidate.commitSeq,
+    logEnd: offered.logEnd,
+    commitSeq: offered.commitSeq,
+    // Bytes of the restore point read back to prove the state (0: a record did).
+    restorePointBytesRead: content.bytesRead(),
+    tailSegments: tail.entries.length,
   });
   return true;
 }

@@ -127,14 +127,7 @@ export class Requests {
       try {
         return await request(signal, deadline.rearm);
       } catch (error) {
-        if (signal.aborted) {
-          const reason: unknown = signal.reason;
-          if (BackupError.isInstance(reason)) throw reason;
-          throw new WriteFencedError(`${operation} was aborted: ${messageOf(reason)}`, {
-            cause: error,
-          });
-        }
-        throw error;
+        this.#abortReason(operation, signal, error);
       }
     } finally {
       deadline.cancel();
@@ -297,6 +290,37 @@ export class Requests {
       getCapped(this.#options.store, key, limit, { signal }),
     );
     return found !== null && isTooLarge(found) ? 'too-large' : found;
+  }
+
+  /**
+   * A streamed GET; `missing` makes the error for no object. The operation deadline is re-armed
+   * at every chunk, so a body that stalls times out and a long one does not;
+   * the run's signal aborts it. Iterate it once, to the end or not at all.
+   */
+  async *getStream(key: string, missing: () => Error): AsyncGenerator<Uint8Array, void> {
+    const operation = `GET ${key}`;
+    const deadline = this.deadline(operation);
+    const signal = AbortSignal.any([deadline.signal, this.#options.runSignal()]);
+    try {
+      const found = await this.#options.store.getStream(key, { signal });
+      if (found === null) throw missing();
+      for await (const chunk of found.body) {
+        deadline.rearm();
+        yield chunk;
+      }
+    } catch (error) {
+      this.#abortReason(operation, signal, error);
+    } finally {
+      deadline.cancel();
+    }
+  }
+
+  /** Rethrows `error`, or the abort's reason when `signal` aborted (as `request` does). */
+  #abortReason(operation: string, signal: AbortSignal, error: unknown): never {
+    if (!signal.aborted) throw error;
+    const reason: unknown = signal.reason;
+    if (BackupError.isInstance(reason)) throw reason;
+    throw new WriteFencedError(`${operation} was aborted: ${messageOf(reason)}`, { cause: error });
   }
 
   async delete(key: string): Promise<void> {

@@ -370,8 +370,9 @@ export interface BackupSource {
   /**
    * Continue the bucket's generation `candidate` instead of starting a new
    * one: `true` only when the source can prove that the state it opened on
-   * is exactly the state a restore of `candidate` produces (for SQLite: a
-   * record its previous run left beside the database at a graceful stop,
+   * is exactly the state a restore of `candidate` produces, or what it
+   * differs by (for SQLite: a record its previous run left beside the
+   * database at a graceful stop, or else `candidate.content` read back,
    * checked against a hash of the database as it is now). Then its next
    * positions continue that generation's log: `durableLength` counts from
    * `candidate.logEnd`, `readWalRange` takes offsets of the bucket's log,
@@ -419,6 +420,23 @@ export interface GenerationCandidate {
   readonly logEnd: number;
   /** That restore point's commit count. */
   readonly commitSeq: number;
+  /**
+   * What a restore of it reads, for a source that has no record of its own
+   * to prove its state with (a start after a crash): the snapshot's image
+   * and the log's bodies, each object checked against its manifest entry
+   * (size, CRC-32, envelope) as a restore checks it; a mismatch throws
+   * `RestorePointReadError`. Reading costs the GETs of a restore of the
+   * latest state; a source that does not call these reads nothing.
+   */
+  readonly content?: RestorePointContent;
+}
+
+/** The objects of a restore point, read back (see `GenerationCandidate.content`). */
+export interface RestorePointContent {
+  /** The snapshot's decoded bytes: the engine's image at the generation's start. Iterate once. */
+  image(): AsyncIterable<Uint8Array>;
+  /** The decoded body of each log object the restore point names, in log order (whole frames). Iterate once. */
+  logBodies(): AsyncIterable<Uint8Array>;
 }
 
 /**

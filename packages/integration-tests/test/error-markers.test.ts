@@ -22,6 +22,7 @@ const released: { module: object; namespace: string; classes: string[] }[] = [
       'ShutdownAbandonedError',
       'WorkerPanicError',
       'LatestUnusableError',
+      'RestorePointReadError',
     ],
   },
   {

@@ -47,6 +47,7 @@ import type {
 import { FrameCounter } from '@x/wal-segment';
 import { CommitLogMerger } from './commit-log-merge.ts';
 import { lastCommitTimeOf } from './commit-record.ts';
+import { restorePointPageHashes } from './restore-point-page-hashes.ts';
 import { imageDigest, readResumeRecord, writeResumeRecord } from './resume-record.ts';
 import { SqliteDatabaseReplacedError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
 import { SqliteTap, type SqliteTapOptions } from './tap.ts';
@@ -512,60 +513,81 @@ export class SqliteSource implements BackupSource {
   }
 
   /**
-   * Continues the bucket's generation `candidate` when the record the last
-   * graceful stop left (resume-record.ts) names it and the image the tap
-   * opened on matches it: the tap's log (every commit since it opened)
+   * Continues the bucket's generation `candidate` when the image the tap
+   * opened on is that restore point's state, or differs from it in at most
+   * half of its pages: the tap's log (every commit since it opened)
    * continues that generation's, at `candidate.logEnd`, and the commit
    * count at `candidate.commitSeq`.
    *
-   * - The image hashes to the record's digest: the database is exactly that
-   *   restore point's state; nothing is added to the log.
-   * - Otherwise, when at most half of its pages differ from the record's
-   *   page hashes (the database changed while backupd was not running):
-   *   those pages, and the database's size now, become one commit record
-   *   put first in the log, so the restore point's state plus that record
-   *   is the image the tap opened on. It counts as one commit.
+   * What the image is checked against:
+   * - the record the last graceful stop left (resume-record.ts), when it
+   *   names `candidate`: its whole-image digest and page hashes;
+   * - otherwise (a start after a crash, or an older record), the restore
+   *   point itself, read back (`candidate.content`) and hashed page by page
+   *   as a restore would rebuild it (restore-point-page-hashes.ts).
+   *
+   * - The image is that state: nothing is added to the log.
+   * - Otherwise, when at most half of its pages differ (the database changed
+   *   while backupd was not running, or after the last restore point before
+   *   a crash): those pages, and the database's size now, become one commit
+   *   record put first in the log, so the restore point's state plus that
+   *   record is the image the tap opened on. It counts as one commit.
    * - Anything else: `false`, nothing changed (a new snapshot follows).
    *
-   * Reads the whole database once (the hashes); uploads nothing here.
-   * `false` too for a tap that has started another generation since it
-   * opened, or released any of its log.
+   * Reads the whole database once (the hashes), and after a crash the
+   * restore point too; uploads nothing here. `false` too for a tap that has
+   * started another generation since it opened, or released any of its log.
    */
   async continueGeneration(
     candidate: GenerationCandidate,
     options: SourceCallOptions = {},
   ): Promise<boolean> {
-    const record = readResumeRecord(this.path);
     if (
-      record === null ||
-      record.lineage !== candidate.lineage ||
-      record.walGeneration !== candidate.walGeneration ||
-      record.logEnd !== candidate.logEnd ||
-      record.commitSeq !== candidate.commitSeq ||
       this.#tap.generationId !== this.#openedGenerationId ||
       this.#tap.logStart !== 0 ||
       this.#logOffset !== 0
     )
       return false;
+    const record = readResumeRecord(this.path);
+    const named =
+      record !== null &&
+      record.lineage === candidate.lineage &&
+      record.walGeneration === candidate.walGeneration &&
+      record.logEnd === candidate.logEnd &&
+      record.commitSeq === candidate.commitSeq;
+    if (!named && candidate.content === undefined) return false;
     const image = this.#tap.snapshot();
     if (image === null) return false;
-    const pageHashes = record.pageSize === image.pageSize ? record.pageHashes : undefined;
+    // What the image is compared with: the record's digest, or the restore
+    // point's pages read back.
+    const known = named
+      ? {
+          bytes: record.imageBytes,
+          sha256: record.sha256 as string | null,
+          pageHashes: record.pageSize === image.pageSize ? record.pageHashes : undefined,
+        }
+      : await restorePointPageHashes(candidate.content!, image.pageSize).then((pages) =>
+          pages === null ? null : { ...pages, sha256: null },
+        );
+    if (known === null) return false;
     const digest = await imageDigest(
       image.read(options.signal === undefined ? {} : { signal: options.signal }),
       image.pageSize,
-      pageHashes === undefined
+      known.pageHashes === undefined
         ? undefined
-        : { known: pageHashes, maxChanged: Math.floor(image.databasePages / 2) },
+        : { known: known.pageHashes, maxChanged: Math.floor(image.databasePages / 2) },
     );
     // The tap may have moved on while the image was hashed (a break in
     // continuity starts another generation): only the opened one continues.
     if (this.#tap.generationId !== this.#openedGenerationId || this.#tap.logStart !== 0)
       return false;
-    const unchanged = digest.sha256 === record.sha256 && digest.bytes === record.imageBytes;
+    const unchanged =
+      digest.bytes === known.bytes &&
+      (known.sha256 === null ? digest.changed?.size === 0 : digest.sha256 === known.sha256);
     if (!unchanged) {
-      // Every page the record's but the whole image not: a record that
-      // contradicts itself proves nothing.
-      if (pageHashes === undefined || digest.changed === null || digest.changed.size === 0)
+      // Every page the known state's but the whole image not (a record that
+      // contradicts itself, or only the size differs): no proof.
+      if (known.pageHashes === undefined || digest.changed === null || digest.changed.size === 0)
         return false;
       this.#tap.prependRecord(digest.changed, image.databasePages);
     }

@@ -3,10 +3,13 @@
  * the database (`<db>-backupd.resume`: the restore point that holds its
  * state and a SHA-256 of its page image); the next start whose database
  * still hashes to it continues that restore point's generation, uploading
- * no snapshot. Anything that breaks the proof — a commit while backupd was
- * stopped, a stop without the record (a crash), a record that does not
- * match — gets a new snapshot, as before. Every restore point, before and
- * after the restart, restores exactly.
+ * no snapshot. Without a usable record (a stop without one: a crash; a
+ * record that is damaged or names another restore point) the start reads
+ * the restore point back from the bucket and proves its state against that
+ * instead. What breaks the proof (most pages rewritten while backupd was
+ * stopped, a record whose digest is not the database's) gets a new
+ * snapshot, as before. Every restore point, before and after the restart,
+ * restores exactly.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -250,17 +253,6 @@ describe('a restart takes a new snapshot when the proof fails', () => {
         writeFileSync(path, JSON.stringify(record));
       },
     ],
-    [
-      'a record that names another log end',
-      (context) => {
-        const path = `${context.path}${SQLITE_RESUME_SUFFIX}`;
-        const record = JSON.parse(readFileSync(path, 'utf8')) as { logEnd: number };
-        record.logEnd -= 1;
-        writeFileSync(path, JSON.stringify(record));
-      },
-    ],
-    ['a damaged record', (context) => writeFileSync(`${context.path}${SQLITE_RESUME_SUFFIX}`, '{')],
-    ['no record', (context) => rmSync(`${context.path}${SQLITE_RESUME_SUFFIX}`)],
   ];
   for (const [name, breakProof] of cases) {
     it(`${name}: a new generation on a new snapshot, every restore point exact`, async () => {
@@ -289,4 +281,37 @@ describe('a restart takes a new snapshot when the proof fails', () => {
     await source.close();
     expect(() => readFileSync(`${context.path}${SQLITE_RESUME_SUFFIX}`)).toThrow(/ENOENT/);
   });
+});
+
+describe('a restart without a usable record proves its state against the bucket', () => {
+  const cases: [string, (context: ReturnType<typeof setUp>) => void][] = [
+    [
+      'a record that names another log end',
+      (context) => {
+        const path = `${context.path}${SQLITE_RESUME_SUFFIX}`;
+        const record = JSON.parse(readFileSync(path, 'utf8')) as { logEnd: number };
+        record.logEnd -= 1;
+        writeFileSync(path, JSON.stringify(record));
+      },
+    ],
+    ['a damaged record', (context) => writeFileSync(`${context.path}${SQLITE_RESUME_SUFFIX}`, '{')],
+    ['no record', (context) => rmSync(`${context.path}${SQLITE_RESUME_SUFFIX}`)],
+  ];
+  for (const [name, breakProof] of cases) {
+    it(`${name}: reads the restore point back and continues its generation, no snapshot, every restore point exact`, async () => {
+      const context = setUp();
+      const expected = new Map<number, string>();
+      const before = await firstLife(context, expected);
+      breakProof(context);
+      const { worker } = context.open();
+      await worker.runOnce();
+      context.commit(2);
+      await worker.runOnce();
+      const points = await listRestorePoints(context.store, 'p');
+      expect(points.at(-1)!.walGeneration).toBe(before.walGeneration);
+      expect(snapshotKeys(await objects(context.store))).toHaveLength(1);
+      expected.set(points.at(-1)!.commitSeq, hashOf(context.path));
+      await restoresExactly(context.store, context.directory, expected);
+    });
+  }
 });

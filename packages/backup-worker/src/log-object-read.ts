@@ -1,0 +1,68 @@
+/**
+ * Reading one entry of a restore point's commit log back from the bucket
+ * (or from memory, given the bytes this tenure stored), checked the way a
+ * restore checks it: the stored size and CRC-32 against the manifest entry,
+ * then the envelope's own checks (header CRC, decoded length, decoded
+ * CRC-32) and its header against the key and the entry (kind, generation,
+ * range, commits, lineage).
+ *
+ * Used by compaction (its inputs) and by a restart that proves its state
+ * against the bucket's restore point (restore-point-read.ts). Each failure is
+ * the caller's error, built by `fail` from the key and what was wrong; the
+ * bytes are never handed on unchecked.
+ */
+import { crc32Hex, parseSegmentKey, type SegmentEntry } from '@x/manifest';
+import {
+  decodeSegmentObject,
+  type SegmentObjectHeader,
+  segmentHeaderDisagreements,
+} from '@x/wal-segment';
+import { messageOf } from './errors.ts';
+import type { Requests } from './requests.ts';
+
+export interface CheckedLogObject {
+  readonly header: SegmentObjectHeader;
+  /** The decoded body: whole log frames. */
+  readonly body: Uint8Array;
+}
+
+export async function readCheckedLogObject(options: {
+  readonly requests: Requests;
+  readonly prefix: string;
+  /** The generation the entry belongs to. */
+  readonly generation: number;
+  readonly entry: SegmentEntry;
+  /** The object's stored bytes when at hand (this tenure wrote them); otherwise a GET. */
+  readonly stored?: Uint8Array | undefined;
+  readonly fail: (key: string, problem: string) => Error;
+}): Promise<CheckedLogObject> {
+  const { requests, prefix, generation, entry, fail } = options;
+  const range = parseSegmentKey(prefix, entry.key);
+  if (range === undefined || range.layout === 'raw')
+    throw fail(entry.key, 'not a segment in the object envelope');
+  const object =
+    options.stored === undefined ? await requests.get(entry.key) : { body: options.stored };
+  if (object === null) throw fail(entry.key, 'missing from the bucket');
+  if (object.body.byteLength !== entry.size || crc32Hex(object.body) !== entry.crc32)
+    throw fail(
+      entry.key,
+      `holds ${object.body.byteLength} bytes of CRC-32 ${crc32Hex(object.body)}, its entry says ${entry.size} of ${entry.crc32}`,
+    );
+  let decoded: CheckedLogObject;
+  try {
+    decoded = decodeSegmentObject(object.body);
+  } catch (error) {
+    throw fail(entry.key, messageOf(error));
+  }
+  const problems = segmentHeaderDisagreements(decoded.header, {
+    kind: range.layout === 'compacted' ? 'compacted' : 'segment',
+    generation,
+    start: range.start,
+    end: range.end,
+    commits: entry.frames,
+    lineage: entry.lineage,
+  }).map(({ field, found, expected }) => `${field} ${found}, not ${expected}`);
+  if (problems.length > 0)
+    throw fail(entry.key, `its header disagrees with its key and entry: ${problems.join(', ')}`);
+  return decoded;
+}

@@ -1,0 +1,85 @@
+/**
+ * The tail a crashed run left after its newest restore point: `.seg`
+ * segments it uploaded that no restore point names yet, which a restore of
+ * the latest state already rolls forward over (`@x/restore`'s roll-forward).
+ * A restart that continues the generation (generation-continuation.ts)
+ * takes them into its log as they are, so the commits they hold keep their
+ * own restore points instead of being folded into one.
+ *
+ * A segment is taken only under the rules a roll-forward applies: a `.seg`
+ * key of the generation starting exactly where the chain ends; a header that
+ * decodes and names that generation, that range and the lineage; its
+ * `previousCrc32` the stored CRC-32 of the object before it (for the first,
+ * the last named segment's, or the snapshot's when none is named); a body
+ * that decodes to the header's length and CRC-32. Its entry records the
+ * stored size and CRC-32 that were checked.
+ *
+ * `null` when any object of the generation beyond the restore point's end is
+ * left over (a segment that fails, a gap, a compacted or raw object): the
+ * worker then makes no offer and starts a new generation, as it did before
+ * tails were taken. One GET per tail object, each read whole.
+ */
+import { crc32Hex, type Manifest, parseSegmentKey, type SegmentEntry } from '@x/manifest';
+import { decodeSegmentObject } from '@x/wal-segment';
+import type { WorkerContext } from './context.ts';
+
+export interface AdoptedTail {
+  readonly entries: readonly SegmentEntry[];
+  /** Where the log ends with the tail. */
+  readonly logEnd: number;
+  /** Commits the tail holds. */
+  readonly commits: number;
+}
+
+export async function adoptTail(
+  ctx: WorkerContext,
+  latest: Manifest,
+  logEnd: number,
+  beyond: readonly string[],
+): Promise<AdoptedTail | null> {
+  const { prefix, requests } = ctx;
+  const byStart = new Map<number, string>();
+  for (const key of beyond) {
+    const range = parseSegmentKey(prefix, key);
+    if (range === undefined || range.layout !== 'object' || byStart.has(range.start)) return null;
+    byStart.set(range.start, key);
+  }
+  const entries: SegmentEntry[] = [];
+  let end = logEnd;
+  let commits = 0;
+  let previous = latest.segments.at(-1)?.crc32 ?? latest.files[0]?.crc32 ?? '00000000';
+  for (let key = byStart.get(end); key !== undefined; key = byStart.get(end)) {
+    const range = parseSegmentKey(prefix, key)!;
+    const object = await requests.get(key);
+    if (object === null) return null;
+    let header: ReturnType<typeof decodeSegmentObject>['header'];
+    try {
+      header = decodeSegmentObject(object.body).header;
+    } catch {
+      return null;
+    }
+    if (
+      header.kind !== 'segment' ||
+      header.generation !== latest.walGeneration ||
+      header.start !== range.start ||
+      header.end !== range.end ||
+      header.lineage !== latest.lineage ||
+      header.previousCrc32 !== Number.parseInt(previous, 16)
+    )
+      return null;
+    previous = crc32Hex(object.body);
+    entries.push({
+      key,
+      size: object.body.byteLength,
+      crc32: previous,
+      frames: header.commits,
+      lineage: header.lineage,
+    });
+    commits += header.commits;
+    end = range.end;
+    byStart.delete(range.start);
+  }
+  // Anything not on the chain: not what a roll-forward reaches.
+  if (byStart.size > 0) return null;
+  return { entries, logEnd: end, commits };
+}
