@@ -80,10 +80,13 @@ export async function waitForEvent(
 }
 
 /** SIGTERM (the graceful stop: a final restore point), then waits for the exit. */
-export async function stopProcess(child: ChildProcess): Promise<void> {
+export async function stopProcess(
+  child: ChildProcess,
+  signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM',
+): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
+  child.kill(signal);
   await exited;
 }
 
