@@ -241,6 +241,35 @@ describe('a restart after commits made while backupd was stopped ships the pages
   });
 });
 
+/**
+ * A first life, `breakProof`, a restart's first step and then `commitsAfter`
+ * commits and one more step; every restore point restores exactly. The
+ * generations before and after, and the snapshots in the bucket.
+ */
+async function restartAfter(
+  breakProof: (context: ReturnType<typeof setUp>) => void,
+  commitsAfter: number,
+): Promise<{ before: number; after: number; snapshots: number }> {
+  const context = setUp();
+  const expected = new Map<number, string>();
+  const before = await firstLife(context, expected);
+  breakProof(context);
+  const { worker } = context.open();
+  await worker.runOnce();
+  if (commitsAfter > 0) {
+    context.commit(commitsAfter);
+    await worker.runOnce();
+  }
+  const points = await listRestorePoints(context.store, 'p');
+  expected.set(points.at(-1)!.commitSeq, hashOf(context.path));
+  await restoresExactly(context.store, context.directory, expected);
+  return {
+    before: before.walGeneration!,
+    after: points.at(-1)!.walGeneration!,
+    snapshots: snapshotKeys(await objects(context.store)).length,
+  };
+}
+
 describe('a restart takes a new snapshot when the proof fails', () => {
   const cases: [string, (context: ReturnType<typeof setUp>) => void][] = [
     ['most pages rewritten while backupd was stopped', (context) => context.commit(150)],
@@ -256,17 +285,9 @@ describe('a restart takes a new snapshot when the proof fails', () => {
   ];
   for (const [name, breakProof] of cases) {
     it(`${name}: a new generation on a new snapshot, every restore point exact`, async () => {
-      const context = setUp();
-      const expected = new Map<number, string>();
-      const before = await firstLife(context, expected);
-      breakProof(context);
-      const { worker } = context.open();
-      await worker.runOnce();
-      const points = await listRestorePoints(context.store, 'p');
-      expect(points.at(-1)!.walGeneration).toBe(before.walGeneration! + 1);
-      expect(snapshotKeys(await objects(context.store))).toHaveLength(2);
-      expected.set(points.at(-1)!.commitSeq, hashOf(context.path));
-      await restoresExactly(context.store, context.directory, expected);
+      const { before, after, snapshots } = await restartAfter(breakProof, 0);
+      expect(after).toBe(before + 1);
+      expect(snapshots).toBe(2);
     });
   }
 
@@ -299,19 +320,9 @@ describe('a restart without a usable record proves its state against the bucket'
   ];
   for (const [name, breakProof] of cases) {
     it(`${name}: reads the restore point back and continues its generation, no snapshot, every restore point exact`, async () => {
-      const context = setUp();
-      const expected = new Map<number, string>();
-      const before = await firstLife(context, expected);
-      breakProof(context);
-      const { worker } = context.open();
-      await worker.runOnce();
-      context.commit(2);
-      await worker.runOnce();
-      const points = await listRestorePoints(context.store, 'p');
-      expect(points.at(-1)!.walGeneration).toBe(before.walGeneration);
-      expect(snapshotKeys(await objects(context.store))).toHaveLength(1);
-      expected.set(points.at(-1)!.commitSeq, hashOf(context.path));
-      await restoresExactly(context.store, context.directory, expected);
+      const { before, after, snapshots } = await restartAfter(breakProof, 2);
+      expect(after).toBe(before);
+      expect(snapshots).toBe(1);
     });
   }
 });
