@@ -16,7 +16,9 @@
  * restore point, which a restore of the latest state already rolls forward
  * over. A tail that chains as a roll-forward requires (tail-adoption.ts) is
  * part of the state offered (its end, its commits) and goes into the log as
- * it is; anything else beyond the end makes no offer. Anything else: no
+ * it is; compacted objects beyond it (a compaction whose restore point was
+ * never written) are passed over; anything else beyond the end makes no
+ * offer. Each refusal is logged (`backup.continuation_skipped`, its reason). Anything else: no
  * offer, and the worker starts a new generation as before.
  *
  * Guarantee: on `true`, the tenure's current generation is that restore
@@ -92,7 +94,12 @@ export async function continueGeneration(
   if (candidate === null || latest === null) return false;
   // A newer generation has objects (a run that crashed before its first
   // restore point): its state is not the candidate's.
-  if (tenure.nextGeneration !== candidate.walGeneration + 1) return false;
+  if (tenure.nextGeneration !== candidate.walGeneration + 1) {
+    ctx.logger.info('backup.continuation_skipped', {
+      reason: `a newer generation than the newest restore point's (${candidate.walGeneration}) has objects`,
+    });
+    return false;
+  }
   const listed = await requests.list(segmentGenerationPrefix(prefix, candidate.walGeneration));
   const beyond: string[] = [];
   for (const object of listed.objects) {
@@ -103,7 +110,12 @@ export async function continueGeneration(
     beyond.length === 0
       ? { entries: [], logEnd: candidate.logEnd, commits: 0 }
       : await adoptTail(ctx, latest, candidate.logEnd, beyond);
-  if (tail === null) return false;
+  if (tail === null) {
+    ctx.logger.info('backup.continuation_skipped', {
+      reason: 'objects after the newest restore point do not chain on it',
+    });
+    return false;
+  }
   // With its tail, the state offered is the one a restore of the latest
   // state rolls forward to.
   const rolledForward: Manifest = { ...latest, segments: [...latest.segments, ...tail.entries] };
@@ -122,7 +134,12 @@ export async function continueGeneration(
     ctx.logger.warn('backup.continuation_unproven', { error: messageOf(error) });
     return false;
   }
-  if (!proven) return false;
+  if (!proven) {
+    ctx.logger.info('backup.continuation_skipped', {
+      reason: 'the database is not provably the newest restore point state or near it',
+    });
+    return false;
+  }
   // From here the source counts the bucket's log: the generation is taken over.
   const position = await source.durablePosition();
   const snapshotTime = msOrNull(latest.snapshotTime);

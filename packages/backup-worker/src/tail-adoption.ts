@@ -14,10 +14,15 @@
  * that decodes to the header's length and CRC-32. Its entry records the
  * stored size and CRC-32 that were checked.
  *
- * `null` when any object of the generation beyond the restore point's end is
- * left over (a segment that fails, a gap, a compacted or raw object): the
+ * Compacted objects beyond the end are passed over: a compaction of the
+ * crashed run whose restore point was never written. No restore point names
+ * them, and the fine segments they merged are still there (an input is
+ * deleted only once a restore point names its compacted object).
+ *
+ * `null` when any other object of the generation beyond the restore point's
+ * end is left over (a segment that fails, a gap, a raw `.segment`): the
  * worker then makes no offer and starts a new generation, as it did before
- * tails were taken. One GET per tail object, each read whole.
+ * tails were taken. One GET per tail segment, each read whole.
  */
 import { crc32Hex, type Manifest, parseSegmentKey, type SegmentEntry } from '@x/manifest';
 import { decodeSegmentObject } from '@x/wal-segment';
@@ -41,6 +46,7 @@ export async function adoptTail(
   const byStart = new Map<number, string>();
   for (const key of beyond) {
     const range = parseSegmentKey(prefix, key);
+    if (range?.layout === 'compacted') continue;
     if (range === undefined || range.layout !== 'object' || byStart.has(range.start)) return null;
     byStart.set(range.start, key);
   }

@@ -1,16 +1,22 @@
 /**
- * Crash at every write of a life that compacts: the worker ships a steady
- * load for a minute of fake time with 30 s compaction windows, so its writes
- * include segments, restore points, LATEST, compacted objects and the
- * retention that drops superseded restore points and deletes what a
- * compaction replaced. For n = 0, 1, 2, … it is killed before its n-th
+ * Crash at every write of a life that compacts, and of one that takes a
+ * scheduled snapshot: the worker ships a steady load for a minute of fake
+ * time, with 30 s compaction windows (its writes include segments, restore
+ * points, LATEST, compacted objects and the retention that drops superseded
+ * restore points and deletes what a compaction replaced), or with a 30 s
+ * snapshot interval and no compaction (its writes include a second
+ * generation's snapshot and what retention retires of the first). For n = 0, 1, 2, … it is killed before its n-th
  * bucket write (every later write fails, and its tap is closed without the
  * graceful record, as a SIGKILL leaves it). After every n: `verify --deep`
  * passes, every restore point restores to a state the application went
  * through (integrity_check ok); then a second life starts on what the first
  * left, ships again, and its latest restore point is the database exactly.
- * The loop ends at the first n whose first life completes; that life must
- * have compacted (else the loop proved nothing about compaction).
+ * That start has no graceful record: when the bucket's newest restore point
+ * is in the newest generation it reads it back and continues it (the delta
+ * restart), otherwise it takes a new snapshot; both are counted. The loop
+ * ends at the first n whose first life completes; that life must have
+ * compacted, or switched generations (else the loop proved nothing about
+ * them), and some second start must have continued.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,10 +50,21 @@ async function compactedInLatest(store: MemoryStore): Promise<number> {
     .length;
 }
 
+interface Life {
+  readonly compactionLevels: readonly number[];
+  readonly snapshotIntervalMs: number;
+}
+
 /** One run, the first life killed before its `n`-th write. */
 async function crashAt(
   n: number,
-): Promise<{ outcome: 'completed' | 'crashed'; compacted: number }> {
+  life: Life,
+): Promise<{
+  outcome: 'completed' | 'crashed';
+  compacted: number;
+  generations: number;
+  continued: boolean;
+}> {
   const directory = mkdtempSync(join(tmpdir(), 'backupd-compaction-crash-'));
   const path = join(directory, 'app.db');
   const application = new DatabaseSync(path, { timeout: 5000 });
@@ -63,6 +80,10 @@ async function crashAt(
       states.add(hashOf(path));
     }
   };
+  const events: string[] = [];
+  const record = (event: string) => {
+    events.push(event);
+  };
   const open = (hooks?: TestHooks) => {
     const source = SqliteSource.open({ path, captureIntervalMs: 0 });
     const worker = new BackupWorker({
@@ -71,9 +92,10 @@ async function crashAt(
       source,
       clock,
       manifestIntervalMs: 0,
-      snapshotIntervalMs: 0,
+      snapshotIntervalMs: life.snapshotIntervalMs,
       snapshotLogFactor: 0,
-      compactionLevels: [30_000],
+      compactionLevels: life.compactionLevels,
+      logger: { info: record, warn: record, error: record, debug: () => {} },
       ...(hooks === undefined ? {} : { hooks }),
     });
     return { source, worker };
@@ -104,6 +126,9 @@ async function crashAt(
     }
     await settle();
     const compacted = outcome === 'completed' ? await compactedInLatest(store) : 0;
+    const generations = new Set(
+      (await listRestorePoints(store, 'p')).map((point) => point.walGeneration),
+    ).size;
     // A kill leaves no record: the tap goes without the source's close.
     first.source.tap.close();
 
@@ -136,6 +161,7 @@ async function crashAt(
     if ((await listRestorePoints(store, 'p')).length > 0) await check('after the kill');
 
     commit(3);
+    events.length = 0;
     const second = open();
     await second.worker.runOnce();
     await settle();
@@ -147,27 +173,48 @@ async function crashAt(
       materializer: sqliteMaterializer({ databaseName: 'app.db' }),
     });
     expect(hashOf(join(target, 'app.db')), `latest (n = ${n})`).toBe(hashOf(path));
-    return { outcome, compacted };
+    return {
+      outcome,
+      compacted,
+      generations,
+      continued: events.includes('backup.generation_continued'),
+    };
   } finally {
     application.close();
     rmSync(directory, { recursive: true, force: true });
   }
 }
 
-describe('crash at every write of a life that compacts (SQLite)', () => {
-  it('leaves restore points that verify and restore to states the application went through, and a next start is exact', async () => {
-    let n = 0;
-    let last: Awaited<ReturnType<typeof crashAt>> | undefined;
-    for (; n < 400; n += 1) {
-      last = await crashAt(n);
-      if (last.outcome === 'completed') break;
-    }
-    console.info(
-      `compaction crash-at-every-write: killed at writes 0..${n - 1}; the completed life's newest restore point names ${last?.compacted} compacted object(s)`,
-    );
-    expect(last?.outcome).toBe('completed');
-    // Killed at every one of its writes before the first life completed.
-    expect(n).toBeGreaterThan(STEPS * 3);
-    expect(last!.compacted).toBeGreaterThan(0);
-  }, 600_000);
+describe('crash at every write (SQLite)', () => {
+  for (const [name, life, proves] of [
+    [
+      'a life that compacts',
+      { compactionLevels: [30_000], snapshotIntervalMs: 0 },
+      (last: Awaited<ReturnType<typeof crashAt>>) => expect(last.compacted).toBeGreaterThan(0),
+    ],
+    [
+      'a life that takes a scheduled snapshot',
+      { compactionLevels: [], snapshotIntervalMs: 30_000 },
+      (last: Awaited<ReturnType<typeof crashAt>>) => expect(last.generations).toBeGreaterThan(1),
+    ],
+  ] as const) {
+    it(`${name}: restore points verify and restore to states the application went through, and a next start is exact`, async () => {
+      let n = 0;
+      let continued = 0;
+      let last: Awaited<ReturnType<typeof crashAt>> | undefined;
+      for (; n < 400; n += 1) {
+        last = await crashAt(n, life);
+        if (last.continued) continued += 1;
+        if (last.outcome === 'completed') break;
+      }
+      console.info(
+        `crash-at-every-write, ${name}: killed at writes 0..${n - 1}; the completed life's restore points span ${last?.generations} generation(s), its newest names ${last?.compacted} compacted object(s); ${continued} of ${n + 1} next starts continued the generation`,
+      );
+      expect(last?.outcome).toBe('completed');
+      // Killed at every one of its writes before the first life completed.
+      expect(n).toBeGreaterThan(STEPS * 3);
+      proves(last!);
+      expect(continued).toBeGreaterThan(0);
+    }, 600_000);
+  }
 });
