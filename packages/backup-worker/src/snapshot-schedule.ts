@@ -16,8 +16,8 @@
  * its last commit and no point-in-time history is lost at the switch.
  */
 
-/** The least WAL a generation ships before the size rule may start a new one: 4 MiB. */
-export const SNAPSHOT_LOG_FLOOR_BYTES = 4 * 1024 * 1024;
+/** The least WAL a generation ships before the size rule may start a new one: 8 MiB. */
+export const SNAPSHOT_LOG_FLOOR_BYTES = 8 * 1024 * 1024;
 
 export interface SnapshotScheduleInput {
   /** Wall-clock ms the current generation started (in this worker). */

@@ -57,13 +57,8 @@ export const RECOMMENDED_COMPACTION_LEVELS_MS: readonly number[] = [30_000, 300_
  * grows with uptime until the next scheduled snapshot.
  */
 export const DEFAULT_COMPACTION_LEVELS_MS: readonly number[] = RECOMMENDED_COMPACTION_LEVELS_MS;
-/**
- * Default of `snapshotLogFactor`: a new generation once its log outgrows
- * 2 × the database, so a restore of the latest state reads the snapshot
- * and at most about twice the database besides (past the floor, see
- * `SNAPSHOT_LOG_FLOOR_BYTES`).
- */
-export const DEFAULT_SNAPSHOT_LOG_FACTOR = 2;
+/** Default of `snapshotLogFactor`: a new generation once its WAL outgrows 4 × the database. */
+export const DEFAULT_SNAPSHOT_LOG_FACTOR = 4;
 
 /** Structured logger: one event name, key-value fields; never given credentials. */
 export interface BackupLogger {

@@ -124,8 +124,8 @@ describe('scheduled snapshots (SQLite)', () => {
     expected.set(first.commitSeq, hashOf(path));
     // 40 rows of 4 KiB, each overflowing its page, rewritten with random
     // bytes 20 commits a round: the stored log outgrows twice the database,
-    // and passes the 4 MiB floor (SNAPSHOT_LOG_FLOOR_BYTES) in about fifty
-    // rounds, while the database stays near 200 KiB.
+    // and passes the 8 MiB floor (SNAPSHOT_LOG_FLOOR_BYTES) in about a
+    // hundred rounds, while the database stays near 200 KiB.
     let generations = new Set([first.walGeneration]);
     for (let round = 0; round < 300 && generations.size < 2; round += 1) {
       for (let slot = 0; slot < 20; slot += 1) update(20, slot, 4096);
