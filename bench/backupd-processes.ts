@@ -64,6 +64,11 @@ export function startReplicate(database: string, url: string): ChildProcess {
 }
 
 /** Waits (up to 60 s) until `child` has logged one of `events`; returns which. */
+/** Whether `child` has logged `event` so far. */
+export function hasLogged(child: ChildProcess, event: string): boolean {
+  return loggedEvents.get(child)?.has(event) ?? false;
+}
+
 export async function waitForEvent(
   child: ChildProcess,
   events: readonly string[],

@@ -23,7 +23,10 @@
  * started again, left until it has settled (continued the newest restore
  * point's generation, or written a restore point on a new snapshot), and
  * stopped with SIGTERM: `crash restart adds % of db` is what that restart
- * added to the prefix, the commits the killed run had not shipped included.
+ * added to the prefix, the commits the killed run had not shipped included,
+ * and a scheduled snapshot the generation was due for, if one followed
+ * (`crash restart then scheduled snapshot`, 1 when it did);
+ * `crash restart continued` is 1 when it continued the generation.
  * Then once more with no write in between: `idle restart adds % of db`.
  *
  * Environment: `SQLITE_GROWTH_RATES` (transactions/s, default `100,500`),
@@ -41,6 +44,7 @@ import { FsStore } from '@x/store';
 import {
   checkBackupdRuns,
   freshDirectory,
+  hasLogged,
   latestRestoreBytes,
   listRestorePoints,
   lowerIsBetter,
@@ -157,13 +161,23 @@ async function oneRate(
   }
   if (!(Number(written) > 0)) throw new Error('the writer committed nothing');
   const databaseBytes = (await stat(database)).size;
+  const crash = await restartAdds(database, url, store);
   measured[`${rate}/s crash restart adds % of db`] = lowerIsBetter(
-    ((await restartAdds(database, url, store)) / databaseBytes) * 100,
+    (crash.bytes / databaseBytes) * 100,
     '%',
+  );
+  measured[`${rate}/s crash restart continued`] = {
+    value: crash.continued ? 1 : 0,
+    unit: '1 = yes',
+    higherIsBetter: true,
+  };
+  measured[`${rate}/s crash restart then scheduled snapshot`] = lowerIsBetter(
+    crash.snapshotScheduled ? 1 : 0,
+    '1 = yes',
   );
   // That restart stopped gracefully: the next one is idle.
   measured[`${rate}/s idle restart adds % of db`] = lowerIsBetter(
-    ((await restartAdds(database, url, store)) / databaseBytes) * 100,
+    ((await restartAdds(database, url, store)).bytes / databaseBytes) * 100,
     '%',
   );
 }
@@ -174,10 +188,16 @@ async function oneRate(
  * new snapshot and wrote a restore point on it, or had nothing to write),
  * stops it with SIGTERM: the bytes that added to the prefix.
  */
-async function restartAdds(database: string, url: string, store: FsStore): Promise<number> {
+async function restartAdds(
+  database: string,
+  url: string,
+  store: FsStore,
+): Promise<{ bytes: number; continued: boolean; snapshotScheduled: boolean }> {
   const before = await prefixBytes(store);
   const points = listRestorePoints(url);
   const restarted = startReplicate(database, url);
+  let continued = false;
+  let snapshotScheduled = false;
   try {
     const settled = await waitForEvent(restarted, [
       'backup.generation_continued',
@@ -186,10 +206,15 @@ async function restartAdds(database: string, url: string, store: FsStore): Promi
     if (settled === 'backup.restore_point_written') await waitForNewRestorePoint(url, points);
     // A continuation may ship the pages that differ: give it a moment.
     else await sleep(3000);
+    continued = settled === 'backup.generation_continued';
+    // A snapshot the generation was due for anyway (its log past
+    // `snapshotLogFactor`): uploaded right after the restart, counted in
+    // what it added.
+    snapshotScheduled = hasLogged(restarted, 'backup.snapshot_scheduled');
   } finally {
     await stopProcess(restarted);
   }
-  return (await prefixBytes(store)).total - before.total;
+  return { bytes: (await prefixBytes(store)).total - before.total, continued, snapshotScheduled };
 }
 
 export const benchmark = defineBenchmark<State>({
