@@ -18,16 +18,16 @@
  * part of the state offered (its end, its commits) and goes into the log as
  * it is; compacted objects beyond it (a compaction whose restore point was
  * never written) are passed over; anything else beyond the end makes no
- * offer. Each refusal is logged (`backup.continuation_skipped`, its reason). Anything else: no
- * offer, and the worker starts a new generation as before.
+ * offer. Without an offer, or without the source's proof, the worker starts
+ * a new generation as before; each such refusal after a candidate was found
+ * is logged (`backup.continuation_skipped` with its reason, or
+ * `backup.continuation_unproven` when the content did not read back).
  *
  * Guarantee: on `true`, the tenure's current generation is that restore
- * point's (number, snapshot entry, segments, floor, times), its cursor at
- * the log's end (after the tail), dirty only when a tail was taken (the
- * next restore point names it); the next segment chains on the last one.
- * Nothing is written to the bucket here.
- * A failure to read the content back is logged
- * (`backup.continuation_unproven`) and makes a new snapshot, as without it.
+ * point's (number, snapshot entry, segments and the tail, floor, times),
+ * its cursor at the log's end (after the tail), dirty only when a tail was
+ * taken (the next restore point names it); the next segment chains on the
+ * last one. Nothing is written to the bucket here.
  */
 import {
   type Manifest,
