@@ -227,7 +227,7 @@ describe('restorableWindow and windowLine', () => {
   it('a framed store (version 2, no times): exact to the commit, by commit only', () => {
     const framed = point({ commitSeq: 7, restorableFrom: 2, snapshotTime: null, commitTime: null });
     expect(windowLine(restorableWindow([framed], framed, 0))).toBe(
-      'WINDOW: restorable from commit 2 (time unknown (this backup records no times)) to commit 7 (time unknown (this backup records no times)); exact to the commit throughout (one frame per commit); no times recorded: by commit only',
+      'WINDOW: restorable from commit 2 (time unknown (this backup records no times)) to commit 7 (time unknown (this backup records no times)); exact to the commit throughout (one frame per commit, compacted objects included); no times recorded: by commit only',
     );
   });
 
@@ -272,6 +272,24 @@ describe('restorableWindow and windowLine', () => {
       "the latest restore point's log after its snapshot: commits 5..20 only at the ends of its 2 objects (level 2), commits 21..30 only at its end (level 1), commits 31..40 exact (fine segments); exact to the commit where",
     );
     expect(windowLine(restorableWindow([first, second], second, 0))).not.toContain('log after');
+  });
+
+  it("a framed store's compacted runs are said exact: its compacted objects keep every frame", () => {
+    const framed = point({
+      commitSeq: 40,
+      restorableFrom: 4,
+      latest: true,
+      snapshotTime: null,
+      commitTime: null,
+      granularity: [
+        { level: 2, after: 4, to: 20, objects: 2 },
+        { level: 1, after: 20, to: 30, objects: 1 },
+        { level: 0, after: 30, to: 40, objects: 5 },
+      ],
+    });
+    expect(windowLine(restorableWindow([framed], framed, 0))).toContain(
+      "the latest restore point's log after its snapshot: commits 5..20 exact (2 objects of level 2), commits 21..30 exact (one object of level 1), commits 31..40 exact (fine segments); exact to the commit throughout",
+    );
   });
 
   it('a sound point above what LATEST reaches is named; nothing sound gives no window', () => {

@@ -2,10 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { type ChainEntryInfo, compactionLevelsProblem, planCompaction } from './compaction-plan.ts';
 
 const LEVELS = [30_000, 300_000];
-const fine = (shippedAt: number, size = 100): ChainEntryInfo => ({ level: 0, size, shippedAt });
-const at = (level: number, shippedAt: number, size = 100): ChainEntryInfo => ({
+const fine = (shippedAt: number, size = 100, logBytes = 400): ChainEntryInfo => ({
+  level: 0,
+  size,
+  logBytes,
+  shippedAt,
+});
+const at = (level: number, shippedAt: number, size = 100, logBytes = 400): ChainEntryInfo => ({
   level,
   size,
+  logBytes,
   shippedAt,
 });
 
@@ -77,6 +83,33 @@ describe('planCompaction', () => {
     expect(
       planCompaction({ chain: upper, now: 71_000, levelsMs: LEVELS, databaseBytes: 100 }),
     ).toBeNull();
+  });
+
+  it('with maxRunLogBytes, leaves a window covering more of the log as it is, at every level', () => {
+    const chain = [
+      fine(1_000, 100, 600),
+      fine(6_000, 100, 600),
+      fine(40_000),
+      fine(45_000),
+      fine(301_000),
+    ];
+    const plan = (maxRunLogBytes: number, now: number) =>
+      planCompaction({ chain, now, levelsMs: LEVELS, databaseBytes: null, maxRunLogBytes });
+    // The first window covers 1,200 bytes: at 1,200 it is a run, at 1,199 the next window is.
+    expect(plan(1_200, 61_000)).toEqual({ level: 1, first: 0, end: 2, reason: 'window-ended' });
+    expect(plan(1_199, 61_000)).toEqual({ level: 1, first: 2, end: 4, reason: 'window-ended' });
+    // Level 2's window holds both (2,000 bytes): not a run under 2,000.
+    const merged = [at(1, 6_000, 100, 1_200), at(1, 45_000, 100, 800), fine(301_000)];
+    const level2 = (maxRunLogBytes: number) =>
+      planCompaction({
+        chain: merged,
+        now: 302_000,
+        levelsMs: LEVELS,
+        databaseBytes: null,
+        maxRunLogBytes,
+      });
+    expect(level2(2_000)).toEqual({ level: 2, first: 0, end: 2, reason: 'window-ended' });
+    expect(level2(1_999)).toBeNull();
   });
 
   it('with no levels, never', () => {

@@ -24,6 +24,10 @@
  * - The chain's last entry is never part of a run: the next segment names
  *   its stored CRC-32 as its `previous`, and a restart continues from it, so
  *   it stays the fine object it is.
+ * - With `maxRunLogBytes` (an engine whose merge holds every byte of its
+ *   inputs, such as the framed store's concatenation), a run covering more
+ *   of the log than that is not planned: its window's entries stay as they
+ *   are at that level, and in every level above, whose windows hold it.
  *
  * Guarantees: a run never mixes windows of its level, so the granularity of
  * point-in-time restore inside an object of level ℓ is ℓ's window. What the
@@ -39,6 +43,8 @@ export interface ChainEntryInfo {
   readonly level: number;
   /** Stored bytes (the manifest entry's `size`). */
   readonly size: number;
+  /** Bytes of the log it covers (its key's `end − start`): what a merge of it holds decoded, at most. */
+  readonly logBytes: number;
   /** Wall-clock ms it was shipped (for a compacted object: its newest input's). */
   readonly shippedAt: number;
 }
@@ -58,15 +64,18 @@ export const MAX_COMPACTION_LEVELS = 9;
 /**
  * The next run to compact, or `null`. `levelsMs`: ascending intervals, one
  * per level; `databaseBytes`: the database's size when known (the bytes rule
- * applies only then).
+ * applies only then); `maxRunLogBytes`: the most log one run may cover
+ * (none when absent).
  */
 export function planCompaction(input: {
   readonly chain: readonly ChainEntryInfo[];
   readonly now: number;
   readonly levelsMs: readonly number[];
   readonly databaseBytes: number | null;
+  readonly maxRunLogBytes?: number;
 }): CompactionRun | null {
   const { chain, now, levelsMs, databaseBytes } = input;
+  const maxRunLogBytes = input.maxRunLogBytes ?? Number.POSITIVE_INFINITY;
   // The last entry stays as it is.
   const usable = chain.length - 1;
   for (let index = 0; index < levelsMs.length; index++) {
@@ -82,6 +91,7 @@ export function planCompaction(input: {
       let end = first;
       let lowerBytes = 0;
       let lower = 0;
+      let logBytes = 0;
       while (
         end < usable &&
         chain[end]!.level <= level &&
@@ -91,9 +101,10 @@ export function planCompaction(input: {
           lower += 1;
           lowerBytes += chain[end]!.size;
         }
+        logBytes += chain[end]!.logBytes;
         end += 1;
       }
-      if (end - first >= 2 && lower > 0) {
+      if (end - first >= 2 && lower > 0 && logBytes <= maxRunLogBytes) {
         if (now >= (window + 1) * interval) return { level, first, end, reason: 'window-ended' };
         if (
           level === 1 &&

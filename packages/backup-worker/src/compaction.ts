@@ -30,9 +30,12 @@
  * usually costs one PUT; after a restart, or past that bound, inputs are
  * downloaded.
  *
- * Limits: the merge holds the newest version of every page the run touched
- * in memory (at most the database's size, and the compactor's own cap);
- * past the cap the run is left uncompacted and the failure logged.
+ * Limits: the merge holds its result in memory: for SQLite the newest
+ * version of every page the run touched (at most the database's size, and
+ * the compactor's own cap; past the cap the run is left uncompacted and the
+ * failure logged); for an engine whose merge keeps every byte (the framed
+ * store's concatenation), at most the source's `maxCompactedLogBytes` of
+ * log, which bounds the runs planned.
  */
 import { compactedSegmentKey, crc32Hex, parseSegmentKey, type SegmentEntry } from '@x/manifest';
 import { encodeSegmentObjectAsync, type SegmentObjectHeader } from '@x/wal-segment';
@@ -40,6 +43,7 @@ import { type ChainEntryInfo, type CompactionRun, planCompaction } from './compa
 import type { WorkerContext } from './context.ts';
 import { BackupError, CompactionInputError, messageOf } from './errors.ts';
 import { type CheckedLogObject, readCheckedLogObject } from './log-object-read.ts';
+import type { Requests } from './requests.ts';
 import { restorePointBaseCommits } from './restore-point-builder.ts';
 import type { LogCompactor } from './source.ts';
 import { StoredObjectCache } from './stored-object-cache.ts';
@@ -77,6 +81,8 @@ export class LogCompaction {
   #retryAfter = 0;
   /** Set by {@link stop}: no compaction starts, one in flight ends before its next request. */
   #stopped = false;
+  /** Aborted by {@link stop}: a request of the compaction in flight ends at once. */
+  readonly #stop = new AbortController();
   /** When each chain entry was first seen in the chain (the step that shipped it, or the first step after a restart). */
   readonly #shippedAt = new Map<string, number>();
   /** What this tenure stored, for inputs not to be downloaded again; dropped at a new tenure. */
@@ -109,9 +115,15 @@ export class LogCompaction {
     return this.#stored;
   }
 
-  /** No compaction from now on (a shutdown): one in flight ends before its next request. */
+  /**
+   * No compaction from now on (a shutdown): one in flight ends at once, its
+   * request in flight aborted (a bucket that does not answer must not hold
+   * the stop for a request's deadline). Its object, if the PUT landed, is
+   * one no restore point names.
+   */
   stop(): void {
     this.#stopped = true;
+    this.#stop.abort(new BackupError('the worker is stopping'));
   }
 
   /** Waits for a compaction in flight (its result is applied by the next {@link applyFinished}). */
@@ -163,13 +175,21 @@ export class LogCompaction {
         shippedAt = now;
         this.#shippedAt.set(segment.key, now);
       }
-      return { level: levelOf(this.#ctx.prefix, segment.key), size: segment.size, shippedAt };
+      const range = parseSegmentKey(this.#ctx.prefix, segment.key);
+      return {
+        level: levelOf(this.#ctx.prefix, segment.key),
+        size: segment.size,
+        logBytes: range === undefined ? 0 : range.end - range.start,
+        shippedAt,
+      };
     });
+    const maxRunLogBytes = this.#ctx.source.maxCompactedLogBytes;
     const run = planCompaction({
       chain,
       now,
       levelsMs: this.#options.levelsMs,
       databaseBytes,
+      ...(maxRunLogBytes === undefined ? {} : { maxRunLogBytes }),
     });
     if (run === null) return;
     const shippedAt = Math.max(...chain.slice(run.first, run.end).map((c) => c.shippedAt));
@@ -202,7 +222,8 @@ export class LogCompaction {
     shippedAt: number,
     newCompactor: () => LogCompactor,
   ): Promise<CompactedRun> {
-    const { prefix, requests, tenure } = this.#ctx;
+    const { prefix, tenure } = this.#ctx;
+    const requests = this.#requests();
     const inputs = generation.segments.slice(run.first, run.end);
     const fromCommit =
       restorePointBaseCommits(tenure, generation) +
@@ -277,13 +298,18 @@ export class LogCompaction {
     };
   }
 
+  /** The worker's requests, also ended by {@link stop}. */
+  #requests(): Requests {
+    return this.#ctx.requests.alsoAbortedBy(this.#stop.signal);
+  }
+
   /**
    * One input, taken from what this tenure stored or else downloaded, and
    * checked against its entry either way (see the module comment).
    */
   #readInput(generation: number, entry: SegmentEntry): Promise<CheckedLogObject> {
     return readCheckedLogObject({
-      requests: this.#ctx.requests,
+      requests: this.#requests(),
       prefix: this.#ctx.prefix,
       generation,
       entry,

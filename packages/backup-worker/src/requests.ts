@@ -82,6 +82,19 @@ export class Requests {
   }
 
   /**
+   * The same requests, also aborted by `signal`: for work off the step (a
+   * compaction) that a stop must end at once rather than wait out its
+   * request's deadline.
+   */
+  alsoAbortedBy(signal: AbortSignal): Requests {
+    const runSignal = this.#options.runSignal;
+    return new Requests({
+      ...this.#options,
+      runSignal: () => AbortSignal.any([runSignal(), signal]),
+    });
+  }
+
+  /**
    * A deadline on the injected clock: its signal aborts with an
    * {@link OperationTimeoutError} after `ms` (default: the operation deadline).
    */

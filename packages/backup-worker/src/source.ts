@@ -391,10 +391,17 @@ export interface BackupSource {
    * A new merger of this engine's commit log, for compaction (the worker's
    * `compactionLevels`): fed the decoded bodies of consecutive log objects
    * in order, it returns one body that a restore applies with the same
-   * result as all of them. Optional: without it the worker never compacts
-   * (the framed engine's archives are its own compaction).
+   * result as all of them. Optional: without it the worker never compacts.
    */
   logCompactor?(): LogCompactor;
+
+  /**
+   * The most log (decoded bytes, a key's `end − start`) one compacted
+   * object may cover: runs over it are not compacted. For an engine whose
+   * merge holds every byte of its inputs in memory (the framed store's
+   * concatenation of frames). Absent: no bound beyond the compactor's own.
+   */
+  readonly maxCompactedLogBytes?: number;
 
   /** Releases what the source holds. The worker does not call it; the owner does. */
   close?(): Promise<void>;

@@ -55,6 +55,10 @@ import type {
   WalRange,
 } from '@x/backup-worker';
 import { completeFrames, FRAME_HEADER_BYTES, FrameCounter } from '@x/wal-segment';
+import {
+  FramedLogConcatenation,
+  MAX_FRAMED_COMPACTED_LOG_BYTES,
+} from './framed-log-concatenation.ts';
 
 export const SNAPSHOT_FILE = 'snapshot.bin';
 export const WAL_FILE = 'wal.bin';
@@ -206,6 +210,8 @@ export class FramedDirSource implements BackupSource {
   readonly sideFileNames: readonly string[] = SIDE_FILES.filter(
     (name) => !(CHAIN_FILES as readonly string[]).includes(name),
   );
+  /** A compacted object holds its inputs' frames in memory: at most this much log. */
+  readonly maxCompactedLogBytes = MAX_FRAMED_COMPACTED_LOG_BYTES;
   readonly #directory: string;
   readonly #engine: FramedEngineHandle | undefined;
   /** Out of process: frames counted in `wal.bin` so far, per WAL identity. */
@@ -428,6 +434,15 @@ export class FramedDirSource implements BackupSource {
 
   frameCounter(): FrameCounting {
     return new FrameCounter();
+  }
+
+  /**
+   * A merger for the worker's log compaction: the run's frames, concatenated
+   * and checked (see `framed-log-concatenation.ts`); every commit inside the
+   * compacted object stays restorable. A new one per run.
+   */
+  logCompactor(): FramedLogConcatenation {
+    return new FramedLogConcatenation();
   }
 
   async readSideFile(name: string, known: FileIdentity | null): Promise<SideFileRead | null> {

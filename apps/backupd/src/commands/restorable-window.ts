@@ -129,10 +129,16 @@ export function restorableWindow(
   };
 }
 
-/** One run of the latest restore point's log, as `windowLine` says it. */
-function runText(run: GranularityRun): string {
+/**
+ * One run of the latest restore point's log, as `windowLine` says it. A
+ * framed store's compacted objects hold every frame they merged, so its
+ * runs of any level stay exact.
+ */
+function runText(run: GranularityRun, engine: WindowEngine): string {
   const range = `commits ${run.after + 1}..${run.to}`;
   if (run.level === 0) return `${range} exact (fine segments)`;
+  const objects = run.objects === 1 ? 'one object' : `${run.objects} objects`;
+  if (engine === 'framed') return `${range} exact (${objects} of level ${run.level})`;
   const ends = run.objects === 1 ? 'its end' : `the ends of its ${run.objects} objects`;
   return `${range} only at ${ends} (level ${run.level})`;
 }
@@ -153,7 +159,7 @@ const GRANULARITY: Record<WindowEngine, string> = {
   sqlite:
     "exact to the commit where the fine log objects are kept (the newest window, not yet compacted), except commits the replica batched while behind the application (restorable together, to the batch's end; this listing does not show whether any were); inside a compacted object (`.L{level}` key) only at its end, the end of a window of its level (30 s, 5 min, 1 h by default); by time, the newest restorable commit at or before it, each commit dated to the millisecond when backupd first saw it",
   framed:
-    'exact to the commit throughout (one frame per commit); no times recorded: by commit only',
+    'exact to the commit throughout (one frame per commit, compacted objects included); no times recorded: by commit only',
   unknown:
     "exact to the commit, except, in a SQLite backup, commits the replica batched while behind the application (restorable together, to the batch's end) and inside compacted objects (only at their end); by time only where commit records date the commits",
 };
@@ -188,7 +194,7 @@ export function windowLine(window: RestorableWindow | null): string {
     );
   if (window.granularity !== undefined)
     parts.push(
-      `the latest restore point's log after its snapshot: ${window.granularity.map(runText).join(', ')}`,
+      `the latest restore point's log after its snapshot: ${window.granularity.map((run) => runText(run, window.engine)).join(', ')}`,
     );
   parts.push(GRANULARITY[window.engine]);
   return `WINDOW: ${parts.join('; ')}`;

@@ -22,7 +22,8 @@ export interface BucketCheck {
   latest: string | null;
 }
 
-function framePayloads(bytes: Uint8Array, what: string): string[] {
+/** The payloads of a framed log, text up to its first NUL; throws on a torn frame, naming `what`. */
+export function framePayloads(bytes: Uint8Array, what: string): string[] {
   const payloads: string[] = [];
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let offset = 0;

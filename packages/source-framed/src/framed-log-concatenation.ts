@@ -1,0 +1,74 @@
+/**
+ * The framed store's log compaction: consecutive commit-log bodies merged
+ * into one by concatenation. A frame is an opaque commit of the engine, so
+ * nothing in it can be dropped; what a compaction buys here is fewer
+ * objects (a restore point names one per level window instead of one per
+ * step, and a restore reads as few), and a larger zstd input.
+ *
+ * Guarantees: the result is the inputs' frames, byte for byte, in order, so
+ * a restore of any commit inside a compacted object stays exact (each
+ * frame is one commit for the framed cutter). Every body fed must be whole,
+ * valid frames (lengths, CRC-32s, no torn tail): anything else throws
+ * {@link FramedLogConcatenationError} and the worker leaves the run as it
+ * is.
+ *
+ * Limits: the result is held in memory, at most
+ * {@link MAX_FRAMED_COMPACTED_LOG_BYTES}; the worker plans no run covering
+ * more of the log than that (`maxCompactedLogBytes` of the source), and a
+ * body past it still throws here.
+ */
+import type { LogCompactor } from '@x/backup-worker';
+import { completeFrames } from '@x/wal-segment';
+
+/** The most log one framed compacted object covers: 64 MiB (twice a default segment). */
+export const MAX_FRAMED_COMPACTED_LOG_BYTES = 64 * 1024 * 1024;
+
+/** A body fed to the concatenation is not a whole, valid framed log, or the result would exceed its bound. */
+export class FramedLogConcatenationError extends Error {
+  readonly code = 'FRAMED_LOG_CONCATENATION';
+  constructor(message: string) {
+    super(message);
+    this.name = 'FramedLogConcatenationError';
+  }
+}
+
+export class FramedLogConcatenation implements LogCompactor {
+  readonly #bodies: Uint8Array[] = [];
+  readonly #maxBytes: number;
+  #bytes = 0;
+  #commits = 0;
+
+  constructor(maxBytes: number = MAX_FRAMED_COMPACTED_LOG_BYTES) {
+    this.#maxBytes = maxBytes;
+  }
+
+  get commits(): number {
+    return this.#commits;
+  }
+
+  add(body: Uint8Array): void {
+    const { length, frames } = completeFrames(body);
+    if (length !== body.byteLength)
+      throw new FramedLogConcatenationError(
+        `body ${this.#bodies.length + 1}: ${body.byteLength - length} of its ${body.byteLength} bytes after its last valid frame (offset ${length}) are not a whole, valid frame`,
+      );
+    if (this.#bytes + length > this.#maxBytes)
+      throw new FramedLogConcatenationError(
+        `the run holds more than ${this.#maxBytes} bytes of log (${this.#bytes + length} with body ${this.#bodies.length + 1})`,
+      );
+    this.#bodies.push(body);
+    this.#bytes += length;
+    this.#commits += frames;
+  }
+
+  finish(): Uint8Array {
+    if (this.#bodies.length === 0) throw new FramedLogConcatenationError('nothing was fed');
+    const merged = new Uint8Array(this.#bytes);
+    let offset = 0;
+    for (const body of this.#bodies) {
+      merged.set(body, offset);
+      offset += body.byteLength;
+    }
+    return merged;
+  }
+}
