@@ -35,7 +35,8 @@
  * naming the input and record; a failed `add` changes nothing.
  *
  * Limits: memory is the distinct pages the run touched × page size (each page
- * held once, its newest version), never the run's total size; past
+ * held once, its newest version; twice for a page only patched, its bytes
+ * and which of them were written), never the run's total size; past
  * `maxPageBytes` (default 512 MiB) `add` refuses rather than hold more. The
  * merged record is one frame, so its payload must also fit the frame's u32
  * length field (4 GiB).
@@ -48,6 +49,7 @@ import {
   LOG_FRAME_HEADER_BYTES,
   splitLogFrames,
 } from './commit-record.ts';
+import { applyPatch, PatchOverlay, type PatchRun } from './page-patch.ts';
 
 /** Default of `maxPageBytes`: 512 MiB of distinct pages held. */
 export const DEFAULT_MAX_MERGE_PAGE_BYTES = 512 * 1024 * 1024;
@@ -97,6 +99,8 @@ export class CommitLogMerger {
   #pageSize: number | null = null;
   /** Page number → newest version, in buffers of the merger's own. */
   #pages = new Map<number, Uint8Array>();
+  /** Page number → the patches of a page the run only patched (no page in both maps). */
+  #overlays = new Map<number, PatchOverlay>();
   #commits = 0;
   #last: LastRecord | null = null;
   /** `add` calls so far, failed ones too: the input number errors name. */
@@ -113,6 +117,11 @@ export class CommitLogMerger {
   /** Commits of the bodies added so far (a batch counts all of its commits). */
   get commits(): number {
     return this.#commits;
+  }
+
+  /** Page size of the records added, `null` before any. */
+  get pageSize(): number | null {
+    return this.#pageSize;
   }
 
   /** Commit time of the last record added, `null` before any. */
@@ -178,6 +187,8 @@ export class CommitLogMerger {
       commits += record.commits ?? 1;
       for (const pageNumber of record.pages.keys())
         if (!this.#pages.has(pageNumber)) newPageNumbers.add(pageNumber);
+      for (const pageNumber of record.patches?.keys() ?? [])
+        if (!this.#pages.has(pageNumber)) newPageNumbers.add(pageNumber);
       records.push(record);
     }
     if (commits > MAX_RECORD_COMMITS)
@@ -186,13 +197,16 @@ export class CommitLogMerger {
       );
     // pageSize is set: the body holds at least one record.
     const size = pageSize!;
-    const pageCount = this.#pages.size + newPageNumbers.size;
+    for (const pageNumber of this.#overlays.keys()) newPageNumbers.delete(pageNumber);
+    const pageCount = this.#pages.size + this.#overlays.size + newPageNumbers.size;
+    // Counted as whole pages; an only-patched page holds twice that (see Limits).
     const pageBytes = pageCount * size;
     if (pageBytes > this.#maxPageBytes)
       throw new CommitLogMergeError(
         `${input}: the run touches ${pageCount} distinct ${size}-byte pages (${pageBytes} bytes), more than maxPageBytes (${this.#maxPageBytes})`,
       );
-    const payloadBytes = COMMIT_RECORD_HEADER_BYTES + pageCount * (4 + size);
+    // At most: a whole page, or a patch of runs no shorter than a byte apart, each.
+    const payloadBytes = COMMIT_RECORD_HEADER_BYTES + pageCount * (9 + 5 * size);
     if (payloadBytes > MAX_FRAME_PAYLOAD_BYTES)
       throw new CommitLogMergeError(
         `${input}: the merged record would be ${payloadBytes} bytes, more than one frame carries (${MAX_FRAME_PAYLOAD_BYTES})`,
@@ -202,10 +216,12 @@ export class CommitLogMerger {
     // Copied (or copied over the held version): the caller may reuse `body`.
     for (const record of records) {
       for (const [pageNumber, page] of record.pages) {
+        this.#overlays.delete(pageNumber);
         const held = this.#pages.get(pageNumber);
         if (held === undefined) this.#pages.set(pageNumber, page.slice());
         else held.set(page);
       }
+      for (const [pageNumber, runs] of record.patches ?? []) this.#patch(pageNumber, runs, size);
     }
     const last = records.at(-1)!;
     this.#pageSize = size;
@@ -219,9 +235,42 @@ export class CommitLogMerger {
     };
   }
 
+  /** A later patch of a page: over its whole version when held, else over its earlier patches. */
+  #patch(pageNumber: number, runs: readonly PatchRun[], pageSize: number): void {
+    const held = this.#pages.get(pageNumber);
+    if (held !== undefined) {
+      applyPatch(held, runs);
+      return;
+    }
+    let overlay = this.#overlays.get(pageNumber);
+    if (overlay === undefined) {
+      overlay = new PatchOverlay(pageSize);
+      this.#overlays.set(pageNumber, overlay);
+    }
+    overlay.add(runs);
+  }
+
+  /**
+   * What the merged run wrote, before {@link finish}: each page's newest
+   * whole version (`pages`), and for a page it only patched, its patches
+   * overlaid (`patches`: the bytes to put over the version before the run).
+   * Views of the merger's own buffers: read them before the next `add`.
+   */
+  get written(): {
+    readonly pages: ReadonlyMap<number, Uint8Array>;
+    readonly patches: ReadonlyMap<number, PatchOverlay>;
+    readonly databasePages: number | null;
+  } {
+    return {
+      pages: this.#pages,
+      patches: this.#overlays,
+      databasePages: this.#last?.databasePages ?? null,
+    };
+  }
+
   /**
    * The merged run as one frame: SBC1 for a single commit, an SBC2 batch of
-   * {@link commits} otherwise. Ends the merger (its pages are let go; `add`
+   * {@link commits} otherwise (SBC3 when a page of it is only patched). Ends the merger (its pages are let go; `add`
    * and `finish` throw from now on; {@link commits} and
    * {@link lastCommitTime} still answer).
    * @throws CommitLogMergeError when nothing was added, or when called twice.
@@ -244,6 +293,7 @@ export class CommitLogMerger {
         walSalt2: last.walSalt2,
         commitFrame: last.commitFrame,
         pages: this.#pages,
+        patches: new Map([...this.#overlays].map(([pageNumber, o]) => [pageNumber, o.runs()])),
         commits: this.#commits,
       });
     } catch (error) {
@@ -254,6 +304,7 @@ export class CommitLogMerger {
     }
     this.#finished = true;
     this.#pages = new Map();
+    this.#overlays = new Map();
     return frame;
   }
 }

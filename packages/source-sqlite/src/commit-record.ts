@@ -35,13 +35,33 @@
  * written as before, byte for byte, so a reader of version 1 reads every log
  * written without a backlog; one that meets a batch refuses it (bad magic)
  * rather than miscounting it.
+ *
+ * Version 3 (magic `0x33434253`, "SBC3"): one commit (offset 36: 1) or a
+ * batch (offset 36: how many) whose pages may be **patches** (page-patch.ts):
+ * the byte runs in which a page differs from its previous version in the
+ * log, instead of the whole page. From offset 40, n entries in ascending
+ * page order, each a u32 page number, a u8 kind, then for kind 0 the whole
+ * page (page size bytes), for kind 1 a u32 run count r and r runs of a u32
+ * offset in the page, a u32 length (at least 1) and that many bytes,
+ * ascending and non-overlapping. A restore writes each run at its offset
+ * and leaves the page's other bytes as the log's previous version of the
+ * page (or the snapshot's) left them. The tap writes version 3 only for a
+ * record that holds at least one patch: a record of whole pages is version
+ * 1 or 2 as before, byte for byte. A reader that predates it refuses it
+ * (bad magic).
  */
 import { crc32 } from 'node:zlib';
 import { crc32Combine, FRAME_HEADER_BYTES } from '@x/wal-segment';
+import { type PatchRun, patchEncodedBytes, patchProblem } from './page-patch.ts';
 
 export const COMMIT_RECORD_MAGIC = 0x31434253;
 /** Magic of a batch record: several consecutive commits in one (version 2). */
 export const BATCH_RECORD_MAGIC = 0x32434253;
+/** Magic of a record that may hold page patches (version 3): one commit or a batch. */
+export const PATCHED_RECORD_MAGIC = 0x33434253;
+/** Kinds of a version 3 page entry. */
+const WHOLE_PAGE = 0;
+const PATCHED_PAGE = 1;
 export const COMMIT_RECORD_HEADER_BYTES = 40;
 /** Bytes before each frame's payload: length and CRC-32 (the `@x/wal-segment` frame). */
 export const LOG_FRAME_HEADER_BYTES = FRAME_HEADER_BYTES;
@@ -54,8 +74,14 @@ export interface CommitRecord {
   readonly walSalt1: number;
   readonly walSalt2: number;
   readonly commitFrame: number;
-  /** Page number → page bytes. */
+  /** Page number → page bytes (whole pages). */
   readonly pages: ReadonlyMap<number, Uint8Array>;
+  /**
+   * Page number → the runs in which the page differs from its previous
+   * version in the log (version 3 only; no page number in both maps).
+   * Absent or empty: every page is whole.
+   */
+  readonly patches?: ReadonlyMap<number, readonly PatchRun[]>;
   /**
    * Consecutive commits the record stands for: 1 (the default) for one
    * commit, more for a batch (whose time and size are its last commit's).
@@ -69,33 +95,70 @@ export interface CommitRecord {
  * copying the pages twice.
  */
 export function encodeCommitFrame(record: CommitRecord): Uint8Array {
-  const pageNumbers = [...record.pages.keys()].sort((a, b) => a - b);
-  const payloadBytes = COMMIT_RECORD_HEADER_BYTES + pageNumbers.length * (4 + record.pageSize);
-  const frame = new Uint8Array(LOG_FRAME_HEADER_BYTES + payloadBytes);
-  const view = new DataView(frame.buffer);
-  const p = LOG_FRAME_HEADER_BYTES;
   const commits = record.commits ?? 1;
   if (!Number.isSafeInteger(commits) || commits < 1 || commits > 0xffffffff)
     throw new RangeError(`a commit record stands for 1 to 2^32-1 commits, not ${commits}`);
-  view.setUint32(p, commits === 1 ? COMMIT_RECORD_MAGIC : BATCH_RECORD_MAGIC, true);
-  view.setUint32(p + 4, record.pageSize, true);
-  view.setUint32(p + 8, record.databasePages, true);
-  view.setUint32(p + 12, pageNumbers.length, true);
-  view.setFloat64(p + 16, record.commitTime, true);
-  view.setUint32(p + 24, record.walSalt1, true);
-  view.setUint32(p + 28, record.walSalt2, true);
-  view.setUint32(p + 32, record.commitFrame, true);
-  if (commits > 1) view.setUint32(p + 36, commits, true);
-  let offset = p + COMMIT_RECORD_HEADER_BYTES;
-  for (const pageNumber of pageNumbers) {
-    const page = record.pages.get(pageNumber)!;
+  const patches = record.patches ?? new Map<number, readonly PatchRun[]>();
+  for (const [pageNumber, page] of record.pages)
     if (page.byteLength !== record.pageSize)
       throw new RangeError(
         `page ${pageNumber} is ${page.byteLength} bytes, not ${record.pageSize}`,
       );
+  const patched = patches.size > 0;
+  let entriesBytes = record.pages.size * (4 + record.pageSize);
+  if (patched) {
+    entriesBytes += record.pages.size;
+    for (const [pageNumber, runs] of patches) {
+      if (record.pages.has(pageNumber))
+        throw new RangeError(`page ${pageNumber} is both whole and patched in one record`);
+      const problem = patchProblem(runs, record.pageSize);
+      if (problem !== null) throw new RangeError(`the patch of page ${pageNumber}: ${problem}`);
+      entriesBytes += 5 + patchEncodedBytes(runs);
+    }
+  }
+  const payloadBytes = COMMIT_RECORD_HEADER_BYTES + entriesBytes;
+  const frame = new Uint8Array(LOG_FRAME_HEADER_BYTES + payloadBytes);
+  const view = new DataView(frame.buffer);
+  const p = LOG_FRAME_HEADER_BYTES;
+  const magic = patched
+    ? PATCHED_RECORD_MAGIC
+    : commits === 1
+      ? COMMIT_RECORD_MAGIC
+      : BATCH_RECORD_MAGIC;
+  view.setUint32(p, magic, true);
+  view.setUint32(p + 4, record.pageSize, true);
+  view.setUint32(p + 8, record.databasePages, true);
+  view.setUint32(p + 12, record.pages.size + patches.size, true);
+  view.setFloat64(p + 16, record.commitTime, true);
+  view.setUint32(p + 24, record.walSalt1, true);
+  view.setUint32(p + 28, record.walSalt2, true);
+  view.setUint32(p + 32, record.commitFrame, true);
+  if (patched || commits > 1) view.setUint32(p + 36, commits, true);
+  const pageNumbers = [...record.pages.keys(), ...patches.keys()].sort((a, b) => a - b);
+  let offset = p + COMMIT_RECORD_HEADER_BYTES;
+  for (const pageNumber of pageNumbers) {
     view.setUint32(offset, pageNumber, true);
-    frame.set(page, offset + 4);
-    offset += 4 + record.pageSize;
+    offset += 4;
+    const page = record.pages.get(pageNumber);
+    if (!patched) {
+      frame.set(page!, offset);
+      offset += record.pageSize;
+    } else if (page !== undefined) {
+      frame[offset] = WHOLE_PAGE;
+      frame.set(page, offset + 1);
+      offset += 1 + record.pageSize;
+    } else {
+      const runs = patches.get(pageNumber)!;
+      frame[offset] = PATCHED_PAGE;
+      view.setUint32(offset + 1, runs.length, true);
+      offset += 5;
+      for (const run of runs) {
+        view.setUint32(offset, run.offset, true);
+        view.setUint32(offset + 4, run.bytes.byteLength, true);
+        frame.set(run.bytes, offset + 8);
+        offset += 8 + run.bytes.byteLength;
+      }
+    }
   }
   const payload = frame.subarray(LOG_FRAME_HEADER_BYTES);
   view.setUint32(0, payloadBytes, true);
@@ -160,16 +223,63 @@ export function decodeCommitRecord(payload: Uint8Array): CommitRecord {
   const commits = commitsOfRecordHeader(payload);
   const pageSize = view.getUint32(4, true);
   const count = view.getUint32(12, true);
-  if (payload.byteLength !== COMMIT_RECORD_HEADER_BYTES + count * (4 + pageSize))
+  const patched = view.getUint32(0, true) === PATCHED_RECORD_MAGIC;
+  if (!patched && payload.byteLength !== COMMIT_RECORD_HEADER_BYTES + count * (4 + pageSize))
     throw new RangeError('commit record length does not match its page count');
   const pages = new Map<number, Uint8Array>();
+  const patches = new Map<number, PatchRun[]>();
+  const short = (what: string) =>
+    new RangeError(`commit record ends inside ${what} (${payload.byteLength} bytes)`);
   let offset = COMMIT_RECORD_HEADER_BYTES;
+  let previous = 0;
   for (let i = 0; i < count; i += 1) {
+    if (offset + 4 > payload.byteLength) throw short(`entry ${i + 1} of ${count}`);
     const pageNumber = view.getUint32(offset, true);
     if (pageNumber === 0) throw new RangeError('commit record names page 0');
-    pages.set(pageNumber, payload.subarray(offset + 4, offset + 4 + pageSize));
-    offset += 4 + pageSize;
+    offset += 4;
+    if (!patched) {
+      pages.set(pageNumber, payload.subarray(offset, offset + pageSize));
+      offset += pageSize;
+      continue;
+    }
+    if (pageNumber <= previous)
+      throw new RangeError(
+        `commit record names page ${pageNumber} after page ${previous} (pages must ascend)`,
+      );
+    previous = pageNumber;
+    if (offset + 1 > payload.byteLength) throw short(`the entry of page ${pageNumber}`);
+    const kind = payload[offset]!;
+    offset += 1;
+    if (kind === WHOLE_PAGE) {
+      if (offset + pageSize > payload.byteLength) throw short(`page ${pageNumber}`);
+      pages.set(pageNumber, payload.subarray(offset, offset + pageSize));
+      offset += pageSize;
+    } else if (kind === PATCHED_PAGE) {
+      if (offset + 4 > payload.byteLength) throw short(`the patch of page ${pageNumber}`);
+      const runCount = view.getUint32(offset, true);
+      offset += 4;
+      const runs: PatchRun[] = [];
+      for (let r = 0; r < runCount; r += 1) {
+        if (offset + 8 > payload.byteLength) throw short(`the patch of page ${pageNumber}`);
+        const at = view.getUint32(offset, true);
+        const length = view.getUint32(offset + 4, true);
+        offset += 8;
+        if (offset + length > payload.byteLength) throw short(`the patch of page ${pageNumber}`);
+        runs.push({ offset: at, bytes: payload.subarray(offset, offset + length) });
+        offset += length;
+      }
+      const problem = patchProblem(runs, pageSize);
+      if (problem !== null)
+        throw new RangeError(`commit record's patch of page ${pageNumber}: ${problem}`);
+      patches.set(pageNumber, runs);
+    } else {
+      throw new RangeError(`commit record's entry of page ${pageNumber} has unknown kind ${kind}`);
+    }
   }
+  if (offset !== payload.byteLength)
+    throw new RangeError(
+      `commit record holds ${payload.byteLength - offset} bytes after its ${count} pages`,
+    );
   return {
     pageSize,
     databasePages: view.getUint32(8, true),
@@ -178,13 +288,15 @@ export function decodeCommitRecord(payload: Uint8Array): CommitRecord {
     walSalt2: view.getUint32(28, true),
     commitFrame: view.getUint32(32, true),
     pages,
+    ...(patches.size > 0 ? { patches } : {}),
     commits,
   };
 }
 
 /**
  * The commits a record stands for, from the first 40 bytes of its payload
- * (the header): 1 for a version 1 record, the count of a batch.
+ * (the header): 1 for a version 1 record, the count of a batch or of a
+ * version 3 record.
  * Throws `RangeError` on a header that is neither, or a batch of fewer than 2.
  */
 export function commitsOfRecordHeader(header: Uint8Array): number {
@@ -193,8 +305,12 @@ export function commitsOfRecordHeader(header: Uint8Array): number {
   const view = new DataView(header.buffer, header.byteOffset, COMMIT_RECORD_HEADER_BYTES);
   const magic = view.getUint32(0, true);
   if (magic === COMMIT_RECORD_MAGIC) return 1;
-  if (magic !== BATCH_RECORD_MAGIC) throw new RangeError('not a SQLite commit record (bad magic)');
   const commits = view.getUint32(36, true);
+  if (magic === PATCHED_RECORD_MAGIC) {
+    if (commits < 1) throw new RangeError('a patched record stands for 0 commits, not 1 or more');
+    return commits;
+  }
+  if (magic !== BATCH_RECORD_MAGIC) throw new RangeError('not a SQLite commit record (bad magic)');
   if (commits < 2)
     throw new RangeError(`a batch record stands for ${commits} commits, not 2 or more`);
   return commits;

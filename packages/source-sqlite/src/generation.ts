@@ -81,6 +81,8 @@ export interface GenerationSource {
   readonly databaseFd: number;
   readonly pageSize: number;
   readonly maxHeldLogBytes: number;
+  /** Bytes of page versions kept as the bases of patches (see `maxPageBaseBytes` in tap-options.ts). */
+  readonly maxPageBaseBytes: number;
   readonly capture: WalCapture;
   /** The clock commit records are dated by (default `Date.now`). */
   readonly wallNow?: () => number;
@@ -127,7 +129,13 @@ export function startGenerationUnderReader(source: GenerationSource): Generation
     snapshotDatabasePages: capture.databasePages,
     snapshotTime: (source.wallNow ?? Date.now)(),
     snapshotAvailable: true,
-    log: new HeldLog(source.pageSize, source.maxHeldLogBytes),
+    // The overlay's pages are the snapshot's versions of them: bases from the start.
+    log: new HeldLog(
+      source.pageSize,
+      source.maxHeldLogBytes,
+      source.maxPageBaseBytes,
+      snapshotPages,
+    ),
   };
 }
 

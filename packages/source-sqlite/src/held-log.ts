@@ -4,12 +4,21 @@
  * `maxHeldLogBytes`, one batch record per {@link HeldLog.sealBatch} merging
  * the commits captured in between.
  *
+ * Each record is encoded once, when it is added, and never again: a page
+ * the log wrote before (and whose version is still among the
+ * `maxPageBaseBytes` kept, see page-patch.ts) is written as a patch against
+ * that version, any other page whole. The log is then one fixed byte
+ * stream, whatever range of it is read and however often, and a restore
+ * that applies it in order from the generation's snapshot meets each
+ * patch's base where the patch expects it.
+ *
  * Guarantees: records stay in commit order (once a batch is open, every
  * commit joins it until it is sealed); reads and releases find their first
  * record by binary search, so their cost does not grow with the records
  * held; a read returns whole records only.
  */
-import { commitsOfFrame, encodeCommitFrame, logCrc32 } from './commit-record.ts';
+import { type CommitRecord, commitsOfFrame, encodeCommitFrame, logCrc32 } from './commit-record.ts';
+import { diffPage, PageBases, type PatchRun } from './page-patch.ts';
 import type { WalHeader, WalTransaction } from './wal-file.ts';
 
 /** Commits being merged into one batch record (see `maxHeldLogBytes`). */
@@ -51,9 +60,34 @@ export class HeldLog {
   /** Commits captured while the held log was over `maxHeldLogBytes`, not yet sealed into the log. */
   #batch: OpenBatch | null = null;
 
-  constructor(pageSize: number, maxHeldLogBytes: number) {
+  /** The newest version of each page the log wrote: the bases of its patches. */
+  readonly #bases: PageBases;
+  readonly #patching: boolean;
+
+  /**
+   * `maxPageBaseBytes`: bytes of page versions kept as the bases of patches
+   * (0: every page is written whole, the records version 1 and 2 only).
+   * `snapshotPages`: pages whose version in the generation's snapshot is
+   * known (its overlay), bases from the start.
+   */
+  constructor(
+    pageSize: number,
+    maxHeldLogBytes: number,
+    maxPageBaseBytes = 0,
+    snapshotPages: ReadonlyMap<number, Uint8Array> = new Map(),
+  ) {
     this.#pageSize = pageSize;
     this.#maxHeldLogBytes = maxHeldLogBytes;
+    this.#bases = new PageBases(maxPageBaseBytes);
+    this.#patching = maxPageBaseBytes > 0;
+    if (maxPageBaseBytes > 0)
+      for (const [pageNumber, page] of snapshotPages)
+        if (page.byteLength === pageSize) this.#bases.set(pageNumber, page);
+  }
+
+  /** Bytes of page versions kept as the bases of patches. */
+  get pageBaseBytes(): number {
+    return this.#bases.bytes;
   }
 
   /** Commits in the log (not counting an unsealed batch). */
@@ -84,7 +118,7 @@ export class HeldLog {
       this.#batchTransaction(header, transaction, capturedAt);
     } else {
       this.#appendRecord(
-        encodeCommitFrame({
+        this.#encode({
           pageSize: header.pageSize,
           databasePages: transaction.databasePages,
           commitTime: capturedAt,
@@ -104,7 +138,7 @@ export class HeldLog {
     if (batch === null) return;
     this.#batch = null;
     this.#appendRecord(
-      encodeCommitFrame({
+      this.#encode({
         pageSize: this.#pageSize,
         databasePages: batch.databasePages,
         commitTime: batch.commitTime,
@@ -138,6 +172,28 @@ export class HeldLog {
     this.#chunkOffsets.unshift(0);
     this.#logEnd += frame.byteLength;
     this.#commits += commits;
+  }
+
+  /**
+   * The record as one frame, each page a patch against its base when it has
+   * one and the patch is smaller than the page; every page becomes its own
+   * base for the records after it.
+   */
+  #encode(record: CommitRecord): Uint8Array {
+    // Patches off: the pages as they are, records version 1 and 2 only.
+    if (!this.#patching || record.pageSize !== this.#pageSize) return encodeCommitFrame(record);
+    const whole = new Map<number, Uint8Array>();
+    const patches = new Map<number, PatchRun[]>();
+    for (const [pageNumber, page] of record.pages) {
+      // An aligned copy of our own: compared word by word, then kept as the next base.
+      const version = page.slice();
+      const base = this.#bases.get(pageNumber);
+      const runs = base === undefined ? null : diffPage(base, version, this.#pageSize);
+      if (runs === null) whole.set(pageNumber, version);
+      else patches.set(pageNumber, runs);
+      this.#bases.set(pageNumber, version);
+    }
+    return encodeCommitFrame({ ...record, pages: whole, patches });
   }
 
   #appendRecord(frame: Uint8Array, commits: number): void {

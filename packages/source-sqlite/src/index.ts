@@ -5,14 +5,17 @@ export {
   DEFAULT_MAX_MERGE_PAGE_BYTES,
 } from './commit-log-merge.ts';
 export {
+  BATCH_RECORD_MAGIC,
   COMMIT_RECORD_HEADER_BYTES,
   COMMIT_RECORD_MAGIC,
   type CommitRecord,
   decodeCommitRecord,
   encodeCommitFrame,
+  PATCHED_RECORD_MAGIC,
   splitLogFrames,
 } from './commit-record.ts';
 export { sqliteContentHash } from './content-hash.ts';
+export type { PatchRun } from './page-patch.ts';
 export {
   type ByteSource,
   integrityCheck,
@@ -56,3 +59,4 @@ export {
   SqliteTap,
   type SqliteTapOptions,
 } from './tap.ts';
+export { DEFAULT_MAX_PAGE_BASE_BYTES } from './tap-options.ts';

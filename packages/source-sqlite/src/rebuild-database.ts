@@ -15,8 +15,15 @@
  *   beside it, unless `force`; with `force` it removes the old `-wal` and
  *   `-shm` first, so SQLite can never replay an old WAL onto the restored file.
  *
+ * Page writes are gathered in memory and written each page once
+ * (pending-page-writes.ts), up to {@link MAX_PENDING_WRITE_BYTES} at a time:
+ * a log of many small commits to the same pages costs a few writes, not one
+ * per commit.
+ *
  * Limits: the target must not be open by any process (with `force` it is
- * replaced underneath them). The restored file is in WAL mode, like the source.
+ * replaced underneath them). The restored file is in WAL mode, like the
+ * source. Memory: up to {@link MAX_PENDING_WRITE_BYTES} of pages gathered,
+ * and one log chunk.
  */
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
@@ -24,11 +31,15 @@ import { access, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { decodeCommitRecord, LOG_FRAME_HEADER_BYTES, splitLogFrames } from './commit-record.ts';
+import { PendingPageWrites } from './pending-page-writes.ts';
 import {
   SqliteRestoreCorruptError,
   SqliteRestorePointUnavailableError,
   SqliteRestoreTargetExistsError,
 } from './sqlite-errors.ts';
+
+/** Pages gathered before they are written out (see pending-page-writes.ts): 64 MiB. */
+export const MAX_PENDING_WRITE_BYTES = 64 * 1024 * 1024;
 
 export type ByteSource = Uint8Array | AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
 
@@ -134,7 +145,7 @@ export async function restoreSqliteDatabase(
     dirname(target),
     `.${basename(target)}.restore-${randomBytes(6).toString('hex')}`,
   );
-  const handle = await open(temporary, 'wx', 0o644);
+  const handle = await open(temporary, 'wx+', 0o644);
   let handleOpen = true;
   try {
     // 1. The snapshot, as is.
@@ -160,6 +171,7 @@ export async function restoreSqliteDatabase(
     let lastCommitTime: number | null = null;
     let carry: Uint8Array = new Uint8Array(0);
     let done = limit === 0;
+    const pending = new PendingPageWrites(pageSize);
     for await (const chunk of chunksOf(options.log)) {
       if (done) break;
       options.signal?.throwIfAborted();
@@ -193,9 +205,8 @@ export async function restoreSqliteDatabase(
             target,
             `commit ${limit} of this generation is inside a batch of commits ${applied + 1} to ${applied + commits}, shipped as one record while the backup was behind: restorable are ${applied} and ${applied + commits}`,
           );
-        for (const [pageNumber, page] of record.pages) {
-          await handle.write(page, 0, page.byteLength, (pageNumber - 1) * pageSize);
-        }
+        pending.add(record);
+        if (pending.bytes >= MAX_PENDING_WRITE_BYTES) await pending.writeTo(handle, options.signal);
         databasePages = record.databasePages;
         lastCommitTime = record.commitTime;
         applied += commits;
@@ -205,6 +216,7 @@ export async function restoreSqliteDatabase(
         }
       }
     }
+    await pending.writeTo(handle, options.signal);
     if (!done && carry.byteLength >= LOG_FRAME_HEADER_BYTES && options.commits !== undefined)
       throw new SqliteRestoreCorruptError(target, 'the log ends inside a commit record');
     if (options.commits !== undefined && applied < options.commits)

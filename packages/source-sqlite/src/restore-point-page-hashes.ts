@@ -12,16 +12,27 @@
  * record's size (zero-filled when that is larger). The same steps on hashes
  * give the hashes of the restored file's pages.
  *
- * `null` when the content is not of pages of `pageSize` (a snapshot not a
- * whole number of them, a record of another page size): no proof. A log
- * body that is not whole valid frames throws `RangeError` (the worker
- * checked each object's CRC-32; this catches what it cannot). Memory: 8
- * bytes per page, one record at a time.
+ * The log is merged first (commit-log-merge.ts: each page's newest version,
+ * or for a page it only patched, its patches overlaid), then the snapshot
+ * is streamed once and each page hashed as the restore leaves it: the
+ * merged version, the snapshot's with the patches put over it, or the
+ * snapshot's.
+ *
+ * `null` when there is no proof to give: the content is not of pages of
+ * `pageSize` (a snapshot not a whole number of them, a record of another
+ * page size), a log body is not whole valid records (the worker checked
+ * each object's CRC-32; this catches what it cannot), or the log touches
+ * more than {@link MAX_MERGED_PAGE_BYTES} of distinct pages. Memory: the
+ * distinct pages the log touched (up to that bound), 8 bytes per page of
+ * the database, and one snapshot chunk.
  */
 import { createHash } from 'node:crypto';
 import type { RestorePointContent } from '@x/backup-worker';
-import { decodeCommitRecord, splitLogFrames } from './commit-record.ts';
-import { imageDigest, PAGE_HASH_BYTES } from './resume-record.ts';
+import { CommitLogMergeError, CommitLogMerger } from './commit-log-merge.ts';
+import { PAGE_HASH_BYTES } from './resume-record.ts';
+
+/** The most distinct log pages held while the restore point is hashed: 256 MiB. */
+export const MAX_MERGED_PAGE_BYTES = 256 * 1024 * 1024;
 
 export interface RestorePointPages {
   /** Bytes of the restored database. */
@@ -38,28 +49,45 @@ export async function restorePointPageHashes(
   content: RestorePointContent,
   pageSize: number,
 ): Promise<RestorePointPages | null> {
-  const snapshot = await imageDigest(content.image(), pageSize);
-  if (snapshot.bytes % pageSize !== 0) return null;
-  const packed = Buffer.from(snapshot.pageHashes, 'base64');
+  const merger = new CommitLogMerger({ maxPageBytes: MAX_MERGED_PAGE_BYTES });
+  try {
+    for await (const body of content.logBodies()) merger.add(body);
+  } catch (error) {
+    if (error instanceof CommitLogMergeError) return null;
+    throw error;
+  }
+  if (merger.pageSize !== null && merger.pageSize !== pageSize) return null;
+  const log = merger.written;
+  // The restored page `pageNumber`, given the snapshot's (zeros past its end).
+  const restored = (pageNumber: number, snapshotPage: Uint8Array): Uint8Array => {
+    const whole = log.pages.get(pageNumber);
+    if (whole !== undefined) return whole;
+    return log.patches.get(pageNumber)?.over(snapshotPage) ?? snapshotPage;
+  };
   const hashes: Buffer[] = [];
-  for (let at = 0; at < packed.byteLength; at += PAGE_HASH_BYTES)
-    hashes.push(packed.subarray(at, at + PAGE_HASH_BYTES));
-  const zero = pageHash(new Uint8Array(pageSize));
-  let finalPages = hashes.length;
-  for await (const body of content.logBodies()) {
-    const { payloads, rest } = splitLogFrames(body);
-    if (rest.byteLength > 0) throw new RangeError('a log body ends inside a frame');
-    for (const payload of payloads) {
-      const record = decodeCommitRecord(payload);
-      if (record.pageSize !== pageSize) return null;
-      for (const [pageNumber, page] of record.pages) {
-        while (hashes.length < pageNumber) hashes.push(zero);
-        hashes[pageNumber - 1] = pageHash(page);
-      }
-      finalPages = record.databasePages;
-    }
+  let snapshotBytes = 0;
+  let pending = new Uint8Array(0);
+  for await (const chunk of content.image()) {
+    snapshotBytes += chunk.byteLength;
+    const data = pending.byteLength === 0 ? chunk : Buffer.concat([pending, chunk]);
+    let at = 0;
+    for (; at + pageSize <= data.byteLength; at += pageSize)
+      hashes.push(pageHash(restored(hashes.length + 1, data.subarray(at, at + pageSize))));
+    pending = data.slice(at);
+  }
+  if (snapshotBytes % pageSize !== 0) return null;
+  const finalPages = log.databasePages ?? hashes.length;
+  // Pages past the snapshot: written by the log, or zero-filled by a write past them.
+  let lastWritten = 0;
+  for (const pageNumber of log.pages.keys()) lastWritten = Math.max(lastWritten, pageNumber);
+  for (const pageNumber of log.patches.keys()) lastWritten = Math.max(lastWritten, pageNumber);
+  const zero = new Uint8Array(pageSize);
+  const zeroHash = pageHash(zero);
+  for (let pageNumber = hashes.length + 1; pageNumber <= lastWritten; pageNumber += 1) {
+    const touched = log.pages.has(pageNumber) || log.patches.has(pageNumber);
+    hashes.push(touched ? pageHash(restored(pageNumber, zero)) : zeroHash);
   }
   hashes.length = Math.min(hashes.length, finalPages);
-  while (hashes.length < finalPages) hashes.push(zero);
+  while (hashes.length < finalPages) hashes.push(zeroHash);
   return { bytes: finalPages * pageSize, pageHashes: Buffer.concat(hashes).toString('base64') };
 }

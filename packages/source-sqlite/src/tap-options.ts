@@ -34,6 +34,8 @@ export type RestartUrgency = 'ordinary' | 'insist' | 'force';
 export const DEFAULT_CAPTURE_BUDGET_BYTES = 16 * 1024 * 1024;
 /** Default of `maxHeldLogBytes`. */
 export const DEFAULT_MAX_HELD_LOG_BYTES = 64 * 1024 * 1024;
+/** Default of `maxPageBaseBytes`. */
+export const DEFAULT_MAX_PAGE_BASE_BYTES = 32 * 1024 * 1024;
 
 export interface SqliteTapOptions {
   /**
@@ -88,6 +90,19 @@ export interface SqliteTapOptions {
    */
   readonly maxHeldLogBytes?: number;
   /**
+   * Bytes of page versions the tap keeps, per generation, as the bases of
+   * page patches: a page the log wrote before, whose version is still kept,
+   * is logged as the byte runs that changed (an SBC3 record, see
+   * commit-record.ts) instead of whole, so what a commit ships grows with
+   * the bytes it changed, not with its pages × the page size. The least
+   * recently written pages are dropped first; a page without a kept version
+   * is logged whole. Default {@link DEFAULT_MAX_PAGE_BASE_BYTES} (32 MiB:
+   * the whole of a database up to that size, the hot pages of a larger
+   * one). 0 logs every page whole (records version 1 and 2 only, as
+   * releases before patches wrote).
+   */
+  readonly maxPageBaseBytes?: number;
+  /**
    * WAL bytes one {@link SqliteTap.capture} reads at most; the rest is read
    * by the next. Default {@link DEFAULT_CAPTURE_BUDGET_BYTES} (16 MiB).
    * Captures are synchronous: one that read a backlog of hundreds of
@@ -111,6 +126,7 @@ export function resolveTapOptions(options: SqliteTapOptions): Required<SqliteTap
     truncateCheckpointPages: options.truncateCheckpointPages ?? DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
     busyTimeoutMs: options.busyTimeoutMs ?? 50,
     maxHeldLogBytes: options.maxHeldLogBytes ?? DEFAULT_MAX_HELD_LOG_BYTES,
+    maxPageBaseBytes: options.maxPageBaseBytes ?? DEFAULT_MAX_PAGE_BASE_BYTES,
     captureBudgetBytes: options.captureBudgetBytes ?? DEFAULT_CAPTURE_BUDGET_BYTES,
     truncateWalFile: options.truncateWalFile ?? false,
     wallNow: options.wallNow ?? Date.now,

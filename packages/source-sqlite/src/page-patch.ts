@@ -1,0 +1,220 @@
+/**
+ * Page patches: a page version written as the byte runs in which it differs
+ * from the page's previous version in the same commit log, instead of the
+ * whole page. A commit that changes a 100-byte row of a 4 KiB page then
+ * ships about 100 bytes, not 4 KiB (see the SBC3 record in
+ * commit-record.ts).
+ *
+ * A patch is a list of runs, each "these bytes at this offset of the page",
+ * ascending and non-overlapping. Applying one is a plain write of each run;
+ * it never reads the page's other bytes. So a patch is exact exactly when
+ * the bytes outside its runs are, at the point of the log where it is
+ * applied, what they were in the version it was computed against: the
+ * previous write of that page in the generation's log (or, for a page the
+ * log has not written, its snapshot's bytes). Two consecutive patches of a
+ * page merge into one by overlaying their runs (the later winning), and a
+ * patch applied to a whole version gives a whole version: neither needs the
+ * base, which is what lets compaction merge patched records
+ * (commit-log-merge.ts).
+ */
+
+/** One run of a patch: `bytes` replace the page's bytes from `offset` on. */
+export interface PatchRun {
+  readonly offset: number;
+  readonly bytes: Uint8Array;
+}
+
+/** Bytes a patch takes in a record: a u32 run count, then per run a u32 offset, a u32 length and the bytes. */
+export function patchEncodedBytes(runs: readonly PatchRun[]): number {
+  let bytes = 4;
+  for (const run of runs) bytes += 8 + run.bytes.byteLength;
+  return bytes;
+}
+
+/**
+ * Equal 4-byte words between two differing ones up to which both stay in
+ * one run: a gap of 8 bytes costs what a run's header costs.
+ */
+const MAX_GAP_WORDS = 2;
+
+/**
+ * The runs in which `page` differs from `base` (both one page, of a size
+ * that is a multiple of 4), or `null` when writing them would take at least
+ * `maxEncodedBytes` (see {@link patchEncodedBytes}): the whole page is the
+ * better record then. Runs are views into `page`. A page equal to its base
+ * gives no runs.
+ *
+ * Compares 4-byte words where both buffers are aligned for it (the tap's
+ * copies are), bytes otherwise; the result is the same either way.
+ */
+export function diffPage(
+  base: Uint8Array,
+  page: Uint8Array,
+  maxEncodedBytes: number,
+): PatchRun[] | null {
+  if (base.byteLength !== page.byteLength || page.byteLength % 4 !== 0)
+    throw new RangeError(
+      `a patch compares two pages of one size, a multiple of 4 (${base.byteLength} and ${page.byteLength} bytes)`,
+    );
+  const words = page.byteLength / 4;
+  const aligned = base.byteOffset % 4 === 0 && page.byteOffset % 4 === 0;
+  const a = aligned ? new Uint32Array(base.buffer, base.byteOffset, words) : null;
+  const b = aligned ? new Uint32Array(page.buffer, page.byteOffset, words) : null;
+  const wordDiffers = (index: number): boolean => {
+    if (a !== null && b !== null) return a[index] !== b[index];
+    const at = index * 4;
+    return (
+      base[at] !== page[at] ||
+      base[at + 1] !== page[at + 1] ||
+      base[at + 2] !== page[at + 2] ||
+      base[at + 3] !== page[at + 3]
+    );
+  };
+  const runs: PatchRun[] = [];
+  let encoded = 4;
+  let word = 0;
+  while (word < words) {
+    if (!wordDiffers(word)) {
+      word += 1;
+      continue;
+    }
+    let lastDiffering = word;
+    let next = word + 1;
+    while (next < words && next - lastDiffering <= MAX_GAP_WORDS) {
+      if (wordDiffers(next)) lastDiffering = next;
+      next += 1;
+    }
+    let start = word * 4;
+    while (base[start] === page[start]) start += 1;
+    let end = lastDiffering * 4 + 4;
+    while (base[end - 1] === page[end - 1]) end -= 1;
+    encoded += 8 + (end - start);
+    if (encoded >= maxEncodedBytes) return null;
+    runs.push({ offset: start, bytes: page.subarray(start, end) });
+    word = lastDiffering + 1;
+  }
+  return runs;
+}
+
+/** Writes `runs` into `page` (a whole version, or a patch's overlay buffer). */
+export function applyPatch(page: Uint8Array, runs: readonly PatchRun[]): void {
+  for (const run of runs) page.set(run.bytes, run.offset);
+}
+
+/**
+ * A patch's runs checked against its page size: ascending, non-overlapping,
+ * non-empty, inside the page. Returns a problem, or `null` when sound.
+ */
+export function patchProblem(runs: readonly PatchRun[], pageSize: number): string | null {
+  let end = 0;
+  for (const [index, run] of runs.entries()) {
+    if (run.bytes.byteLength === 0) return `run ${index + 1} is empty`;
+    if (run.offset < end)
+      return `run ${index + 1} starts at byte ${run.offset}, before the end of the run before it (${end})`;
+    end = run.offset + run.bytes.byteLength;
+    if (end > pageSize)
+      return `run ${index + 1} ends at byte ${end}, past the ${pageSize}-byte page`;
+  }
+  return null;
+}
+
+/**
+ * Patches of one page merged in log order, without the page's base: a
+ * page-sized buffer of the bytes written so far and a mask of which they
+ * are. `runs()` gives them back as one patch.
+ */
+export class PatchOverlay {
+  readonly bytes: Uint8Array;
+  readonly #written: Uint8Array;
+
+  constructor(pageSize: number) {
+    this.bytes = new Uint8Array(pageSize);
+    this.#written = new Uint8Array(pageSize);
+  }
+
+  /** Overlays a later patch of the page. */
+  add(runs: readonly PatchRun[]): void {
+    for (const run of runs) {
+      this.bytes.set(run.bytes, run.offset);
+      this.#written.fill(1, run.offset, run.offset + run.bytes.byteLength);
+    }
+  }
+
+  /** `base` with every byte written so far put over it: the page's version after the patches. */
+  over(base: Uint8Array): Uint8Array {
+    const page = base.slice();
+    applyPatch(page, this.runs());
+    return page;
+  }
+
+  /** The bytes written so far as one patch: maximal runs of written bytes, ascending. */
+  runs(): PatchRun[] {
+    const runs: PatchRun[] = [];
+    const written = this.#written;
+    let at = 0;
+    while (at < written.byteLength) {
+      if (written[at] === 0) {
+        at += 1;
+        continue;
+      }
+      const start = at;
+      while (at < written.byteLength && written[at] === 1) at += 1;
+      runs.push({ offset: start, bytes: this.bytes.subarray(start, at) });
+    }
+    return runs;
+  }
+}
+
+/**
+ * The newest version the log holds of each page it wrote, as the bases of
+ * the patches the next records may carry; bounded by bytes, least recently
+ * written pages dropped first (a page with no base is written whole).
+ *
+ * Guarantees: `get` answers only a version the log (or the snapshot the log
+ * applies onto, see `seed`) holds at its end, byte for byte: the caller
+ * hands `set` the very version it writes to the log, in log order, and the
+ * versions kept are never changed in place.
+ */
+export class PageBases {
+  readonly #maxBytes: number;
+  readonly #pages = new Map<number, Uint8Array>();
+  #bytes = 0;
+
+  /** `maxBytes` 0 keeps nothing: every page is written whole. */
+  constructor(maxBytes: number) {
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0)
+      throw new RangeError(`the page bases' bound must be a non-negative integer, not ${maxBytes}`);
+    this.#maxBytes = maxBytes;
+  }
+
+  /** Bytes of the versions kept. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** The version of `pageNumber` at the log's end, when kept. */
+  get(pageNumber: number): Uint8Array | undefined {
+    return this.#pages.get(pageNumber);
+  }
+
+  /**
+   * `page` is now the version of `pageNumber` at the log's end. It is kept
+   * as it is: the caller must not change it afterwards.
+   */
+  set(pageNumber: number, page: Uint8Array): void {
+    const before = this.#pages.get(pageNumber);
+    if (before !== undefined) {
+      this.#pages.delete(pageNumber);
+      this.#bytes -= before.byteLength;
+    }
+    if (page.byteLength > this.#maxBytes) return;
+    this.#pages.set(pageNumber, page);
+    this.#bytes += page.byteLength;
+    // Map order is insertion order: the first entries were written longest ago.
+    for (const [oldest, version] of this.#pages) {
+      if (this.#bytes <= this.#maxBytes) break;
+      this.#pages.delete(oldest);
+      this.#bytes -= version.byteLength;
+    }
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * A restore's page writes, gathered in memory and written to the file in
+ * one pass: each page once, in page order, however many records of the log
+ * wrote it. A log of a hundred thousand small commits to a few hot pages
+ * becomes a few writes instead of a hundred thousand.
+ *
+ * Why it is exact: a restore's file, between the snapshot and the final cut
+ * to size, is the snapshot with every page write so far put over it, the
+ * later write of a page winning (the argument of commit-log-merge.ts).
+ * Gathering writes and putting them down later, each page's newest version
+ * only, leaves the same file, as long as nothing reads the file in between:
+ * a patch of a page whose whole version is gathered is applied to it here;
+ * a patch of a page with none is gathered as runs and put over the file's
+ * bytes of that page when written.
+ *
+ * Limits: holds the distinct pages gathered (twice for a page only
+ * patched): the caller writes them out past its bound ({@link bytes}).
+ */
+import type { FileHandle } from 'node:fs/promises';
+import type { CommitRecord } from './commit-record.ts';
+import { applyPatch, PatchOverlay } from './page-patch.ts';
+
+export class PendingPageWrites {
+  readonly #pageSize: number;
+  /** Page number → newest whole version (a buffer of our own). */
+  #pages = new Map<number, Uint8Array>();
+  /** Page number → patches of a page with no whole version gathered. */
+  #overlays = new Map<number, PatchOverlay>();
+
+  constructor(pageSize: number) {
+    this.#pageSize = pageSize;
+  }
+
+  /** Memory held: page size per page gathered, twice for an only-patched one. */
+  get bytes(): number {
+    return (this.#pages.size + 2 * this.#overlays.size) * this.#pageSize;
+  }
+
+  /** Gathers one record's writes (its pages must be of this page size). */
+  add(record: CommitRecord): void {
+    for (const [pageNumber, page] of record.pages) {
+      this.#overlays.delete(pageNumber);
+      const held = this.#pages.get(pageNumber);
+      if (held === undefined) this.#pages.set(pageNumber, page.slice());
+      else held.set(page);
+    }
+    for (const [pageNumber, runs] of record.patches ?? []) {
+      const held = this.#pages.get(pageNumber);
+      if (held !== undefined) {
+        applyPatch(held, runs);
+        continue;
+      }
+      let overlay = this.#overlays.get(pageNumber);
+      if (overlay === undefined) {
+        overlay = new PatchOverlay(this.#pageSize);
+        this.#overlays.set(pageNumber, overlay);
+      }
+      overlay.add(runs);
+    }
+  }
+
+  /**
+   * Writes what was gathered into `handle` (page n at `(n - 1) × page size`),
+   * in page order, and forgets it. An only-patched page is read from the
+   * file, its runs put over it, and written back (a page past the file's end
+   * reads as zeros, as a write past it would leave it).
+   */
+  async writeTo(handle: FileHandle, signal?: AbortSignal): Promise<void> {
+    const size = this.#pageSize;
+    const pageNumbers = [...this.#pages.keys(), ...this.#overlays.keys()].sort((a, b) => a - b);
+    for (const pageNumber of pageNumbers) {
+      signal?.throwIfAborted();
+      const position = (pageNumber - 1) * size;
+      let page = this.#pages.get(pageNumber);
+      if (page === undefined) {
+        const onFile = new Uint8Array(size);
+        await handle.read(onFile, 0, size, position);
+        page = this.#overlays.get(pageNumber)!.over(onFile);
+      }
+      await handle.write(page, 0, size, position);
+    }
+    this.#pages = new Map();
+    this.#overlays = new Map();
+  }
+}
