@@ -5,20 +5,24 @@
  * levels bound, not the steps; every commit any kept restore point covers
  * restores exactly, inside compacted objects too (a framed compacted object
  * keeps every frame); the fine objects a compaction replaced leave the
- * bucket; a snapshot of the engine starts a generation that compacts again.
+ * bucket; a snapshot of the engine starts a generation that compacts again;
+ * a stop ends a compaction whose request the bucket never answers at once.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BackupWorker } from '@x/backup-worker';
+import { BackupWorker, type ShutdownReport } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
 import { parseManifest, parseSegmentKey } from '@x/manifest';
 import { listRestorePoints, verify } from '@x/restore';
 import { FramedDirSource, restoreFramedStore } from '@x/source-framed';
 import { MemoryStore } from '@x/store';
+import { faultyStore } from '@x/test-faults';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { framePayloads } from './helpers/check-bucket.ts';
+import { checkBucket, framePayloads } from './helpers/check-bucket.ts';
+import { waitFor } from './helpers/drive.ts';
 import { FramedTestEngine } from './helpers/framed-engine.ts';
+import { StartedWorkers } from './helpers/started-workers.ts';
 import { readFiles } from './restore/fixture.ts';
 
 const PREFIX = 'p';
@@ -148,5 +152,80 @@ describe('compaction of a framed store’s commit log', () => {
     const newest = (await listRestorePoints(store, PREFIX)).at(-1)!;
     const manifest = parseManifest((await store.get(newest.manifestKey))!.body, { prefix: PREFIX });
     expect(manifest.segments.length).toBe(24);
+  });
+});
+
+describe('a stop during a compaction whose PUT the bucket never answers', () => {
+  let workers: StartedWorkers;
+  beforeEach(async () => {
+    workers = await StartedWorkers.create('framed-compaction-stop-');
+  });
+  afterEach(async () => {
+    await workers.dispose({ stepMs: 500, maxMs: 60_000 });
+  });
+
+  it('ends at once, flushes every commit, and leaves the compacted object unnamed', async () => {
+    const { clock, engine } = workers;
+    const bucket = new MemoryStore();
+    // A compacted object's PUT lands, but its answer is held for an hour:
+    // only an abort ends it. Every other request is answered.
+    const store = faultyStore(bucket, {
+      schedule: {
+        rules: [{ kind: 'stall', methods: ['put'], path: /\.L1\./, stallMs: 3_600_000 }],
+      },
+      seed: 1,
+      clock,
+    });
+    const events: string[] = [];
+    const record = (event: string) => {
+      events.push(event);
+    };
+    const { handle } = workers.start(store, {
+      prefix: PREFIX,
+      walIntervalMs: 1_000,
+      operationTimeoutMs: 30_000,
+      shutdownGraceMs: 10_000,
+      compactionLevels: [30_000],
+      logger: { debug: record, info: record, warn: record, error: record },
+    });
+    // A commit every 100 ms until a window of 30 s has ended and its
+    // compaction's PUT is held.
+    await waitFor(
+      clock,
+      async () => {
+        if (store.counts().stall > 0) return true;
+        await engine.commit(1);
+        return false;
+      },
+      { what: 'a compaction PUT in flight' },
+    );
+    const [held] = store.faults().filter((fault) => fault.kind === 'stall');
+    await engine.commit(2);
+
+    let report: ShutdownReport | undefined;
+    void handle.shutdown().then((done) => {
+      report = done;
+    });
+    const tookMs = await waitFor(clock, () => report !== undefined, {
+      stepMs: 100,
+      what: 'shutdown',
+    });
+    // Not the request's deadline (30 s), nor the grace period (10 s, after
+    // which the flush would be skipped): the abort ended it.
+    expect(tookMs).toBeLessThan(1_000);
+    expect(report).toMatchObject({
+      complete: true,
+      unrestorableCommits: 0,
+      restorableCommitSeq: engine.durableCommits,
+    });
+    // A stop is no failure, and the compaction did not finish.
+    expect(events).not.toContain('backup.compaction_failed');
+    expect(events).not.toContain('backup.log_compacted');
+    const check = await checkBucket(bucket, PREFIX, { content: true });
+    expect(check.manifests.get(check.latest!)!.commitSeq).toBe(engine.durableCommits);
+    // The held PUT landed; no restore point names what it stored.
+    expect(await bucket.head(held!.path)).not.toBeNull();
+    for (const manifest of check.manifests.values())
+      expect(manifest.segments.map((segment) => segment.key)).not.toContain(held!.path);
   });
 });
