@@ -292,6 +292,32 @@ describe('restorableWindow and windowLine', () => {
     );
   });
 
+  it('an engine the listing cannot tell (version 1 points beside undated ones): both granularities of a compacted run', () => {
+    const old = point({
+      commitSeq: 4,
+      restorableFrom: 0,
+      formatVersion: 1,
+      snapshotTime: null,
+      commitTime: null,
+    });
+    const newer = point({
+      commitSeq: 40,
+      restorableFrom: 4,
+      latest: true,
+      snapshotTime: null,
+      commitTime: null,
+      granularity: [
+        { level: 1, after: 4, to: 30, objects: 2 },
+        { level: 0, after: 30, to: 40, objects: 5 },
+      ],
+    });
+    const window = restorableWindow([old, newer], newer, 0)!;
+    expect(window.engine).toBe('unknown');
+    expect(windowLine(window)).toContain(
+      "the latest restore point's log after its snapshot: commits 5..30 exact in a framed store, in a SQLite backup only at the ends of its 2 objects (level 1), commits 31..40 exact (fine segments); exact to the commit, except, in a SQLite backup,",
+    );
+  });
+
   it('a sound point above what LATEST reaches is named; nothing sound gives no window', () => {
     const window = restorableWindow([first, second], first, 0)!;
     expect(window.latest.commitSeq).toBe(10);

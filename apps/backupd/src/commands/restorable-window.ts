@@ -132,7 +132,9 @@ export function restorableWindow(
 /**
  * One run of the latest restore point's log, as `windowLine` says it. A
  * framed store's compacted objects hold every frame they merged, so its
- * runs of any level stay exact.
+ * runs of any level stay exact; a SQLite one's only at their ends. When the
+ * listing cannot tell the engine (version 1 restore points beside newer
+ * ones), both are said.
  */
 function runText(run: GranularityRun, engine: WindowEngine): string {
   const range = `commits ${run.after + 1}..${run.to}`;
@@ -140,6 +142,8 @@ function runText(run: GranularityRun, engine: WindowEngine): string {
   const objects = run.objects === 1 ? 'one object' : `${run.objects} objects`;
   if (engine === 'framed') return `${range} exact (${objects} of level ${run.level})`;
   const ends = run.objects === 1 ? 'its end' : `the ends of its ${run.objects} objects`;
+  if (engine === 'unknown')
+    return `${range} exact in a framed store, in a SQLite backup only at ${ends} (level ${run.level})`;
   return `${range} only at ${ends} (level ${run.level})`;
 }
 
