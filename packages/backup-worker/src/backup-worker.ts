@@ -358,7 +358,7 @@ export class BackupWorker {
         resolve();
       });
     });
-    // No compaction from here on; one in flight ends at its next request.
+    // No compaction from here on; one in flight ends at once (its request aborted).
     this.#compaction.stop();
     if (pending) {
       this.#runAbort.abort(new ShutdownAbandonedError('abandoned: the worker is shutting down'));

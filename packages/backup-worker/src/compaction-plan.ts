@@ -30,11 +30,14 @@
  *   are at that level, and in every level above, whose windows hold it.
  *
  * Guarantees: a run never mixes windows of its level, so the granularity of
- * point-in-time restore inside an object of level ℓ is ℓ's window. What the
- * chain holds is bounded by the levels, not by uptime, except at the top
- * level, one object per closed window: the scheduled snapshot's size rule
- * (a new generation once the chain outgrows a multiple of the database)
- * bounds that.
+ * point-in-time restore inside an object of level ℓ is ℓ's window at worst
+ * (an engine whose merge keeps every commit, the framed store's, stays
+ * exact to the commit). What the chain holds is bounded by the levels, not
+ * by uptime, except at the top level, one object per closed window: the
+ * scheduled snapshot's size rule (a new generation once the chain outgrows
+ * a multiple of the database), or the engine's own snapshots, bound that.
+ * Nor past `maxRunLogBytes`: a window that covers more log than that keeps
+ * its entries, as many as the steps that shipped them.
  */
 
 /** What the planner needs to know about one entry of the chain. */

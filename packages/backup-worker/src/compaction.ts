@@ -1,8 +1,10 @@
 /**
  * Compaction of the commit log: a run of consecutive entries of the current
  * generation's chain (compaction-plan.ts picks it) is downloaded, checked,
- * merged by the source's {@link LogCompactor} into one record (the newest
- * version of each page, the database size after the last commit) and
+ * merged by the source's {@link LogCompactor} into one body (SQLite: one
+ * record of the newest version of each page and the database size after
+ * the last commit, restorable at its end only; the framed store: the run's
+ * frames concatenated, every commit restorable) and
  * stored as one compacted object (`@x/wal-segment` kind `compacted`, key
  * `wal/{g}/{start}-{end}.L{level}.{from}-{to}.seg`) covering the same byte
  * range of the log. The next restore point names it in place of the run.
@@ -34,8 +36,9 @@
  * version of every page the run touched (at most the database's size, and
  * the compactor's own cap; past the cap the run is left uncompacted and the
  * failure logged); for an engine whose merge keeps every byte (the framed
- * store's concatenation), at most the source's `maxCompactedLogBytes` of
- * log, which bounds the runs planned.
+ * store's concatenation), the run's bodies and their concatenation, so up
+ * to twice the source's `maxCompactedLogBytes`, which bounds the runs
+ * planned.
  */
 import { compactedSegmentKey, crc32Hex, parseSegmentKey, type SegmentEntry } from '@x/manifest';
 import { encodeSegmentObjectAsync, type SegmentObjectHeader } from '@x/wal-segment';
@@ -79,7 +82,7 @@ export class LogCompaction {
   #finished: CompactedRun | null = null;
   /** Wall-clock ms before which no compaction starts (after a failed one). */
   #retryAfter = 0;
-  /** Set by {@link stop}: no compaction starts, one in flight ends before its next request. */
+  /** Set by {@link stop}: no compaction starts, one in flight makes no further request. */
   #stopped = false;
   /** Aborted by {@link stop}: a request of the compaction in flight ends at once. */
   readonly #stop = new AbortController();

@@ -133,11 +133,13 @@ export interface BackupWorkerOptions {
    * ascending, each a whole multiple of the one before (at most 9). Level 1 merges the fine segments shipped inside
    * each window of its interval into one object, level n the objects of the
    * levels below. Point-in-time restore is exact to the commit over the
-   * fine segments (the newest level-1 window) and exact to a level's window
-   * over its objects. `[]` turns compaction off. Default: 30 s, 5 min, 1 h
-   * ({@link DEFAULT_COMPACTION_LEVELS_MS}, the same as
-   * {@link RECOMMENDED_COMPACTION_LEVELS_MS}). Only engines with a
-   * `logCompactor` compact (SQLite).
+   * fine segments (the newest level-1 window); over a level's objects it
+   * is what the engine's merge keeps: exact to the level's window for
+   * SQLite (the newest version of each page), exact to the commit for the
+   * framed store (its frames concatenated). `[]` turns compaction off.
+   * Default: 30 s, 5 min, 1 h ({@link DEFAULT_COMPACTION_LEVELS_MS}, the
+   * same as {@link RECOMMENDED_COMPACTION_LEVELS_MS}). Only engines with a
+   * `logCompactor` compact (SQLite and the framed store both have one).
    */
   readonly compactionLevels?: readonly number[];
   /** Part size passed to `store.upload`. */
