@@ -15,7 +15,9 @@
 import { type Manifest, parseSegmentKey, parseSnapshotKey, type SegmentEntry } from '@x/manifest';
 import {
   decodeSegmentObject,
+  readSegmentObjectHeader,
   SegmentObjectError,
+  type SegmentObjectHeader,
   segmentHeaderDisagreements,
 } from '@x/wal-segment';
 import { ObjectEncodingError } from './restore-errors.ts';
@@ -104,6 +106,8 @@ export interface DecodedSegmentEntry {
   readonly previousCrc32: number;
   /** A compacted object's chain end (the last fine segment it replaced); `null` for a fine one. */
   readonly chainEndCrc32: number | null;
+  /** The CRC-32 of `body` (the header's, checked against the body). */
+  readonly bodyCrc32: number;
 }
 
 /**
@@ -127,6 +131,29 @@ export function checkLinkAfterCompacted(
     );
 }
 
+/**
+ * A compacted object's header states its decoded length itself (a merge is
+ * shorter than the log it stands for), so zstd is bounded by that field,
+ * not by the key. A merge never holds more than the log it replaced: a
+ * header claiming more is refused before anything is decompressed, which
+ * keeps a decompression bomb within the key's range, as for a fine segment,
+ * and a body longer than its range from being taken for that range's log.
+ * @throws ObjectEncodingError naming `decodedLength`
+ */
+function checkCompactedLength(
+  key: string,
+  range: { readonly start: number; readonly end: number },
+  header: SegmentObjectHeader,
+): void {
+  const logBytes = range.end - range.start;
+  if (header.decodedLength > logBytes)
+    throw new ObjectEncodingError(
+      key,
+      'decodedLength',
+      `${header.decodedLength} is more than the log its key stands for (end − start = ${logBytes}): a merge never holds more than the log it replaced`,
+    );
+}
+
 /** {@link decodeSegmentEntry}, also returning the header's chain links. */
 export function decodeSegmentEntryLinks(
   prefix: string,
@@ -141,6 +168,8 @@ export function decodeSegmentEntryLinks(
   const kind = range.layout === 'compacted' ? 'compacted' : 'segment';
   let decoded: ReturnType<typeof decodeSegmentObject>;
   try {
+    if (kind === 'compacted')
+      checkCompactedLength(segment.key, range, readSegmentObjectHeader(stored));
     decoded = decodeSegmentObject(stored);
   } catch (error) {
     if (SegmentObjectError.isInstance(error)) {
@@ -175,5 +204,10 @@ export function decodeSegmentEntryLinks(
       'previous object in the chain',
     );
   }
-  return { body, previousCrc32: header.previousCrc32, chainEndCrc32: header.chainEndCrc32 };
+  return {
+    body,
+    previousCrc32: header.previousCrc32,
+    chainEndCrc32: header.chainEndCrc32,
+    bodyCrc32: header.bodyCrc32,
+  };
 }

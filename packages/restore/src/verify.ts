@@ -15,7 +15,11 @@
  *   (header, decoded length and CRC-32, header against key, entry and chain),
  *   and so is a `.snap` snapshot, streamed in bounded memory (header, decoded
  *   length and CRC-32, header against key and entry; the decoded bytes are
- *   discarded).
+ *   discarded);
+ * - with `deep`, a compacted object whose fine segments other restore points
+ *   still name is compared with them: their chain ends where its chain end
+ *   says, they hold its commits, and, when it merged nothing away (the
+ *   framed engine's concatenation), its bytes are theirs (compacted-cover.ts).
  *
  * A manifest that disappears while it is being verified (retention ran) is
  * reported as `vanished`, not as broken. Store failures and aborts do throw:
@@ -31,6 +35,13 @@ import {
   type SegmentEntry,
 } from '@x/manifest';
 import { isValidKey, normalizePrefix, type ObjectInfo, type ObjectStore } from '@x/store';
+import { completeFrames } from '@x/wal-segment';
+import {
+  compactedCoverProblem,
+  type DecodedCompactedObject,
+  type DecodedLogObject,
+  FineSegmentIndex,
+} from './compacted-cover.ts';
 import type { VerifyProgress } from './progress.ts';
 import { PROGRESS_BYTE_STEP } from './progress.ts';
 import { ObjectCorruptError, ObjectMissingError, RestoreOptionsError } from './restore-errors.ts';
@@ -38,6 +49,7 @@ import { classifiedProblems, messageOf } from './restore-point-checks.ts';
 import { type LatestReading, listManifestKeys, readCapped, readLatest } from './restore-points.ts';
 import {
   checkLinkAfterCompacted,
+  type DecodedSegmentEntry,
   decodeSegmentEntryLinks,
   expectedPreviousCrc32,
   isSegmentObject,
@@ -387,6 +399,10 @@ async function checkObjectsDeep(
   // entries right after one: compared once every object was read.
   const chainEnds = new Map<string, number>();
   const afterCompacted: { claim: ObjectClaim; previousCrc32: number; compacted: string }[] = [];
+  // Every fine segment and compacted object decoded: a compacted object is
+  // compared with the fine run it covers once every object was read.
+  const fineSegments = new FineSegmentIndex();
+  const compactedObjects: { claim: ObjectClaim; decoded: DecodedCompactedObject }[] = [];
   for (const claim of claims.values()) {
     const found = present.get(claim.key);
     if (deep && found !== undefined && found.size === claim.size) {
@@ -424,6 +440,7 @@ async function checkObjectsDeep(
             segment.previousCrc32,
           );
           if (links.chainEndCrc32 !== null) chainEnds.set(claim.key, links.chainEndCrc32);
+          noteDecoded(prefix, claim, segment.entry, links, fineSegments, compactedObjects);
           if (segment.afterCompacted !== undefined)
             afterCompacted.push({
               claim,
@@ -462,6 +479,11 @@ async function checkObjectsDeep(
     counters.objectsDone += 1;
     counters.report('objects', claim.key);
   }
+  for (const { claim, decoded } of compactedObjects) {
+    const problem = compactedCoverProblem(decoded, fineSegments);
+    if (problem !== undefined)
+      blame(states, claim, { kind: 'object-encoding', key: claim.key, message: problem.message });
+  }
   for (const { claim, previousCrc32, compacted } of afterCompacted) {
     const chainEnd = chainEnds.get(compacted);
     if (chainEnd === undefined) continue;
@@ -473,6 +495,41 @@ async function checkObjectsDeep(
     }
   }
   return bytesRead;
+}
+
+/** Files a decoded `.seg` object for the comparison of compacted objects with their fine runs. */
+function noteDecoded(
+  prefix: string,
+  claim: ObjectClaim,
+  entry: SegmentEntry,
+  links: DecodedSegmentEntry,
+  fineSegments: FineSegmentIndex,
+  compactedObjects: { claim: ObjectClaim; decoded: DecodedCompactedObject }[],
+): void {
+  const range = parseSegmentKey(prefix, claim.key);
+  if (range === undefined || range.layout === 'raw') return;
+  const decoded: DecodedLogObject = {
+    key: claim.key,
+    generation: range.generation,
+    start: range.start,
+    end: range.end,
+    lineage: entry.lineage,
+    commits: entry.frames,
+    storedCrc32: Number.parseInt(claim.crc32, 16),
+    previousCrc32: links.previousCrc32,
+    bodyCrc32: links.bodyCrc32,
+    bodyLength: links.body.byteLength,
+  };
+  if (range.layout === 'object') fineSegments.add(decoded);
+  else if (links.chainEndCrc32 !== null)
+    compactedObjects.push({
+      claim,
+      decoded: {
+        ...decoded,
+        chainEndCrc32: links.chainEndCrc32,
+        frames: completeFrames(links.body).frames,
+      },
+    });
 }
 
 /** `{ afterCompacted }` naming the entry before `index` when it is a compacted one; `{}` otherwise. */

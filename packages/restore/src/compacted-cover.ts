@@ -1,0 +1,133 @@
+/**
+ * Whether a compacted object holds what the fine segments it covers held,
+ * when those are still in the bucket: named by the restore points before
+ * the compaction, which a prefix keeps until retention drops them (never,
+ * with `retain: 0`). `verify --deep` reads both anyway; this compares what
+ * it read, without reading anything again.
+ *
+ * The fine run a compacted object covers is found by its chain: the fine
+ * `.seg` segments of its generation and lineage that tile its byte range,
+ * the first naming the compacted object's `previous`, each next one naming
+ * the stored CRC-32 of the one before it. Found, the run must:
+ * - end where the compacted object's chain end says (the stored CRC-32 of
+ *   its last segment);
+ * - hold the compacted object's commits;
+ * - when the compacted object merged nothing away (its decoded body is as
+ *   long as the log it stands for, or holds one frame per commit: the framed
+ *   engine's concatenation), be its bytes, compared by CRC-32 (the run's
+ *   decoded CRC-32s combined).
+ *
+ * Limits: a merge that dropped superseded pages (the SQLite engine's: one
+ * record for the whole run, shorter than the run) is held to its chain and
+ * commit count only: comparing its pages would need the engine's merge,
+ * which this package does not know. Without its fine run in the bucket
+ * nothing is compared. A CRC-32 catches damage and mix-ups, not tampering.
+ */
+import { crc32Combine } from '@x/wal-segment';
+import { ObjectEncodingError } from './restore-errors.ts';
+
+/** What verify read of one decoded `.seg` object (every field checked against its key and entry). */
+export interface DecodedLogObject {
+  readonly key: string;
+  readonly generation: number;
+  readonly start: number;
+  readonly end: number;
+  readonly lineage: string;
+  readonly commits: number;
+  /** CRC-32 of the stored bytes (the manifest's, checked). */
+  readonly storedCrc32: number;
+  /** The header's `previous`. */
+  readonly previousCrc32: number;
+  /** CRC-32 of the decoded body (the header's, checked). */
+  readonly bodyCrc32: number;
+  readonly bodyLength: number;
+}
+
+/** A decoded compacted object: also its chain end and the whole frames of its body. */
+export interface DecodedCompactedObject extends DecodedLogObject {
+  readonly chainEndCrc32: number;
+  readonly frames: number;
+}
+
+/** The decoded fine segments, by generation and start. */
+export class FineSegmentIndex {
+  readonly #byStart = new Map<string, DecodedLogObject[]>();
+
+  add(fine: DecodedLogObject): void {
+    const at = `${fine.generation}:${fine.start}`;
+    const list = this.#byStart.get(at);
+    if (list === undefined) this.#byStart.set(at, [fine]);
+    else list.push(fine);
+  }
+
+  /**
+   * The one chain of fine segments of `compacted`'s generation and lineage
+   * from its start to its end whose first names its `previous`, or
+   * `undefined` when there is none, or more than one link at some offset.
+   */
+  runOf(compacted: DecodedCompactedObject): DecodedLogObject[] | undefined {
+    const run: DecodedLogObject[] = [];
+    let cursor = compacted.start;
+    let link = compacted.previousCrc32;
+    while (cursor < compacted.end) {
+      const next = (this.#byStart.get(`${compacted.generation}:${cursor}`) ?? []).filter(
+        (fine) =>
+          fine.lineage === compacted.lineage &&
+          fine.end <= compacted.end &&
+          fine.previousCrc32 === link,
+      );
+      if (next.length !== 1) return undefined;
+      run.push(next[0]!);
+      cursor = next[0]!.end;
+      link = next[0]!.storedCrc32;
+    }
+    return run;
+  }
+}
+
+const hex = (crc: number): string => crc.toString(16).padStart(8, '0');
+
+/**
+ * Why `compacted` does not hold what its fine run held (see the module
+ * comment), as the refusal restore would raise; `undefined` when it does,
+ * or when its fine run is not in `fine`.
+ */
+export function compactedCoverProblem(
+  compacted: DecodedCompactedObject,
+  fine: FineSegmentIndex,
+): ObjectEncodingError | undefined {
+  const run = fine.runOf(compacted);
+  if (run === undefined) return undefined;
+  const covered = `the fine segments it covers (${run.map((segment) => segment.key).join(', ')})`;
+  const last = run.at(-1)!;
+  if (last.storedCrc32 !== compacted.chainEndCrc32)
+    return new ObjectEncodingError(
+      compacted.key,
+      'chainEndCrc32',
+      `the header says ${hex(compacted.chainEndCrc32)}, ${covered} end with ${hex(last.storedCrc32)}`,
+    );
+  const commits = run.reduce((sum, segment) => sum + segment.commits, 0);
+  if (commits !== compacted.commits)
+    return new ObjectEncodingError(
+      compacted.key,
+      'commits',
+      `the header says ${compacted.commits}, ${covered} hold ${commits}`,
+    );
+  const mergedNothing =
+    compacted.bodyLength === compacted.end - compacted.start ||
+    compacted.frames === compacted.commits;
+  if (!mergedNothing) return undefined;
+  let crc = run[0]!.bodyCrc32;
+  let length = run[0]!.bodyLength;
+  for (const segment of run.slice(1)) {
+    crc = crc32Combine(crc, segment.bodyCrc32, segment.bodyLength);
+    length += segment.bodyLength;
+  }
+  if (crc !== compacted.bodyCrc32 || length !== compacted.bodyLength)
+    return new ObjectEncodingError(
+      compacted.key,
+      'body',
+      `it merged nothing away (${compacted.frames} frames for ${compacted.commits} commits, ${compacted.bodyLength} bytes for ${compacted.end - compacted.start} of log), so it must hold ${covered} byte for byte, but decodes to ${compacted.bodyLength} bytes with CRC-32 ${hex(compacted.bodyCrc32)}, theirs to ${length} bytes with ${hex(crc)}`,
+    );
+  return undefined;
+}
