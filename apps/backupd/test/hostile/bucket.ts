@@ -97,6 +97,21 @@ export const BASELINE_COMMITS = 4;
  * prefix.
  */
 export async function buildBaseline(root: string): Promise<void> {
+  const { paths, store } = await prepareCase(root);
+  const worker = newWorker(store, paths.source, 0);
+  await worker.runOnce();
+  await appendCommits(paths.source, 3, 3);
+  await worker.runOnce();
+  await appendCommits(paths.source, 4, 4);
+  await worker.runOnce();
+}
+
+/**
+ * The case directory before any backup: the framed store directory (its
+ * lineage, snapshot, side files and commits 1 and 2), the bait files, and
+ * the store holding only the object outside the prefix.
+ */
+export async function prepareCase(root: string): Promise<{ paths: CasePaths; store: FsStore }> {
   const paths = casePaths(root);
   await mkdir(paths.source, { recursive: true });
   await mkdir(paths.restoreParent, { recursive: true });
@@ -112,12 +127,7 @@ export async function buildBaseline(root: string): Promise<void> {
   await appendCommits(paths.source, 1, 2);
   const store = new FsStore({ root: paths.storeRoot, fsync: false });
   await store.put(OUTSIDE_KEY, OUTSIDE_BYTES);
-  const worker = newWorker(store, paths.source, 0);
-  await worker.runOnce();
-  await appendCommits(paths.source, 3, 3);
-  await worker.runOnce();
-  await appendCommits(paths.source, 4, 4);
-  await worker.runOnce();
+  return { paths, store };
 }
 
 /**

@@ -4,13 +4,10 @@
  * each edit keeps the header CRC right (or the body CRC, for a replaced
  * body), so only decoding can tell.
  */
-import { readdir } from 'node:fs/promises';
 import { crc32, zstdCompressSync } from 'node:zlib';
 import { decodeSegmentObject } from '@x/wal-segment';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OPERATIONS, RESTORING_OPERATIONS, runOperation } from './operations.ts';
 import type { Planter } from './plant.ts';
-import { HostileTable, passes, type Row, refuses } from './table.ts';
+import { describeHostileTable, passes, type Row, refuses } from './table.ts';
 
 /** The header length of a stored envelope (bytes 4..6). */
 export function headerBytes(stored: Uint8Array): number {
@@ -59,23 +56,9 @@ export const badEnvelope = (key: string, says: string) => ({
 
 /**
  * Runs `rows` against every operation, each on a fresh copy of the
- * baseline; a restoring operation must leave its target empty (refused
- * before a byte of the damaged object was used).
+ * baseline; a restoring operation that refuses must leave its target empty
+ * (every row here expects restore to refuse).
  */
 export function describeEnvelopeTable(label: string, rows: readonly Row[]): void {
-  const table = new HostileTable();
-  beforeAll(() => table.setUp());
-  afterAll(() => table.tearDown());
-  describe.concurrent.each(rows)(`${label}: $name`, (row) => {
-    it.each(OPERATIONS)('%s', async (operation) => {
-      await table.run(row, operation, async (store, paths) => {
-        const outcome = await runOperation(operation, store, paths);
-        if (RESTORING_OPERATIONS.has(operation)) {
-          const entries = await readdir(paths.target).catch(() => []);
-          expect(entries, `${operation} left files in the target`).toEqual([]);
-        }
-        return outcome;
-      });
-    });
-  });
+  describeHostileTable(label, rows);
 }

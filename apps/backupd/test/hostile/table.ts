@@ -5,11 +5,11 @@
  * outside the prefix or the target, no deletion of what the operation did
  * not write, reads of hostile objects capped).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { FsStore, type ObjectStore } from '@x/store';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   buildBaseline,
   type CasePaths,
@@ -24,6 +24,7 @@ import {
 } from './bucket.ts';
 import {
   MeteredStore,
+  OPERATIONS,
   type Operation,
   type Outcome,
   prepareOperation,
@@ -65,6 +66,12 @@ export interface Row {
   readonly expect: Expectations;
   /** Keys no operation may delete or change, besides the planted ones and those outside the prefix. */
   readonly protect?: (paths: CasePaths) => readonly string[];
+  /**
+   * Planted keys retention may delete: objects under a generation it
+   * retires, whose prefix it clears of segments no kept restore point names
+   * (a crash's leftovers look the same).
+   */
+  readonly retentionMayDelete?: readonly string[];
   /** The most body bytes a library operation may read of `key`. */
   readonly readCap?: { readonly key: string; readonly bytes: number };
 }
@@ -97,6 +104,7 @@ export function expectationFor(row: Row, operation: Operation): Expectation {
 const STACK_LINE = /^\s+at .+(:\d+:\d+\)?|<anonymous>\)?)$/m;
 
 export class HostileTable {
+  readonly #build: (root: string) => Promise<void>;
   #baseline: string | null = null;
   #scratch: string | null = null;
   #cases = 0;
@@ -105,10 +113,15 @@ export class HostileTable {
     this.unhandled.push(reason);
   };
 
+  /** `build` makes the baseline bucket every case starts from (default: {@link buildBaseline}'s). */
+  constructor(build: (root: string) => Promise<void> = buildBaseline) {
+    this.#build = build;
+  }
+
   async setUp(): Promise<void> {
     this.#scratch = await mkdtemp(join(tmpdir(), 'backupd-hostile-'));
     this.#baseline = join(this.#scratch, 'baseline');
-    await buildBaseline(this.#baseline);
+    await this.#build(this.#baseline);
     process.on('unhandledRejection', this.#onUnhandled);
   }
 
@@ -193,8 +206,9 @@ export class HostileTable {
       ).toEqual([]);
       if (operation !== 'retention')
         expect(changes.deleted, `${what}: deleted objects`).toEqual([]);
+      const retired = new Set(operation === 'retention' ? (row.retentionMayDelete ?? []) : []);
       const untouchable = new Set([
-        ...planted.created,
+        ...planted.created.filter((key) => !retired.has(key)),
         ...(row.protect?.(paths) ?? []),
         OUTSIDE_KEY,
       ]);
@@ -212,7 +226,7 @@ export class HostileTable {
       ).toEqual([]);
       // What retention deleted was in the baseline: written by this lineage's worker.
       expect(
-        changes.deleted.filter((key) => !baseline.has(key)),
+        changes.deleted.filter((key) => !baseline.has(key) && !retired.has(key)),
         `${what}: deleted objects the lineage did not write`,
       ).toEqual([]);
 
@@ -228,4 +242,31 @@ export class HostileTable {
       await rm(root, { recursive: true, force: true });
     }
   }
+}
+
+/**
+ * Runs `rows` against every operation, each on a fresh copy of the baseline
+ * `build` makes; a restoring operation that refuses must leave its target
+ * empty (refused before a byte of the damaged object was used).
+ */
+export function describeHostileTable(
+  label: string,
+  rows: readonly Row[],
+  build?: (root: string) => Promise<void>,
+): void {
+  const table = new HostileTable(build);
+  beforeAll(() => table.setUp());
+  afterAll(() => table.tearDown());
+  describe.concurrent.each(rows)(`${label}: $name`, (row) => {
+    it.each(OPERATIONS)('%s', async (operation) => {
+      await table.run(row, operation, async (store, paths) => {
+        const outcome = await runOperation(operation, store, paths);
+        if (RESTORING_OPERATIONS.has(operation) && outcome.result === 'refused') {
+          const entries = await readdir(paths.target).catch(() => []);
+          expect(entries, `${operation} refused but left files in the target`).toEqual([]);
+        }
+        return outcome;
+      });
+    });
+  });
 }
