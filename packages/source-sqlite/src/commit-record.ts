@@ -37,18 +37,24 @@
  * rather than miscounting it.
  *
  * Version 3 (magic `0x33434253`, "SBC3"): one commit (offset 36: 1) or a
- * batch (offset 36: how many) whose pages may be **patches** (page-patch.ts):
+ * batch (offset 36: how many) of whole pages and **patches** (page-patch.ts):
  * the byte runs in which a page differs from its previous version in the
- * log, instead of the whole page. From offset 40, n entries in ascending
- * page order, each a u32 page number, a u8 kind, then for kind 0 the whole
- * page (page size bytes), for kind 1 a u32 run count r and r runs of a u32
- * offset in the page, a u32 length (at least 1) and that many bytes,
- * ascending and non-overlapping. A restore writes each run at its offset
- * and leaves the page's other bytes as the log's previous version of the
- * page (or the snapshot's) left them. The tap writes version 3 only for a
- * record that holds at least one patch: a record of whole pages is version
- * 1 or 2 as before, byte for byte. A reader that predates it refuses it
- * (bad magic).
+ * log, instead of the whole page. Offset 12 counts the whole pages, which
+ * follow from offset 40 as in versions 1 and 2; after them a u32 count m of
+ * patched pages, then m entries in ascending page order, each a u32 page
+ * number, a u32 run count r and r runs of a u32 offset in the page, a u32
+ * length (at least 1) and that many bytes, ascending and non-overlapping.
+ * No page is both whole and patched. A restore writes each run at its
+ * offset and leaves the page's other bytes as the log's previous version
+ * of the page (or the snapshot's) left them. The tap writes version 3 only
+ * for a record that holds at least one patch: a record of whole pages is
+ * version 1 or 2 as before, byte for byte. A reader that predates it
+ * refuses it (bad magic).
+ *
+ * Why this layout: a merged record (commit-log-merge.ts) is then never
+ * longer than the run it replaces (each whole page and each patch entry
+ * costs what it cost in the inputs, or less; one header replaces two or
+ * more), which a reader of compacted objects relies on.
  */
 import { crc32 } from 'node:zlib';
 import { crc32Combine, FRAME_HEADER_BYTES } from '@x/wal-segment';
@@ -59,9 +65,6 @@ export const COMMIT_RECORD_MAGIC = 0x31434253;
 export const BATCH_RECORD_MAGIC = 0x32434253;
 /** Magic of a record that may hold page patches (version 3): one commit or a batch. */
 export const PATCHED_RECORD_MAGIC = 0x33434253;
-/** Kinds of a version 3 page entry. */
-const WHOLE_PAGE = 0;
-const PATCHED_PAGE = 1;
 export const COMMIT_RECORD_HEADER_BYTES = 40;
 /** Bytes before each frame's payload: length and CRC-32 (the `@x/wal-segment` frame). */
 export const LOG_FRAME_HEADER_BYTES = FRAME_HEADER_BYTES;
@@ -105,18 +108,17 @@ export function encodeCommitFrame(record: CommitRecord): Uint8Array {
         `page ${pageNumber} is ${page.byteLength} bytes, not ${record.pageSize}`,
       );
   const patched = patches.size > 0;
-  let entriesBytes = record.pages.size * (4 + record.pageSize);
+  let payloadBytes = COMMIT_RECORD_HEADER_BYTES + record.pages.size * (4 + record.pageSize);
   if (patched) {
-    entriesBytes += record.pages.size;
+    payloadBytes += 4;
     for (const [pageNumber, runs] of patches) {
       if (record.pages.has(pageNumber))
         throw new RangeError(`page ${pageNumber} is both whole and patched in one record`);
       const problem = patchProblem(runs, record.pageSize);
       if (problem !== null) throw new RangeError(`the patch of page ${pageNumber}: ${problem}`);
-      entriesBytes += 5 + patchEncodedBytes(runs);
+      payloadBytes += 4 + patchEncodedBytes(runs);
     }
   }
-  const payloadBytes = COMMIT_RECORD_HEADER_BYTES + entriesBytes;
   const frame = new Uint8Array(LOG_FRAME_HEADER_BYTES + payloadBytes);
   const view = new DataView(frame.buffer);
   const p = LOG_FRAME_HEADER_BYTES;
@@ -128,30 +130,26 @@ export function encodeCommitFrame(record: CommitRecord): Uint8Array {
   view.setUint32(p, magic, true);
   view.setUint32(p + 4, record.pageSize, true);
   view.setUint32(p + 8, record.databasePages, true);
-  view.setUint32(p + 12, record.pages.size + patches.size, true);
+  view.setUint32(p + 12, record.pages.size, true);
   view.setFloat64(p + 16, record.commitTime, true);
   view.setUint32(p + 24, record.walSalt1, true);
   view.setUint32(p + 28, record.walSalt2, true);
   view.setUint32(p + 32, record.commitFrame, true);
   if (patched || commits > 1) view.setUint32(p + 36, commits, true);
-  const pageNumbers = [...record.pages.keys(), ...patches.keys()].sort((a, b) => a - b);
   let offset = p + COMMIT_RECORD_HEADER_BYTES;
-  for (const pageNumber of pageNumbers) {
+  for (const pageNumber of [...record.pages.keys()].sort((x, y) => x - y)) {
     view.setUint32(offset, pageNumber, true);
+    frame.set(record.pages.get(pageNumber)!, offset + 4);
+    offset += 4 + record.pageSize;
+  }
+  if (patched) {
+    view.setUint32(offset, patches.size, true);
     offset += 4;
-    const page = record.pages.get(pageNumber);
-    if (!patched) {
-      frame.set(page!, offset);
-      offset += record.pageSize;
-    } else if (page !== undefined) {
-      frame[offset] = WHOLE_PAGE;
-      frame.set(page, offset + 1);
-      offset += 1 + record.pageSize;
-    } else {
+    for (const pageNumber of [...patches.keys()].sort((x, y) => x - y)) {
       const runs = patches.get(pageNumber)!;
-      frame[offset] = PATCHED_PAGE;
-      view.setUint32(offset + 1, runs.length, true);
-      offset += 5;
+      view.setUint32(offset, pageNumber, true);
+      view.setUint32(offset + 4, runs.length, true);
+      offset += 8;
       for (const run of runs) {
         view.setUint32(offset, run.offset, true);
         view.setUint32(offset + 4, run.bytes.byteLength, true);
@@ -224,62 +222,18 @@ export function decodeCommitRecord(payload: Uint8Array): CommitRecord {
   const pageSize = view.getUint32(4, true);
   const count = view.getUint32(12, true);
   const patched = view.getUint32(0, true) === PATCHED_RECORD_MAGIC;
-  if (!patched && payload.byteLength !== COMMIT_RECORD_HEADER_BYTES + count * (4 + pageSize))
+  const wholeEnd = COMMIT_RECORD_HEADER_BYTES + count * (4 + pageSize);
+  if (patched ? payload.byteLength < wholeEnd + 4 : payload.byteLength !== wholeEnd)
     throw new RangeError('commit record length does not match its page count');
   const pages = new Map<number, Uint8Array>();
-  const patches = new Map<number, PatchRun[]>();
-  const short = (what: string) =>
-    new RangeError(`commit record ends inside ${what} (${payload.byteLength} bytes)`);
   let offset = COMMIT_RECORD_HEADER_BYTES;
-  let previous = 0;
   for (let i = 0; i < count; i += 1) {
-    if (offset + 4 > payload.byteLength) throw short(`entry ${i + 1} of ${count}`);
     const pageNumber = view.getUint32(offset, true);
     if (pageNumber === 0) throw new RangeError('commit record names page 0');
-    offset += 4;
-    if (!patched) {
-      pages.set(pageNumber, payload.subarray(offset, offset + pageSize));
-      offset += pageSize;
-      continue;
-    }
-    if (pageNumber <= previous)
-      throw new RangeError(
-        `commit record names page ${pageNumber} after page ${previous} (pages must ascend)`,
-      );
-    previous = pageNumber;
-    if (offset + 1 > payload.byteLength) throw short(`the entry of page ${pageNumber}`);
-    const kind = payload[offset]!;
-    offset += 1;
-    if (kind === WHOLE_PAGE) {
-      if (offset + pageSize > payload.byteLength) throw short(`page ${pageNumber}`);
-      pages.set(pageNumber, payload.subarray(offset, offset + pageSize));
-      offset += pageSize;
-    } else if (kind === PATCHED_PAGE) {
-      if (offset + 4 > payload.byteLength) throw short(`the patch of page ${pageNumber}`);
-      const runCount = view.getUint32(offset, true);
-      offset += 4;
-      const runs: PatchRun[] = [];
-      for (let r = 0; r < runCount; r += 1) {
-        if (offset + 8 > payload.byteLength) throw short(`the patch of page ${pageNumber}`);
-        const at = view.getUint32(offset, true);
-        const length = view.getUint32(offset + 4, true);
-        offset += 8;
-        if (offset + length > payload.byteLength) throw short(`the patch of page ${pageNumber}`);
-        runs.push({ offset: at, bytes: payload.subarray(offset, offset + length) });
-        offset += length;
-      }
-      const problem = patchProblem(runs, pageSize);
-      if (problem !== null)
-        throw new RangeError(`commit record's patch of page ${pageNumber}: ${problem}`);
-      patches.set(pageNumber, runs);
-    } else {
-      throw new RangeError(`commit record's entry of page ${pageNumber} has unknown kind ${kind}`);
-    }
+    pages.set(pageNumber, payload.subarray(offset + 4, offset + 4 + pageSize));
+    offset += 4 + pageSize;
   }
-  if (offset !== payload.byteLength)
-    throw new RangeError(
-      `commit record holds ${payload.byteLength - offset} bytes after its ${count} pages`,
-    );
+  const patches = patched ? decodePatches(payload, view, offset, pageSize, pages) : null;
   return {
     pageSize,
     databasePages: view.getUint32(8, true),
@@ -288,9 +242,58 @@ export function decodeCommitRecord(payload: Uint8Array): CommitRecord {
     walSalt2: view.getUint32(28, true),
     commitFrame: view.getUint32(32, true),
     pages,
-    ...(patches.size > 0 ? { patches } : {}),
+    ...(patches !== null && patches.size > 0 ? { patches } : {}),
     commits,
   };
+}
+
+/** The patch section of a version 3 record, from `offset` (its count) to the payload's end. */
+function decodePatches(
+  payload: Uint8Array,
+  view: DataView,
+  start: number,
+  pageSize: number,
+  pages: ReadonlyMap<number, Uint8Array>,
+): Map<number, PatchRun[]> {
+  const short = (what: string) =>
+    new RangeError(`commit record ends inside ${what} (${payload.byteLength} bytes)`);
+  const patches = new Map<number, PatchRun[]>();
+  const count = view.getUint32(start, true);
+  let offset = start + 4;
+  let previous = 0;
+  for (let i = 0; i < count; i += 1) {
+    if (offset + 8 > payload.byteLength) throw short(`patch ${i + 1} of ${count}`);
+    const pageNumber = view.getUint32(offset, true);
+    const runCount = view.getUint32(offset + 4, true);
+    offset += 8;
+    if (pageNumber === 0) throw new RangeError('commit record names page 0');
+    if (pageNumber <= previous)
+      throw new RangeError(
+        `commit record patches page ${pageNumber} after page ${previous} (patched pages must ascend)`,
+      );
+    if (pages.has(pageNumber))
+      throw new RangeError(`commit record holds page ${pageNumber} both whole and patched`);
+    previous = pageNumber;
+    const runs: PatchRun[] = [];
+    for (let r = 0; r < runCount; r += 1) {
+      if (offset + 8 > payload.byteLength) throw short(`the patch of page ${pageNumber}`);
+      const at = view.getUint32(offset, true);
+      const length = view.getUint32(offset + 4, true);
+      offset += 8;
+      if (offset + length > payload.byteLength) throw short(`the patch of page ${pageNumber}`);
+      runs.push({ offset: at, bytes: payload.subarray(offset, offset + length) });
+      offset += length;
+    }
+    const problem = patchProblem(runs, pageSize);
+    if (problem !== null)
+      throw new RangeError(`commit record's patch of page ${pageNumber}: ${problem}`);
+    patches.set(pageNumber, runs);
+  }
+  if (offset !== payload.byteLength)
+    throw new RangeError(
+      `commit record holds ${payload.byteLength - offset} bytes after its ${count} patches`,
+    );
+  return patches;
 }
 
 /**

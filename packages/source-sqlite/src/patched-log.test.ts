@@ -7,7 +7,8 @@
  *   commit that changes a few bytes of a page ships about those bytes;
  * - exactness: on random logs of whole pages and patches, the sequential
  *   replay, the merged record (compaction) and the gathered writes of a
- *   restore (pending-page-writes.ts) give the same file.
+ *   restore (pending-page-writes.ts) give the same file, and the merged
+ *   record is never longer than the run it replaces.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -109,7 +110,7 @@ describe('SBC3 records', () => {
     ).toThrow(/the patch of page 1: run 1 ends at byte 513, past the 512-byte page/);
   });
 
-  it('refuses a malformed record by name: kind, page order, runs, a short or long payload, 0 commits', () => {
+  it('refuses a malformed record by name: page order, runs, a short or long payload, page count, 0 commits', () => {
     const good = payloadOf(
       encodeCommitFrame({
         ...FIELDS,
@@ -126,26 +127,23 @@ describe('SBC3 records', () => {
       const edited = result instanceof Uint8Array ? result : payload;
       return () => decodeCommitRecord(edited);
     };
-    // Layout: header 40; page 3 at 40 (number), kind at 44, run count at 45,
-    // run at 49 (offset), 53 (length), bytes at 57..59; page 4 at 59.
-    expect(
-      decode((p) => {
-        p[44] = 7;
-      }),
-    ).toThrow(/entry of page 3 has unknown kind 7/);
-    expect(decode((_, v) => v.setUint32(59, 3, true))).toThrow(
-      /names page 3 after page 3 \(pages must ascend\)/,
+    // Layout: header 40 (no whole pages), patch count at 40; page 3 at 44
+    // (number), run count at 48, its run at 52 (offset), 56 (length), bytes
+    // at 60..61; page 4 at 62.
+    expect(decode((_, v) => v.setUint32(62, 3, true))).toThrow(
+      /patches page 3 after page 3 \(patched pages must ascend\)/,
     );
-    expect(decode((_, v) => v.setUint32(49, 511, true))).toThrow(
+    expect(decode((_, v) => v.setUint32(52, 511, true))).toThrow(
       /patch of page 3: run 1 ends at byte 513/,
     );
-    expect(decode((_, v) => v.setUint32(53, 0, true))).toThrow(/holds|ends inside|empty/);
+    expect(decode((_, v) => v.setUint32(56, 0, true))).toThrow(/patch of page 3: run 1 is empty/);
     expect(decode((p) => p.subarray(0, p.byteLength - 1))).toThrow(
       /ends inside the patch of page 4/,
     );
     expect(decode((p) => new Uint8Array(Buffer.concat([p, new Uint8Array(3)])))).toThrow(
-      /3 bytes after its 2 pages/,
+      /3 bytes after its 2 patches/,
     );
+    expect(decode((_, v) => v.setUint32(12, 1, true))).toThrow(/does not match its page count/);
     expect(decode((_, v) => v.setUint32(36, 0, true))).toThrow(/stands for 0 commits/);
   });
 });
@@ -183,9 +181,10 @@ describe('the held log writes patches', () => {
     expect(patchedLog.commits).toBe(11);
     // The first record whole, then ten of about 100 bytes each.
     expect(plainLog.bytes.byteLength).toBe(11 * (LOG_FRAME_HEADER_BYTES + 40 + 4 + PAGE));
-    // Each patch: page number, kind, run count, one run's offset and length, 100 bytes.
+    // Each patch record: the patch count, then page number, run count, one
+    // run's offset and length, and the 100 bytes.
     expect(patchedLog.bytes.byteLength).toBe(
-      LOG_FRAME_HEADER_BYTES + 44 + PAGE + 10 * (LOG_FRAME_HEADER_BYTES + 40 + 4 + 1 + 4 + 8 + 100),
+      LOG_FRAME_HEADER_BYTES + 44 + PAGE + 10 * (LOG_FRAME_HEADER_BYTES + 40 + 4 + 4 + 4 + 8 + 100),
     );
     const magics = splitLogFrames(patchedLog.bytes).payloads.map((p) =>
       new DataView(p.buffer, p.byteOffset).getUint32(0, true),
@@ -296,7 +295,12 @@ describe('exactness of patched logs (property)', () => {
           const cut = Math.min(cutAt, frames.length - 1);
           const merger = new CommitLogMerger();
           for (const frame of frames.slice(cut)) merger.add(frame);
-          const merged = new Uint8Array(Buffer.concat([...frames.slice(0, cut), merger.finish()]));
+          const mergedRun = merger.finish();
+          // Never longer than the run it replaces (a compacted object's
+          // decoded length is bounded by its key's range).
+          const runBytes = frames.slice(cut).reduce((sum, frame) => sum + frame.byteLength, 0);
+          expect(mergedRun.byteLength).toBeLessThanOrEqual(runBytes);
+          const merged = new Uint8Array(Buffer.concat([...frames.slice(0, cut), mergedRun]));
           expect(Buffer.from(fileOf(replay(merged, snapshot))).equals(Buffer.from(expected))).toBe(
             true,
           );
