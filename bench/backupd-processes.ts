@@ -5,6 +5,7 @@
  * (no `benchmark` export): imported by `sqlite-growth` and `sqlite-app-overhead`.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +32,25 @@ export function checkBackupdRuns(): void {
  */
 /** Event names each replicate started here has logged (its JSON log lines at level info). */
 const loggedEvents = new WeakMap<ChildProcess, Set<string>>();
+
+/**
+ * CPU seconds (user + system, all threads) a live process has used so far,
+ * from `/proc/<pid>/stat`; `null` where there is no such file (not Linux, or
+ * the process is gone).
+ */
+export function cpuSecondsOf(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // Fields after the command name (which may hold spaces), closed by ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime: fields 14 and 15 of the line, 12 and 13 here, in clock ticks (100 per second on Linux).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 
 export function startReplicate(database: string, url: string): ChildProcess {
   const child = spawn(

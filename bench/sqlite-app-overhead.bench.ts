@@ -17,7 +17,10 @@
  *   inside the default window);
  * - `restore s`: `backupd restore` of the latest state afterwards, a
  *   process of its own; the restored database must hold every commit the
- *   application made.
+ *   application made;
+ * - `backupd CPU µs per commit`: the CPU time (user + system, from
+ *   `/proc`) `backupd replicate` used from the application's start until 3 s
+ *   after its end, ÷ the commits (Linux only).
  *
  * `SQLITE_APP_SECONDS` sets the phase length (default 20).
  */
@@ -29,6 +32,7 @@ import { pathToFileURL } from 'node:url';
 import { FsStore } from '@x/store';
 import {
   checkBackupdRuns,
+  cpuSecondsOf,
   freshDirectory,
   listRestorePoints,
   lowerIsBetter,
@@ -128,12 +132,16 @@ async function onePair(
   createDatabase(database);
   const replicate = startReplicate(database, url);
   let withBackupd: WriterResult;
+  let cpuSeconds: number | null = null;
   try {
     await waitForNewRestorePoint(url, []);
+    const cpuBefore = cpuSecondsOf(replicate.pid);
     withBackupd = await runApplication(database, synchronous);
     // What was committed ships within an interval or two; the graceful stop
     // then writes the final restore point.
     await sleep(3000);
+    const cpuAfter = cpuSecondsOf(replicate.pid);
+    if (cpuBefore !== null && cpuAfter !== null) cpuSeconds = cpuAfter - cpuBefore;
   } finally {
     await stopProcess(replicate);
   }
@@ -156,6 +164,11 @@ async function onePair(
   measured[`${synchronous} worst commit ms with`] = lowerIsBetter(withBackupd.maxMs, 'ms');
   measured[`${synchronous} uploaded MB`] = lowerIsBetter(uploaded / 1e6, 'MB');
   measured[`${synchronous} restore s`] = lowerIsBetter(seconds, 's');
+  if (cpuSeconds !== null)
+    measured[`${synchronous} backupd CPU µs per commit`] = lowerIsBetter(
+      (cpuSeconds * 1e6) / withBackupd.commits,
+      'µs',
+    );
 }
 
 export const benchmark = defineBenchmark<State>({

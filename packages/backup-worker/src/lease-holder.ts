@@ -18,6 +18,7 @@ import {
   holdLease,
   type LeaseEvent,
   type LeaseKeeper,
+  LeaseLostError,
   LeaseWatch,
   PreconditionsIgnoredError,
   releaseOwnRecord,
@@ -70,7 +71,8 @@ export class LeaseHolder {
 
   /**
    * The instance whose active lease kept the most recent attempt to take it
-   * out (`null`: that attempt took it, failed otherwise, or none was made).
+   * out, or that took the lease over from this instance's tenure since
+   * (`null`: that attempt took it, failed otherwise, or none was made).
    */
   get keptOutBy(): string | null {
     return this.#keptOutBy;
@@ -276,6 +278,15 @@ export class LeaseHolder {
       }
     } else if (event.type === 'lost') {
       logger.warn('backup.lease_lost', { error: event.error.message });
+      // Taken over: the successor is what keeps this instance out now, as if
+      // an attempt to take the lease back had met it (a stop hands over to it).
+      const holder = LeaseLostError.isInstance(event.error) ? event.error.holder : undefined;
+      if (
+        holder !== undefined &&
+        !holder.released &&
+        holder.instanceId !== this.#options.instanceId
+      )
+        this.#keptOutBy = holder.instanceId;
       health.leaseHeld = false;
       health.lease = `${event.error.message}; this instance uploads nothing while another holds it`;
     }

@@ -96,7 +96,9 @@ describe('a bounded step', () => {
 
   it('stops shipping once a restore point is due, writes it, and steps again at once', async () => {
     const { path, database } = application();
-    const source = SqliteSource.open({ path, captureIntervalMs: 0 });
+    // Whole pages (no page patches): each commit's record is a 4 KiB page,
+    // so a 5,000-byte segment holds one commit.
+    const source = SqliteSource.open({ path, captureIntervalMs: 0, maxPageBaseBytes: 0 });
     const clock = new FakeClock();
     // Each segment takes 4 s to ship: the 10 s restore point falls due
     // after the third.

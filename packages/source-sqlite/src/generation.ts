@@ -81,6 +81,8 @@ export interface GenerationSource {
   readonly databaseFd: number;
   readonly pageSize: number;
   readonly maxHeldLogBytes: number;
+  /** Records held past which commits are batched (see `maxHeldLogRecords` in tap-options.ts). */
+  readonly maxHeldLogRecords: number;
   /** Bytes of page versions kept as the bases of patches (see `maxPageBaseBytes` in tap-options.ts). */
   readonly maxPageBaseBytes: number;
   readonly capture: WalCapture;
@@ -132,7 +134,7 @@ export function startGenerationUnderReader(source: GenerationSource): Generation
     // The overlay's pages are the snapshot's versions of them: bases from the start.
     log: new HeldLog(
       source.pageSize,
-      source.maxHeldLogBytes,
+      { bytes: source.maxHeldLogBytes, records: source.maxHeldLogRecords },
       source.maxPageBaseBytes,
       snapshotPages,
     ),

@@ -1,8 +1,8 @@
 /**
  * The commit log of one generation, held in memory from the first byte the
  * worker has not yet confirmed in the bucket: one record per commit, or, past
- * `maxHeldLogBytes`, one batch record per {@link HeldLog.sealBatch} merging
- * the commits captured in between.
+ * `maxHeldLogBytes` or `maxHeldLogRecords`, one batch record per
+ * {@link HeldLog.sealBatch} merging the commits captured in between.
  *
  * Each record is encoded once, when it is added, and never again: a page
  * the log wrote before (and whose version is still among the
@@ -44,6 +44,7 @@ export interface HeldLogRange {
 export class HeldLog {
   readonly #pageSize: number;
   readonly #maxHeldLogBytes: number;
+  readonly #maxHeldLogRecords: number;
   /** Log bytes from `logStart` on, in chunks (one per commit). */
   #chunks: Uint8Array[] = [];
   /**
@@ -70,14 +71,20 @@ export class HeldLog {
    * `snapshotPages`: pages whose version in the generation's snapshot is
    * known (its overlay), bases from the start.
    */
+  /**
+   * `maxHeld`: log bytes, or a number of records, held past which new
+   * commits are batched (a number alone: bytes, no bound on records).
+   */
   constructor(
     pageSize: number,
-    maxHeldLogBytes: number,
+    maxHeld: number | { readonly bytes: number; readonly records: number },
     maxPageBaseBytes = 0,
     snapshotPages: ReadonlyMap<number, Uint8Array> = new Map(),
   ) {
     this.#pageSize = pageSize;
-    this.#maxHeldLogBytes = maxHeldLogBytes;
+    this.#maxHeldLogBytes = typeof maxHeld === 'number' ? maxHeld : maxHeld.bytes;
+    this.#maxHeldLogRecords =
+      typeof maxHeld === 'number' ? Number.POSITIVE_INFINITY : maxHeld.records;
     this.#bases = new PageBases(maxPageBaseBytes);
     this.#patching = maxPageBaseBytes > 0;
     if (maxPageBaseBytes > 0)
@@ -114,7 +121,11 @@ export class HeldLog {
   add(header: WalHeader, transaction: WalTransaction, capturedAt: number): void {
     // Once a batch is open, every commit joins it until it is sealed:
     // records stay in commit order.
-    if (this.#batch !== null || this.#logEnd - this.#logStart >= this.#maxHeldLogBytes) {
+    if (
+      this.#batch !== null ||
+      this.#logEnd - this.#logStart >= this.#maxHeldLogBytes ||
+      this.#chunks.length >= this.#maxHeldLogRecords
+    ) {
       this.#batchTransaction(header, transaction, capturedAt);
     } else {
       this.#appendRecord(

@@ -44,8 +44,8 @@ const MAX_GAP_WORDS = 2;
  * better record then. Runs are views into `page`. A page equal to its base
  * gives no runs.
  *
- * Compares 4-byte words where both buffers are aligned for it (the tap's
- * copies are), bytes otherwise; the result is the same either way.
+ * Compares 4-byte words (an unaligned view is copied first); the result
+ * is the same for any alignment.
  */
 export function diffPage(
   base: Uint8Array,
@@ -57,31 +57,46 @@ export function diffPage(
       `a patch compares two pages of one size, a multiple of 4 (${base.byteLength} and ${page.byteLength} bytes)`,
     );
   const words = page.byteLength / 4;
-  const aligned = base.byteOffset % 4 === 0 && page.byteOffset % 4 === 0;
-  const a = aligned ? new Uint32Array(base.buffer, base.byteOffset, words) : null;
-  const b = aligned ? new Uint32Array(page.buffer, page.byteOffset, words) : null;
-  const wordDiffers = (index: number): boolean => {
-    if (a !== null && b !== null) return a[index] !== b[index];
-    const at = index * 4;
-    return (
-      base[at] !== page[at] ||
-      base[at + 1] !== page[at + 1] ||
-      base[at + 2] !== page[at + 2] ||
-      base[at + 3] !== page[at + 3]
-    );
-  };
+  // Words of both pages, compared as 32-bit integers; unaligned views are
+  // copied first (the tap's own copies are aligned, so this is the rare path).
+  const a = new Uint32Array(
+    base.byteOffset % 4 === 0 ? base.buffer : base.slice().buffer,
+    base.byteOffset % 4 === 0 ? base.byteOffset : 0,
+    words,
+  );
+  const b = new Uint32Array(
+    page.byteOffset % 4 === 0 ? page.buffer : page.slice().buffer,
+    page.byteOffset % 4 === 0 ? page.byteOffset : 0,
+    words,
+  );
   const runs: PatchRun[] = [];
   let encoded = 4;
   let word = 0;
   while (word < words) {
-    if (!wordDiffers(word)) {
+    // Equal words in blocks of 8 (one branch per block: most of a page is
+    // unchanged), then one by one.
+    while (
+      word + 8 <= words &&
+      ((a[word]! ^ b[word]!) |
+        (a[word + 1]! ^ b[word + 1]!) |
+        (a[word + 2]! ^ b[word + 2]!) |
+        (a[word + 3]! ^ b[word + 3]!) |
+        (a[word + 4]! ^ b[word + 4]!) |
+        (a[word + 5]! ^ b[word + 5]!) |
+        (a[word + 6]! ^ b[word + 6]!) |
+        (a[word + 7]! ^ b[word + 7]!)) ===
+        0
+    )
+      word += 8;
+    if (word >= words) break;
+    if (a[word] === b[word]) {
       word += 1;
       continue;
     }
     let lastDiffering = word;
     let next = word + 1;
     while (next < words && next - lastDiffering <= MAX_GAP_WORDS) {
-      if (wordDiffers(next)) lastDiffering = next;
+      if (a[next] !== b[next]) lastDiffering = next;
       next += 1;
     }
     let start = word * 4;

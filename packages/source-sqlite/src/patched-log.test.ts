@@ -195,6 +195,26 @@ describe('the held log writes patches', () => {
     expect(replay(plainLog.bytes, new Map()).pages.get(2)).toEqual(version);
   });
 
+  it('batches past maxHeldLogRecords records held, however small they are', () => {
+    const log = new HeldLog(PAGE, { bytes: 1024 * 1024 * 1024, records: 3 }, 1024 * 1024);
+    const version = new Uint8Array(PAGE);
+    for (let i = 0; i < 5; i += 1) {
+      version[i] = 1;
+      log.add(HEADER, transaction(new Map([[2, version.slice()]]), 2), i);
+    }
+    expect([log.commits, log.batchedCommits]).toEqual([3, 2]);
+    log.sealBatch();
+    const payloads = splitLogFrames(log.read(0, log.logEnd)!.bytes).payloads;
+    expect(payloads.map((p) => decodeCommitRecord(p).commits)).toEqual([1, 1, 1, 2]);
+    // Released, the log holds fewer records: the next commit is a record of its own.
+    log.release(log.logEnd);
+    log.add(HEADER, transaction(new Map([[2, version.slice()]]), 2), 9);
+    expect([log.commits, log.batchedCommits]).toEqual([6, 0]);
+    expect(
+      replay(log.read(log.logStart, log.logEnd)!.bytes, new Map([[2, version]])).pages.get(2),
+    ).toEqual(version);
+  });
+
   it("takes the snapshot's overlay pages as bases from the start", () => {
     const overlay = new Map([[3, new Uint8Array(PAGE).fill(1)]]);
     const log = new HeldLog(PAGE, 64 * 1024 * 1024, 1024 * 1024, overlay);

@@ -34,6 +34,8 @@ export type RestartUrgency = 'ordinary' | 'insist' | 'force';
 export const DEFAULT_CAPTURE_BUDGET_BYTES = 16 * 1024 * 1024;
 /** Default of `maxHeldLogBytes`. */
 export const DEFAULT_MAX_HELD_LOG_BYTES = 64 * 1024 * 1024;
+/** Default of `maxHeldLogRecords`. */
+export const DEFAULT_MAX_HELD_LOG_RECORDS = 16_384;
 /** Default of `maxPageBaseBytes`. */
 export const DEFAULT_MAX_PAGE_BASE_BYTES = 32 * 1024 * 1024;
 
@@ -90,6 +92,19 @@ export interface SqliteTapOptions {
    */
   readonly maxHeldLogBytes?: number;
   /**
+   * Records held in memory (captured, not yet released as shipped) past
+   * which newly captured commits are batched, as for `maxHeldLogBytes`.
+   * Default {@link DEFAULT_MAX_HELD_LOG_RECORDS} (16 384: about where 64 MiB
+   * of one-page commits batched before page patches made records small).
+   *
+   * Why a count as well as bytes: with page patches a small commit's record
+   * is a few hundred bytes, so an application committing faster than the
+   * worker ships would take hundreds of thousands of records to reach
+   * `maxHeldLogBytes`, each encoded, read and checksummed on its own; past
+   * this count the tap merges them instead, which is what keeps up.
+   */
+  readonly maxHeldLogRecords?: number;
+  /**
    * Bytes of page versions the tap keeps, per generation, as the bases of
    * page patches: a page the log wrote before, whose version is still kept,
    * is logged as the byte runs that changed (an SBC3 record, see
@@ -126,6 +141,7 @@ export function resolveTapOptions(options: SqliteTapOptions): Required<SqliteTap
     truncateCheckpointPages: options.truncateCheckpointPages ?? DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
     busyTimeoutMs: options.busyTimeoutMs ?? 50,
     maxHeldLogBytes: options.maxHeldLogBytes ?? DEFAULT_MAX_HELD_LOG_BYTES,
+    maxHeldLogRecords: options.maxHeldLogRecords ?? DEFAULT_MAX_HELD_LOG_RECORDS,
     maxPageBaseBytes: options.maxPageBaseBytes ?? DEFAULT_MAX_PAGE_BASE_BYTES,
     captureBudgetBytes: options.captureBudgetBytes ?? DEFAULT_CAPTURE_BUDGET_BYTES,
     truncateWalFile: options.truncateWalFile ?? false,

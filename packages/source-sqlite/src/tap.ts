@@ -601,6 +601,7 @@ export class SqliteTap {
       databaseFd: this.#databaseFd,
       pageSize: this.pageSize,
       maxHeldLogBytes: this.options.maxHeldLogBytes,
+      maxHeldLogRecords: this.options.maxHeldLogRecords,
       maxPageBaseBytes: this.options.maxPageBaseBytes,
       capture: this.#capture,
       wallNow: this.options.wallNow,
