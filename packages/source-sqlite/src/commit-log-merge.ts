@@ -49,7 +49,7 @@ import {
   LOG_FRAME_HEADER_BYTES,
   splitLogFrames,
 } from './commit-record.ts';
-import { applyPatch, PatchOverlay, type PatchRun } from './page-patch.ts';
+import { PageWrites, type PatchOverlay } from './page-patch.ts';
 
 /** Default of `maxPageBytes`: 512 MiB of distinct pages held. */
 export const DEFAULT_MAX_MERGE_PAGE_BYTES = 512 * 1024 * 1024;
@@ -97,10 +97,8 @@ function isSqlitePageSize(size: number): boolean {
 export class CommitLogMerger {
   readonly #maxPageBytes: number;
   #pageSize: number | null = null;
-  /** Page number → newest version, in buffers of the merger's own. */
-  #pages = new Map<number, Uint8Array>();
-  /** Page number → the patches of a page the run only patched (no page in both maps). */
-  #overlays = new Map<number, PatchOverlay>();
+  /** What the run wrote: each page's newest version, or its patches overlaid; set by the first record. */
+  #writes: PageWrites | null = null;
   #commits = 0;
   #last: LastRecord | null = null;
   /** `add` calls so far, failed ones too: the input number errors name. */
@@ -186,9 +184,9 @@ export class CommitLogMerger {
       }
       commits += record.commits ?? 1;
       for (const pageNumber of record.pages.keys())
-        if (!this.#pages.has(pageNumber)) newPageNumbers.add(pageNumber);
+        if (!this.#writes?.has(pageNumber)) newPageNumbers.add(pageNumber);
       for (const pageNumber of record.patches?.keys() ?? [])
-        if (!this.#pages.has(pageNumber)) newPageNumbers.add(pageNumber);
+        if (!this.#writes?.has(pageNumber)) newPageNumbers.add(pageNumber);
       records.push(record);
     }
     if (commits > MAX_RECORD_COMMITS)
@@ -197,8 +195,7 @@ export class CommitLogMerger {
       );
     // pageSize is set: the body holds at least one record.
     const size = pageSize!;
-    for (const pageNumber of this.#overlays.keys()) newPageNumbers.delete(pageNumber);
-    const pageCount = this.#pages.size + this.#overlays.size + newPageNumbers.size;
+    const pageCount = (this.#writes?.size ?? 0) + newPageNumbers.size;
     // Counted as whole pages; an only-patched page holds twice that (see Limits).
     const pageBytes = pageCount * size;
     if (pageBytes > this.#maxPageBytes)
@@ -214,15 +211,12 @@ export class CommitLogMerger {
 
     // Merge, in log order: a later version of a page replaces the earlier.
     // Copied (or copied over the held version): the caller may reuse `body`.
+    const writes = this.#writes ?? new PageWrites(size);
     for (const record of records) {
-      for (const [pageNumber, page] of record.pages) {
-        this.#overlays.delete(pageNumber);
-        const held = this.#pages.get(pageNumber);
-        if (held === undefined) this.#pages.set(pageNumber, page.slice());
-        else held.set(page);
-      }
-      for (const [pageNumber, runs] of record.patches ?? []) this.#patch(pageNumber, runs, size);
+      for (const [pageNumber, page] of record.pages) writes.whole(pageNumber, page);
+      for (const [pageNumber, runs] of record.patches ?? []) writes.patch(pageNumber, runs);
     }
+    this.#writes = writes;
     const last = records.at(-1)!;
     this.#pageSize = size;
     this.#commits = commits;
@@ -233,21 +227,6 @@ export class CommitLogMerger {
       walSalt2: last.walSalt2,
       commitFrame: last.commitFrame,
     };
-  }
-
-  /** A later patch of a page: over its whole version when held, else over its earlier patches. */
-  #patch(pageNumber: number, runs: readonly PatchRun[], pageSize: number): void {
-    const held = this.#pages.get(pageNumber);
-    if (held !== undefined) {
-      applyPatch(held, runs);
-      return;
-    }
-    let overlay = this.#overlays.get(pageNumber);
-    if (overlay === undefined) {
-      overlay = new PatchOverlay(pageSize);
-      this.#overlays.set(pageNumber, overlay);
-    }
-    overlay.add(runs);
   }
 
   /**
@@ -262,8 +241,8 @@ export class CommitLogMerger {
     readonly databasePages: number | null;
   } {
     return {
-      pages: this.#pages,
-      patches: this.#overlays,
+      pages: this.#writes?.pages ?? new Map(),
+      patches: this.#writes?.patches ?? new Map(),
       databasePages: this.#last?.databasePages ?? null,
     };
   }
@@ -292,8 +271,10 @@ export class CommitLogMerger {
         walSalt1: last.walSalt1,
         walSalt2: last.walSalt2,
         commitFrame: last.commitFrame,
-        pages: this.#pages,
-        patches: new Map([...this.#overlays].map(([pageNumber, o]) => [pageNumber, o.runs()])),
+        pages: this.#writes?.pages ?? new Map(),
+        patches: new Map(
+          [...(this.#writes?.patches ?? [])].map(([pageNumber, o]) => [pageNumber, o.runs()]),
+        ),
         commits: this.#commits,
       });
     } catch (error) {
@@ -303,8 +284,7 @@ export class CommitLogMerger {
       });
     }
     this.#finished = true;
-    this.#pages = new Map();
-    this.#overlays = new Map();
+    this.#writes = null;
     return frame;
   }
 }

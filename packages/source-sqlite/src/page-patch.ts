@@ -233,3 +233,71 @@ export class PageBases {
     }
   }
 }
+
+/**
+ * Page writes of consecutive records merged in log order, without the
+ * pages' bases: each page's newest whole version, or, for a page only
+ * patched so far, its patches overlaid. A patch over a whole version
+ * gives a whole version; a whole version replaces either. What compaction
+ * merges into one record and what a restore gathers before writing.
+ */
+export class PageWrites {
+  readonly #pageSize: number;
+  /** Page number → newest whole version (buffers of our own). */
+  #pages = new Map<number, Uint8Array>();
+  /** Page number → patches of a page with no whole version held (no page in both maps). */
+  #patches = new Map<number, PatchOverlay>();
+
+  constructor(pageSize: number) {
+    this.#pageSize = pageSize;
+  }
+
+  /** Whole versions held, by page number. */
+  get pages(): ReadonlyMap<number, Uint8Array> {
+    return this.#pages;
+  }
+
+  /** Pages only patched, by page number. */
+  get patches(): ReadonlyMap<number, PatchOverlay> {
+    return this.#patches;
+  }
+
+  /** Distinct pages held, whole or only patched. */
+  get size(): number {
+    return this.#pages.size + this.#patches.size;
+  }
+
+  /** Whether `pageNumber` is held, whole or only patched. */
+  has(pageNumber: number): boolean {
+    return this.#pages.has(pageNumber) || this.#patches.has(pageNumber);
+  }
+
+  /** A later whole version of a page (copied). */
+  whole(pageNumber: number, page: Uint8Array): void {
+    this.#patches.delete(pageNumber);
+    const held = this.#pages.get(pageNumber);
+    if (held === undefined) this.#pages.set(pageNumber, page.slice());
+    else held.set(page);
+  }
+
+  /** A later patch of a page: over its whole version when held, else over its earlier patches. */
+  patch(pageNumber: number, runs: readonly PatchRun[]): void {
+    const held = this.#pages.get(pageNumber);
+    if (held !== undefined) {
+      applyPatch(held, runs);
+      return;
+    }
+    let overlay = this.#patches.get(pageNumber);
+    if (overlay === undefined) {
+      overlay = new PatchOverlay(this.#pageSize);
+      this.#patches.set(pageNumber, overlay);
+    }
+    overlay.add(runs);
+  }
+
+  /** Lets everything held go. */
+  clear(): void {
+    this.#pages = new Map();
+    this.#patches = new Map();
+  }
+}

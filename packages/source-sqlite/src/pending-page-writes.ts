@@ -18,45 +18,26 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import type { CommitRecord } from './commit-record.ts';
-import { applyPatch, PatchOverlay } from './page-patch.ts';
+import { PageWrites } from './page-patch.ts';
 
 export class PendingPageWrites {
   readonly #pageSize: number;
-  /** Page number → newest whole version (a buffer of our own). */
-  #pages = new Map<number, Uint8Array>();
-  /** Page number → patches of a page with no whole version gathered. */
-  #overlays = new Map<number, PatchOverlay>();
+  readonly #writes: PageWrites;
 
   constructor(pageSize: number) {
     this.#pageSize = pageSize;
+    this.#writes = new PageWrites(pageSize);
   }
 
   /** Memory held: page size per page gathered, twice for an only-patched one. */
   get bytes(): number {
-    return (this.#pages.size + 2 * this.#overlays.size) * this.#pageSize;
+    return (this.#writes.size + this.#writes.patches.size) * this.#pageSize;
   }
 
   /** Gathers one record's writes (its pages must be of this page size). */
   add(record: CommitRecord): void {
-    for (const [pageNumber, page] of record.pages) {
-      this.#overlays.delete(pageNumber);
-      const held = this.#pages.get(pageNumber);
-      if (held === undefined) this.#pages.set(pageNumber, page.slice());
-      else held.set(page);
-    }
-    for (const [pageNumber, runs] of record.patches ?? []) {
-      const held = this.#pages.get(pageNumber);
-      if (held !== undefined) {
-        applyPatch(held, runs);
-        continue;
-      }
-      let overlay = this.#overlays.get(pageNumber);
-      if (overlay === undefined) {
-        overlay = new PatchOverlay(this.#pageSize);
-        this.#overlays.set(pageNumber, overlay);
-      }
-      overlay.add(runs);
-    }
+    for (const [pageNumber, page] of record.pages) this.#writes.whole(pageNumber, page);
+    for (const [pageNumber, runs] of record.patches ?? []) this.#writes.patch(pageNumber, runs);
   }
 
   /**
@@ -67,19 +48,19 @@ export class PendingPageWrites {
    */
   async writeTo(handle: FileHandle, signal?: AbortSignal): Promise<void> {
     const size = this.#pageSize;
-    const pageNumbers = [...this.#pages.keys(), ...this.#overlays.keys()].sort((a, b) => a - b);
+    const { pages, patches } = this.#writes;
+    const pageNumbers = [...pages.keys(), ...patches.keys()].sort((a, b) => a - b);
     for (const pageNumber of pageNumbers) {
       signal?.throwIfAborted();
       const position = (pageNumber - 1) * size;
-      let page = this.#pages.get(pageNumber);
+      let page = pages.get(pageNumber);
       if (page === undefined) {
         const onFile = new Uint8Array(size);
         await handle.read(onFile, 0, size, position);
-        page = this.#overlays.get(pageNumber)!.over(onFile);
+        page = patches.get(pageNumber)!.over(onFile);
       }
       await handle.write(page, 0, size, position);
     }
-    this.#pages = new Map();
-    this.#overlays = new Map();
+    this.#writes.clear();
   }
 }

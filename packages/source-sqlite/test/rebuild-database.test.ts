@@ -69,6 +69,36 @@ describe('restoreSqliteDatabase', () => {
     ).toBe(6);
   });
 
+  it('restores the same from a log that arrives in chunks of any size, a record split across many', async () => {
+    const { directory, snapshot, log, hashes } = await capturedDatabase();
+    for (const size of [1, 3, 7, 64, 4099, log.byteLength]) {
+      const chunks = function* () {
+        for (let at = 0; at < log.byteLength; at += size) yield log.subarray(at, at + size);
+      };
+      for (const commits of [undefined, 4]) {
+        const target = join(directory, `chunks-${size}-${commits ?? 'latest'}.db`);
+        const result = await restoreSqliteDatabase({
+          targetPath: target,
+          snapshot,
+          log: chunks(),
+          ...(commits === undefined ? {} : { commits }),
+        });
+        expect(result.commitsApplied, `chunks of ${size}`).toBe(commits ?? 6);
+        expect(hashOf(target, contentHash)).toBe(hashes[commits ?? 6]);
+      }
+    }
+    // A log cut inside a record: the commits before it, or a refusal when more were asked for.
+    const cut = log.subarray(0, log.byteLength - 5);
+    await expect(
+      restoreSqliteDatabase({
+        targetPath: join(directory, 'cut.db'),
+        snapshot,
+        log: cut,
+        commits: 6,
+      }),
+    ).rejects.toThrow(SqliteRestoreCorruptError);
+  });
+
   it('refuses a commit the log does not hold, and a time before the snapshot', async () => {
     const { directory, snapshot, log } = await capturedDatabase();
     const target = join(directory, 'x.db');
