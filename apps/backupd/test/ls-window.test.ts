@@ -184,6 +184,17 @@ function point(over: Partial<RestorePointInfo> & { commitSeq: number }): Restore
   };
 }
 
+/** A version 1 restore point (an older release's: no times recorded). */
+function versionOnePoint(commitSeq: number, restorableFrom: number): RestorePointInfo {
+  return point({
+    commitSeq,
+    restorableFrom,
+    formatVersion: 1,
+    snapshotTime: null,
+    commitTime: null,
+  });
+}
+
 describe('restorableWindow and windowLine', () => {
   const first = point({ commitSeq: 10 });
   const second = point({ commitSeq: 20, latest: true });
@@ -211,13 +222,7 @@ describe('restorableWindow and windowLine', () => {
   });
 
   it('version 1 manifests: "time unknown (written by an older release)", never a made-up time', () => {
-    const old = point({
-      commitSeq: 8,
-      restorableFrom: 3,
-      formatVersion: 1,
-      snapshotTime: null,
-      commitTime: null,
-    });
+    const old = versionOnePoint(8, 3);
     const line = windowLine(restorableWindow([old], old, 0));
     expect(line).toMatch(
       /^WINDOW: restorable from commit 3 \(time unknown \(written by an older release\)\) to commit 8 \(time unknown \(written by an older release\)\); exact to the commit, except, in a SQLite backup,/,
@@ -293,13 +298,7 @@ describe('restorableWindow and windowLine', () => {
   });
 
   it('an engine the listing cannot tell (version 1 points beside undated ones): both granularities of a compacted run', () => {
-    const old = point({
-      commitSeq: 4,
-      restorableFrom: 0,
-      formatVersion: 1,
-      snapshotTime: null,
-      commitTime: null,
-    });
+    const old = versionOnePoint(4, 0);
     const newer = point({
       commitSeq: 40,
       restorableFrom: 4,

@@ -249,9 +249,9 @@ export class CommitLogMerger {
 
   /**
    * The merged run as one frame: SBC1 for a single commit, an SBC2 batch of
-   * {@link commits} otherwise (SBC3 when a page of it is only patched). Ends the merger (its pages are let go; `add`
-   * and `finish` throw from now on; {@link commits} and
-   * {@link lastCommitTime} still answer).
+   * {@link commits} otherwise, SBC3 when a page of it is only patched. Ends
+   * the merger (its pages are let go; `add` and `finish` throw from now on;
+   * {@link commits} and {@link lastCommitTime} still answer).
    * @throws CommitLogMergeError when nothing was added, or when called twice.
    */
   finish(): Uint8Array {

@@ -132,12 +132,12 @@ export function startGenerationUnderReader(source: GenerationSource): Generation
     snapshotTime: (source.wallNow ?? Date.now)(),
     snapshotAvailable: true,
     // The overlay's pages are the snapshot's versions of them: bases from the start.
-    log: new HeldLog(
-      source.pageSize,
-      { bytes: source.maxHeldLogBytes, records: source.maxHeldLogRecords },
-      source.maxPageBaseBytes,
+    log: new HeldLog(source.pageSize, {
+      maxHeldLogBytes: source.maxHeldLogBytes,
+      maxHeldLogRecords: source.maxHeldLogRecords,
+      maxPageBaseBytes: source.maxPageBaseBytes,
       snapshotPages,
-    ),
+    }),
   };
 }
 

@@ -21,7 +21,19 @@ import { type CommitRecord, commitsOfFrame, encodeCommitFrame, logCrc32 } from '
 import { diffPage, PageBases, type PatchRun } from './page-patch.ts';
 import type { WalHeader, WalTransaction } from './wal-file.ts';
 
-/** Commits being merged into one batch record (see `maxHeldLogBytes`). */
+/** What a held log batches past, and what it patches against (see tap-options.ts for each). */
+export interface HeldLogOptions {
+  /** Log bytes held past which new commits are batched. */
+  readonly maxHeldLogBytes: number;
+  /** Records held past which new commits are batched. Default: no bound. */
+  readonly maxHeldLogRecords?: number;
+  /** Bytes of page versions kept as the bases of patches. Default 0: every page whole (SBC1/SBC2 only). */
+  readonly maxPageBaseBytes?: number;
+  /** Pages whose version in the generation's snapshot is known (its overlay): bases from the start. */
+  readonly snapshotPages?: ReadonlyMap<number, Uint8Array>;
+}
+
+/** Commits being merged into one batch record (see `maxHeldLogBytes`, `maxHeldLogRecords`). */
 interface OpenBatch {
   /** Newest version of each page the batched commits wrote (copies, owned by the batch). */
   readonly pages: Map<number, Uint8Array>;
@@ -58,43 +70,23 @@ export class HeldLog {
   #logEnd = 0;
   /** Commits in the log (sealed records only; see `batch`). */
   #commits = 0;
-  /** Commits captured while the held log was over `maxHeldLogBytes`, not yet sealed into the log. */
+  /** Commits captured while the held log was over one of its bounds, not yet sealed into the log. */
   #batch: OpenBatch | null = null;
 
   /** The newest version of each page the log wrote: the bases of its patches. */
   readonly #bases: PageBases;
   readonly #patching: boolean;
 
-  /**
-   * `maxPageBaseBytes`: bytes of page versions kept as the bases of patches
-   * (0: every page is written whole, the records version 1 and 2 only).
-   * `snapshotPages`: pages whose version in the generation's snapshot is
-   * known (its overlay), bases from the start.
-   */
-  /**
-   * `maxHeld`: log bytes, or a number of records, held past which new
-   * commits are batched (a number alone: bytes, no bound on records).
-   */
-  constructor(
-    pageSize: number,
-    maxHeld: number | { readonly bytes: number; readonly records: number },
-    maxPageBaseBytes = 0,
-    snapshotPages: ReadonlyMap<number, Uint8Array> = new Map(),
-  ) {
+  constructor(pageSize: number, options: HeldLogOptions) {
     this.#pageSize = pageSize;
-    this.#maxHeldLogBytes = typeof maxHeld === 'number' ? maxHeld : maxHeld.bytes;
-    this.#maxHeldLogRecords =
-      typeof maxHeld === 'number' ? Number.POSITIVE_INFINITY : maxHeld.records;
+    this.#maxHeldLogBytes = options.maxHeldLogBytes;
+    this.#maxHeldLogRecords = options.maxHeldLogRecords ?? Number.POSITIVE_INFINITY;
+    const maxPageBaseBytes = options.maxPageBaseBytes ?? 0;
     this.#bases = new PageBases(maxPageBaseBytes);
     this.#patching = maxPageBaseBytes > 0;
-    if (maxPageBaseBytes > 0)
-      for (const [pageNumber, page] of snapshotPages)
+    if (this.#patching)
+      for (const [pageNumber, page] of options.snapshotPages ?? [])
         if (page.byteLength === pageSize) this.#bases.set(pageNumber, page);
-  }
-
-  /** Bytes of page versions kept as the bases of patches. */
-  get pageBaseBytes(): number {
-    return this.#bases.bytes;
   }
 
   /** Commits in the log (not counting an unsealed batch). */

@@ -198,7 +198,9 @@ export class PageBases {
   /** `maxBytes` 0 keeps nothing: every page is written whole. */
   constructor(maxBytes: number) {
     if (!Number.isSafeInteger(maxBytes) || maxBytes < 0)
-      throw new RangeError(`the page bases' bound must be a non-negative integer, not ${maxBytes}`);
+      throw new RangeError(
+        `maxPageBaseBytes must be a whole number of bytes (0 or more), not ${maxBytes}`,
+      );
     this.#maxBytes = maxBytes;
   }
 

@@ -166,8 +166,11 @@ function transaction(pages: Map<number, Uint8Array>, databasePages: number): Wal
 
 describe('the held log writes patches', () => {
   it('a page written before is logged as the bytes that changed; without bases, whole', () => {
-    const patched = new HeldLog(PAGE, 64 * 1024 * 1024, 1024 * 1024);
-    const plain = new HeldLog(PAGE, 64 * 1024 * 1024, 0);
+    const patched = new HeldLog(PAGE, {
+      maxHeldLogBytes: 64 * 1024 * 1024,
+      maxPageBaseBytes: 1024 * 1024,
+    });
+    const plain = new HeldLog(PAGE, { maxHeldLogBytes: 64 * 1024 * 1024 });
     const version = new Uint8Array(PAGE).fill(0x5a);
     for (const log of [patched, plain]) {
       log.add(HEADER, transaction(new Map([[2, version.slice()]]), 2), 1);
@@ -196,7 +199,11 @@ describe('the held log writes patches', () => {
   });
 
   it('batches past maxHeldLogRecords records held, however small they are', () => {
-    const log = new HeldLog(PAGE, { bytes: 1024 * 1024 * 1024, records: 3 }, 1024 * 1024);
+    const log = new HeldLog(PAGE, {
+      maxHeldLogBytes: 1024 * 1024 * 1024,
+      maxHeldLogRecords: 3,
+      maxPageBaseBytes: 1024 * 1024,
+    });
     const version = new Uint8Array(PAGE);
     for (let i = 0; i < 5; i += 1) {
       version[i] = 1;
@@ -217,7 +224,11 @@ describe('the held log writes patches', () => {
 
   it("takes the snapshot's overlay pages as bases from the start", () => {
     const overlay = new Map([[3, new Uint8Array(PAGE).fill(1)]]);
-    const log = new HeldLog(PAGE, 64 * 1024 * 1024, 1024 * 1024, overlay);
+    const log = new HeldLog(PAGE, {
+      maxHeldLogBytes: 64 * 1024 * 1024,
+      maxPageBaseBytes: 1024 * 1024,
+      snapshotPages: overlay,
+    });
     const next = new Uint8Array(PAGE).fill(1);
     next[7] = 2;
     log.add(HEADER, transaction(new Map([[3, next]]), 3), 1);
@@ -285,7 +296,11 @@ describe('exactness of patched logs (property)', () => {
           const snapshot = new Map<number, Uint8Array>();
           for (let n = 1; n <= 4; n += 1) snapshot.set(n, new Uint8Array(PAGE).fill(n));
           const current = new Map([...snapshot].map(([n, p]) => [n, p.slice()]));
-          const log = new HeldLog(PAGE, 64 * 1024 * 1024, 3 * PAGE, snapshot);
+          const log = new HeldLog(PAGE, {
+            maxHeldLogBytes: 64 * 1024 * 1024,
+            maxPageBaseBytes: 3 * PAGE,
+            snapshotPages: snapshot,
+          });
           for (const [index, commit] of commits.entries()) {
             const written = new Map<number, Uint8Array>();
             for (const [n, at, length, value] of commit.edits) {
@@ -330,9 +345,13 @@ describe('exactness of patched logs (property)', () => {
           const handle = await open(path, 'w+');
           try {
             for (const [n, page] of snapshot) await handle.write(page, 0, PAGE, (n - 1) * PAGE);
+            // Written out twice: after the `cut`th record (as a restore past
+            // its memory bound does) and at the end.
             const pending = new PendingPageWrites(PAGE);
-            for (const payload of splitLogFrames(merged).payloads)
+            for (const [index, payload] of splitLogFrames(merged).payloads.entries()) {
               pending.add(decodeCommitRecord(payload));
+              if (index === Math.max(0, cut - 1)) await pending.writeTo(handle);
+            }
             await pending.writeTo(handle);
             await handle.truncate(commits.at(-1)!.databasePages * PAGE);
             const restored = new Uint8Array(commits.at(-1)!.databasePages * PAGE);

@@ -134,8 +134,27 @@ export interface SqliteTapOptions {
   readonly monotonicNow?: () => number;
 }
 
-/** `options` with every default filled in. */
+/**
+ * `options` with every default filled in.
+ * @throws RangeError naming `maxHeldLogRecords` (not a whole number of at
+ *   least 1) or `maxPageBaseBytes` (not a whole number of at least 0).
+ */
 export function resolveTapOptions(options: SqliteTapOptions): Required<SqliteTapOptions> {
+  const { maxHeldLogRecords, maxPageBaseBytes } = options;
+  if (
+    maxHeldLogRecords !== undefined &&
+    !(Number.isSafeInteger(maxHeldLogRecords) && maxHeldLogRecords >= 1)
+  )
+    throw new RangeError(
+      `maxHeldLogRecords must be a whole number of at least 1, not ${maxHeldLogRecords}`,
+    );
+  if (
+    maxPageBaseBytes !== undefined &&
+    !(Number.isSafeInteger(maxPageBaseBytes) && maxPageBaseBytes >= 0)
+  )
+    throw new RangeError(
+      `maxPageBaseBytes must be a whole number of bytes (0 or more), not ${maxPageBaseBytes}`,
+    );
   return {
     passiveCheckpointPages: options.passiveCheckpointPages ?? DEFAULT_PASSIVE_CHECKPOINT_PAGES,
     truncateCheckpointPages: options.truncateCheckpointPages ?? DEFAULT_TRUNCATE_CHECKPOINT_PAGES,

@@ -214,6 +214,7 @@ export class SqliteTap {
    * @throws SqliteDatabaseUnreadableError when SQLite cannot read it (corrupt header or schema).
    * @throws SqliteReadOnlyLocationError when the files kept beside it cannot be written.
    * @throws SqliteNotWalError when it is a valid database in another journal mode.
+   * @throws RangeError for a `maxHeldLogRecords` or `maxPageBaseBytes` out of range (before anything is opened).
    */
   static open(path: string, options: SqliteTapOptions = {}): SqliteTap {
     return new SqliteTap(path, options);

@@ -51,7 +51,7 @@ function setUp(tapOptions: { captureBudgetBytes?: number } = {}, rows = 50) {
   ]);
   const opener = new QuietOpener();
   const progress = new CopyProgress();
-  const log = new HeldLog(4096, 1 << 30);
+  const log = new HeldLog(4096, { maxHeldLogBytes: 1 << 30 });
   const capture = new WalCapture({
     path,
     pageSize: 4096,

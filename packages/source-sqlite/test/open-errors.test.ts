@@ -63,6 +63,28 @@ describe('opening a SQLite source', () => {
     expect(existsSync(path)).toBe(false);
   });
 
+  it('refuses a bad maxHeldLogRecords or maxPageBaseBytes by name, before opening anything', async () => {
+    const path = join(root, 'app.db');
+    createDatabase(path, 'WAL');
+    const before = await readdir(root);
+    for (const [options, named] of [
+      [{ maxHeldLogRecords: 0 }, /maxHeldLogRecords must be a whole number of at least 1, not 0/],
+      [{ maxHeldLogRecords: 1.5 }, /maxHeldLogRecords .* not 1\.5/],
+      [
+        { maxPageBaseBytes: -1 },
+        /maxPageBaseBytes must be a whole number of bytes \(0 or more\), not -1/,
+      ],
+      [{ maxPageBaseBytes: Number.NaN }, /maxPageBaseBytes .* not NaN/],
+    ] as const) {
+      expect(() => SqliteTap.open(path, options)).toThrow(named);
+      expect(() => SqliteTap.open(path, options)).toThrow(RangeError);
+    }
+    // Nothing was opened: no -wal or -shm beside the database.
+    expect(await readdir(root)).toEqual(before);
+    // The bounds themselves open.
+    SqliteTap.open(path, { maxHeldLogRecords: 1, maxPageBaseBytes: 0 }).close();
+  });
+
   it('names a directory as not a file', async () => {
     const path = join(root, 'a-directory');
     await mkdir(path);
