@@ -146,6 +146,35 @@ describe('LeaseHolder', () => {
     expect(lease.holds()).toBe(false);
   });
 
+  it('a lease taken over names its successor as keeping this instance out, with no attempt to take it back', async () => {
+    const store = new FlakyLeaseStore();
+    const { lease, clock, logs } = holder(store);
+    await lease.take();
+    expect(lease.keptOutBy).toBeNull();
+    // Renewals fail until the lease has expired; another instance takes it over.
+    store.failLease = true;
+    clock.advance(TTL_S * 1000 + 1_000);
+    await settle();
+    store.failLease = false;
+    const otherClock = new FakeClock();
+    otherClock.advance(clock.wallNow() - otherClock.wallNow());
+    await BucketLease.acquireAs(store, {
+      prefix: 'p',
+      instanceId: 'other',
+      ttlSeconds: TTL_S,
+      clock: otherClock,
+      logger: { info() {}, warn() {} },
+    });
+    // The next renewal finds the successor's record: lost, and kept out by it.
+    for (let i = 0; i < 3 && !logs.some((l) => l.event === 'backup.lease_lost'); i++) {
+      clock.advance(1_000);
+      await settle();
+    }
+    expect(logs.some((l) => l.event === 'backup.lease_lost')).toBe(true);
+    expect(lease.holds()).toBe(false);
+    expect(lease.keptOutBy).toBe('other');
+  });
+
   it('begins a new tenure (forgetting the bucket) only when the lease is taken again', async () => {
     const { lease, tenuresBegun } = holder();
     await lease.take();
