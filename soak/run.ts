@@ -64,6 +64,12 @@ import { S3Store } from '@x/store-s3';
 import { type FaultProxy, type FaultSchedule, startFaultProxy } from '@x/test-faults';
 import { type StartedTestServers, startTestServers } from '@x/test-servers/harness';
 import {
+  commitMappingViolations,
+  continuationPointsOf,
+  type MappedRestore,
+  selfTestCommitMapping,
+} from './commit-mapping.ts';
+import {
   compactedInteriors,
   covered,
   difference,
@@ -164,7 +170,7 @@ async function main(): Promise<void> {
   log(
     `seed ${seed} (SOAK_SEED=${seed} replays the plan), ${minutes} min: chaos ${Math.round(chaosMs / 1000)} s, lease TTL ${LEASE_TTL_S}s`,
   );
-  const selfTest = selfTestExclusion() ?? selfTestCoverage();
+  const selfTest = selfTestExclusion() ?? selfTestCoverage() ?? selfTestCommitMapping();
   if (selfTest) throw new SoakAbort(`self-test: ${selfTest}`);
 
   servers = await startTestServers({ only: ['versitygw'] });
@@ -578,40 +584,27 @@ async function main(): Promise<void> {
     if (outcome.problem) violation(outcome.problem);
     else restoresVerified += 1;
   }
-  // Order and exactness of the mapping (see the module comment).
+  // Order and exactness of the mapping (commit-mapping.ts).
   // Each restore's generation is that of the manifest it came from.
   const generationOf = new Map(finalList.map((point) => [point.manifestKey, point.walGeneration]));
-  const mapped = restored
-    .filter((outcome) => outcome.writerCommit !== undefined && outcome.commitSeq !== undefined)
-    .sort((a, b) => a.commitSeq! - b.commitSeq!);
-  for (let index = 1; index < mapped.length; index += 1) {
-    const before = mapped[index - 1]!;
-    const after = mapped[index]!;
-    if (after.writerCommit! < before.writerCommit!)
-      violation(
-        `backupd commit ${after.commitSeq} (${after.manifestKey}) holds writer commit ${after.writerCommit}, older than backupd commit ${before.commitSeq}'s (${before.manifestKey}) writer commit ${before.writerCommit}`,
-      );
-  }
-  // A restart that continued a generation after a crash puts what the
-  // application committed while no replica ran first in its log, as one
-  // commit (docs/format.md): across such a point the writer may be further
-  // ahead, never behind.
-  const continued = continuationPoints(logDirectory);
-  for (const before of mapped)
-    for (const after of mapped) {
-      if (after.commitSeq! <= before.commitSeq!) continue;
-      const generation = generationOf.get(before.manifestKey!);
-      if (generation === undefined || generationOf.get(after.manifestKey!) !== generation) continue;
-      const writerApart = after.writerCommit! - before.writerCommit!;
-      const backupdApart = after.commitSeq! - before.commitSeq!;
-      const acrossContinuation = (continued.get(generation) ?? []).some(
-        (at) => before.commitSeq! <= at && at < after.commitSeq!,
-      );
-      if (acrossContinuation ? writerApart < backupdApart : writerApart !== backupdApart)
-        violation(
-          `inside WAL generation ${generation}, backupd commits ${before.commitSeq} and ${after.commitSeq} hold writer commits ${before.writerCommit} and ${after.writerCommit}: not one writer commit per backupd commit${acrossContinuation ? ' (across a continued restart: at least one)' : ''}`,
-        );
-    }
+  const mapped: MappedRestore[] = [];
+  for (const outcome of restored)
+    if (
+      outcome.writerCommit !== undefined &&
+      outcome.commitSeq !== undefined &&
+      outcome.manifestKey !== undefined
+    )
+      mapped.push({
+        commitSeq: outcome.commitSeq,
+        manifestKey: outcome.manifestKey,
+        writerCommit: outcome.writerCommit,
+      });
+  for (const problem of commitMappingViolations(
+    mapped,
+    generationOf,
+    continuationPoints(logDirectory),
+  ))
+    violation(problem);
   // Commit numbers must name one state: no two generations may claim the same commit.
   violations.push(
     ...(await generationOverlaps(finalList, judgeStore, prefix, restoreDirectory, commitOfHash)),
@@ -945,28 +938,11 @@ function firstLine(text: string): string {
   return text.split('\n')[0]!;
 }
 
-/**
- * Where each replica's restart continued a generation
- * (`backup.generation_continued`): WAL generation → the commit counts it
- * continued from, read from every replica log in `logDirectory`.
- */
+/** Where replicas continued a generation, from every replica log in `logDirectory` (commit-mapping.ts). */
 function continuationPoints(logDirectory: string): Map<number, number[]> {
-  const points = new Map<number, number[]>();
-  for (const name of readdirSync(logDirectory)) {
-    if (!name.endsWith('.log')) continue;
-    for (const line of readFileSync(join(logDirectory, name), 'utf8').split('\n')) {
-      if (!line.includes('"backup.generation_continued"')) continue;
-      let event: { walGeneration?: unknown; commitSeq?: unknown };
-      try {
-        event = JSON.parse(line) as typeof event;
-      } catch {
-        continue;
-      }
-      if (typeof event.walGeneration !== 'number' || typeof event.commitSeq !== 'number') continue;
-      const list = points.get(event.walGeneration) ?? [];
-      list.push(event.commitSeq);
-      points.set(event.walGeneration, list);
-    }
-  }
-  return points;
+  const lines: string[] = [];
+  for (const name of readdirSync(logDirectory))
+    if (name.endsWith('.log'))
+      lines.push(...readFileSync(join(logDirectory, name), 'utf8').split('\n'));
+  return continuationPointsOf(lines);
 }
