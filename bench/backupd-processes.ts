@@ -5,7 +5,7 @@
  * (no `benchmark` export): imported by `sqlite-growth` and `sqlite-app-overhead`.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -25,13 +25,15 @@ export function checkBackupdRuns(): void {
   if (probe.status !== 0) throw new Error(`backupd does not run: ${probe.stderr}`);
 }
 
-/**
- * `backupd replicate <database> <url>` with this process's environment (so
- * every `BACKUPD_*` setting given reaches it), logging warnings and errors
- * only; an unexpected exit is reported on stderr with the command's last words.
- */
 /** Event names each replicate started here has logged (its JSON log lines at level info). */
 const loggedEvents = new WeakMap<ChildProcess, Set<string>>();
+
+/**
+ * Where every replicate's log lines also go when `BENCH_REPLICATE_LOG` names
+ * a file (appended, one line per log line, each replicate's lines prefixed
+ * with its process id): to read afterwards why a run did what it did.
+ */
+const REPLICATE_LOG = process.env.BENCH_REPLICATE_LOG;
 
 /**
  * CPU seconds (user + system, all threads) a live process has used so far,
@@ -52,6 +54,13 @@ export function cpuSecondsOf(pid: number | undefined): number | null {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/**
+ * `backupd replicate <database> <url>` with this process's environment (so
+ * every `BACKUPD_*` setting given reaches it), logging at level info in JSON;
+ * the events it logs are kept for {@link hasLogged} and
+ * {@link waitForEvent}, and an unexpected exit is reported on stderr with
+ * the command's last words.
+ */
 export function startReplicate(database: string, url: string): ChildProcess {
   const child = spawn(
     BACKUPD_BIN,
@@ -67,6 +76,8 @@ export function startReplicate(database: string, url: string): ChildProcess {
     stderr = (stderr + text).slice(-4000);
     const lines = (partial + text).split('\n');
     partial = lines.pop() ?? '';
+    if (REPLICATE_LOG !== undefined && lines.length > 0)
+      appendFileSync(REPLICATE_LOG, lines.map((line) => `${child.pid} ${line}\n`).join(''));
     for (const line of lines) {
       try {
         const event = (JSON.parse(line) as { event?: unknown }).event;

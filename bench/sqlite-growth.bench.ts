@@ -26,7 +26,12 @@
  * added to the prefix, the commits the killed run had not shipped included,
  * and a scheduled snapshot the generation was due for, if one followed
  * (`crash restart then scheduled snapshot`, 1 when it did);
- * `crash restart continued` is 1 when it continued the generation.
+ * `crash restart continued` is 1 when it continued the generation. A
+ * restart continues only when at most half of the database's pages differ
+ * from the newest restore point's state (its tail of segments included);
+ * at 500 updates/s over 512 rows, the commits of the last second before the
+ * kill can change more than that, and the restart then takes a new snapshot
+ * (about as many bytes as those pages): 0 there is the rule, not a failure.
  * Then once more with no write in between: `idle restart adds % of db`.
  *
  * Environment: `SQLITE_GROWTH_RATES` (transactions/s, default `100,500`),
