@@ -174,7 +174,7 @@ describe('config validation', () => {
       }).databases[0]!;
     // The worker's own defaults: daily, or once the shipped WAL is 4 × the database.
     expect(database('').snapshotIntervalMs).toBe(86_400_000);
-    expect(database('').snapshotLogFactor).toBe(4);
+    expect(database('').snapshotLogFactor).toBe(2.5);
     const set = database('    snapshotInterval: 7d\n    snapshotLogFactor: 2.5\n');
     expect(set.snapshotIntervalMs).toBe(7 * 86_400_000);
     expect(set.snapshotLogFactor).toBe(2.5);

@@ -129,6 +129,13 @@ export class BackupWorker {
   #tenure = new Tenure();
   /** Consecutive steps a scheduled snapshot was due without the capture caught up (see #scheduleSnapshot). */
   #snapshotDueSteps = 0;
+  /**
+   * The generation found due for a scheduled snapshot, and why: it stays due
+   * until it is replaced (see #scheduleSnapshot).
+   */
+  #snapshotDueFor: { readonly generation: number; readonly reason: string } | null = null;
+  /** The generation whose scheduled snapshot waits for a compaction in flight: none starts meanwhile. */
+  #switchAwaitsCompaction: number | null = null;
   #backoffMs = FIRST_BACKOFF_MS;
   #refused: LineageRefusedError | null = null;
   /** Aborted when a shutdown abandons what is in flight. */
@@ -592,20 +599,40 @@ export class BackupWorker {
    * and the database while the application keeps writing). The commits captured
    * after the last shipped byte go into the new snapshot: they are
    * restorable with it, not one by one.
+   *
+   * When everything else says switch, the switch still waits for a
+   * compaction in flight to land in a restore point (no new one starts
+   * meanwhile, so the wait is one compaction at most): the generation's last
+   * restore point then names the compacted object, not the fine segments it
+   * replaced (kept for the retention window), and no compacted object is
+   * left that no restore point names. Until then, a due generation keeps
+   * compacting: a forced switch may wait for the minimum age, and the log
+   * would grow unmerged meanwhile.
+   *
+   * A generation found due stays due until it is replaced: compaction
+   * shrinks the log the size rule counts, so under a steady load the rule
+   * would otherwise flap between due and not due with every merge, and
+   * each flap would restart the wait (writing early restore points all the
+   * while, each naming objects the window then keeps).
    */
   async #scheduleSnapshot(source: BackupSource): Promise<void> {
     const generation = this.#tenure.current;
     if (!source.startGeneration || generation === null || this.#refused) return;
     const position = await source.durablePosition();
     const sameWal = sameWalKey(generation.key, keyOf(position));
-    const reason = snapshotDue({
-      startedAt: generation.startedAt,
-      now: this.#clock.wallNow(),
-      intervalMs: this.#snapshotIntervalMs,
-      shippedBytes: chainBytes(generation),
-      databaseBytes: position.engine?.databaseBytes ?? null,
-      logFactor: this.#snapshotLogFactor,
-    });
+    const latched =
+      this.#snapshotDueFor?.generation === generation.number ? this.#snapshotDueFor.reason : null;
+    const reason =
+      latched ??
+      snapshotDue({
+        startedAt: generation.startedAt,
+        now: this.#clock.wallNow(),
+        intervalMs: this.#snapshotIntervalMs,
+        shippedBytes: chainBytes(generation),
+        databaseBytes: position.engine?.databaseBytes ?? null,
+        logFactor: this.#snapshotLogFactor,
+      });
+    this.#snapshotDueFor = reason === null ? null : { generation: generation.number, reason };
     if (reason === null || !sameWal) {
       this.#snapshotDueSteps = 0;
       return;
@@ -625,6 +652,16 @@ export class BackupWorker {
       }
       this.#snapshotDueSteps += 1;
       if (!inRestorePoint || this.#snapshotDueSteps <= SNAPSHOT_FORCE_AFTER_STEPS) return;
+    }
+    if (this.#compaction.busy || this.#tenure.manifestDirty) {
+      // A compaction of this generation in flight, or applied and not in a
+      // restore point yet: switch once a restore point names it (the next
+      // step writes one), or its object would be named by none, and the
+      // generation's last restore point would keep the fine segments it
+      // replaced for the retention window.
+      this.#snapshotDueSteps = Math.max(1, this.#snapshotDueSteps);
+      this.#switchAwaitsCompaction = generation.number;
+      return;
     }
     this.#snapshotDueSteps = 0;
     this.#logger.info('backup.snapshot_scheduled', {
@@ -679,7 +716,7 @@ export class BackupWorker {
     this.#health.deferral = null;
     // A compaction that finished since the last step: its object replaces
     // its run in the chain (the next restore point names it).
-    this.#compaction.applyFinished();
+    const compacted = this.#compaction.applyFinished();
     if (
       this.#tenure.current === null &&
       !this.#tenure.continuationOffered &&
@@ -698,10 +735,19 @@ export class BackupWorker {
       return;
     }
     await this.#shipper.shipSegments();
-    this.#compaction.startDue(position.engine?.databaseBytes ?? null);
+    // None while a scheduled snapshot's switch waits for the one before
+    // (see #scheduleSnapshot): the wait ends with it.
+    if (this.#switchAwaitsCompaction !== this.#tenure.current?.number)
+      this.#compaction.startDue(position.engine?.databaseBytes ?? null);
     // A due snapshot waits for a restore point of everything shipped: write
-    // it now rather than at the interval (see #scheduleSnapshot).
-    if (this.#shipper.manifestDue() || (this.#snapshotDueSteps > 0 && this.#tenure.manifestDirty))
+    // it now rather than at the interval (see #scheduleSnapshot). So does a
+    // merge the bytes rule made (a load that ships the database's size
+    // within a window): until a restore point names it, the bucket holds
+    // both it and the database-sized run it replaced, at every such merge.
+    if (
+      this.#shipper.manifestDue() ||
+      (this.#tenure.manifestDirty && (this.#snapshotDueSteps > 0 || compacted === 'bytes'))
+    )
       await this.#shipper.writeManifest();
   }
 

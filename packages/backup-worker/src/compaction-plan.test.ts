@@ -78,10 +78,23 @@ describe('planCompaction', () => {
     expect(
       planCompaction({ chain, now: 4_000, levelsMs: LEVELS, databaseBytes: 2_000 }),
     ).toBeNull();
-    // Not at level 2: its window waits for its end.
-    const upper = [at(1, 1_000, 900), at(1, 40_000, 900), fine(70_000)];
+  });
+
+  it('inside an open window above level 1, merges once the entries below it hold twice the database', () => {
+    // A closed 30 s window's object, the open window's object and a fine
+    // segment, inside one open 5 min window.
+    const upper = [at(1, 1_000, 900), at(1, 40_000, 900), fine(41_000, 300), fine(42_000)];
     expect(
-      planCompaction({ chain: upper, now: 71_000, levelsMs: LEVELS, databaseBytes: 100 }),
+      planCompaction({ chain: upper, now: 43_000, levelsMs: LEVELS, databaseBytes: 1_000 }),
+    ).toEqual({ level: 2, first: 0, end: 3, reason: 'bytes' });
+    // 2100 bytes below level 2 against a 1100-byte database: not yet.
+    expect(
+      planCompaction({ chain: upper, now: 43_000, levelsMs: LEVELS, databaseBytes: 1_100 }),
+    ).toBeNull();
+    // A level-2 object already there counts for nothing below level 2.
+    const again = [at(2, 1_000, 1_000), at(1, 40_000, 900), fine(41_000, 300), fine(42_000)];
+    expect(
+      planCompaction({ chain: again, now: 43_000, levelsMs: LEVELS, databaseBytes: 1_000 }),
     ).toBeNull();
   });
 

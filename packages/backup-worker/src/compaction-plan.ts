@@ -13,14 +13,15 @@
  *   one window of level ℓ, at least two of them and at least one below ℓ: a
  *   window's objects of level ℓ merge again with what came after them, so a
  *   closed window ends as one object of its level.
- * - It is due once its window has ended (`now` past the window's end). At
- *   level 1 only, also inside a window still open once its entries below
- *   level 1 (fine segments) hold as many stored bytes as the database: under
- *   a load that rewrites the database every few seconds, waiting for the
- *   window's end would let the chain (what a restore of the latest state
- *   reads) grow to many times the database. Higher levels wait for their
- *   window's end, so one burst of fine bytes costs one merge, not one per
- *   level.
+ * - It is due once its window has ended (`now` past the window's end). Also
+ *   inside a window still open once its entries below the level hold as
+ *   many stored bytes as the database (level 1: the fine segments), or
+ *   twice as many (higher levels): under a load that rewrites the database
+ *   every few seconds, waiting for the window's end would let the chain
+ *   (what a restore of the latest state reads) grow to many times the
+ *   database; at level 1 each closed window's object holds about the whole
+ *   database, and the next window's first merge adds another. Twice, above
+ *   level 1, so one burst of fine bytes costs one merge, not one per level.
  * - The chain's last entry is never part of a run: the next segment names
  *   its stored CRC-32 as its `previous`, and a restart continues from it, so
  *   it stays the fine object it is.
@@ -60,6 +61,12 @@ export interface CompactionRun {
   /** Why it is due, for the log. */
   readonly reason: 'window-ended' | 'bytes';
 }
+
+/**
+ * Above level 1, the bytes rule merges inside an open window once the
+ * entries below the level hold this many times the database's size.
+ */
+export const UPPER_LEVEL_BYTES_FACTOR = 2;
 
 /** The most levels a key can name (one digit). */
 export const MAX_COMPACTION_LEVELS = 9;
@@ -110,10 +117,9 @@ export function planCompaction(input: {
       if (end - first >= 2 && lower > 0 && logBytes <= maxRunLogBytes) {
         if (now >= (window + 1) * interval) return { level, first, end, reason: 'window-ended' };
         if (
-          level === 1 &&
           databaseBytes !== null &&
           databaseBytes > 0 &&
-          lowerBytes >= databaseBytes
+          lowerBytes >= (level === 1 ? 1 : UPPER_LEVEL_BYTES_FACTOR) * databaseBytes
         )
           return { level, first, end, reason: 'bytes' };
       }

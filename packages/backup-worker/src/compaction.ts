@@ -59,6 +59,7 @@ interface CompactedRun {
   readonly entry: SegmentEntry;
   readonly level: number;
   readonly shippedAt: number;
+  readonly reason: CompactionRun['reason'];
 }
 
 /** How long a failed compaction waits before the next attempt: 1 min. */
@@ -129,6 +130,11 @@ export class LogCompaction {
     this.#stop.abort(new BackupError('the worker is stopping'));
   }
 
+  /** True while a compaction runs, or has finished and is not applied yet. */
+  get busy(): boolean {
+    return this.#inFlight !== null || this.#finished !== null;
+  }
+
   /** Waits for a compaction in flight (its result is applied by the next {@link applyFinished}). */
   async settle(): Promise<void> {
     await this.#inFlight;
@@ -136,21 +142,21 @@ export class LogCompaction {
 
   /**
    * Replaces the run of a finished compaction in the current generation's
-   * chain, when it is still there unchanged; returns whether it did. Its
-   * inputs are then the retention's to delete once no kept restore point
-   * names them.
+   * chain, when it is still there unchanged; returns why it was planned
+   * when it did (`null` when nothing was applied). Its inputs are then the
+   * retention's to delete once no kept restore point names them.
    */
-  applyFinished(): boolean {
+  applyFinished(): CompactionRun['reason'] | null {
     const done = this.#finished;
     this.#finished = null;
     const generation = this.#ctx.tenure.current;
-    if (done === null || generation === null || generation.number !== done.generation) return false;
+    if (done === null || generation === null || generation.number !== done.generation) return null;
     const first = generation.segments.findIndex((s) => s.key === done.inputs[0]);
-    if (first === -1) return false;
+    if (first === -1) return null;
     for (let i = 0; i < done.inputs.length; i++)
-      if (generation.segments[first + i]?.key !== done.inputs[i]) return false;
+      if (generation.segments[first + i]?.key !== done.inputs[i]) return null;
     // Never the chain's last entry (see compaction-plan.ts).
-    if (first + done.inputs.length >= generation.segments.length) return false;
+    if (first + done.inputs.length >= generation.segments.length) return null;
     generation.segments.splice(first, done.inputs.length, done.entry);
     this.#shippedAt.set(done.entry.key, done.shippedAt);
     for (const key of done.inputs) {
@@ -158,7 +164,7 @@ export class LogCompaction {
       this.#shippedAt.delete(key);
     }
     this.#ctx.tenure.manifestDirty = true;
-    return true;
+    return done.reason;
   }
 
   /**
@@ -298,6 +304,7 @@ export class LogCompaction {
       entry: { key, size: stored.byteLength, crc32, frames: commits, lineage: tenure.ownLineage() },
       level: run.level,
       shippedAt,
+      reason: run.reason,
     };
   }
 

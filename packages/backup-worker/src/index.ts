@@ -7,6 +7,7 @@ export {
   compactionLevelsProblem,
   MAX_COMPACTION_LEVELS,
   planCompaction,
+  UPPER_LEVEL_BYTES_FACTOR,
 } from './compaction-plan.ts';
 export {
   BackupError,

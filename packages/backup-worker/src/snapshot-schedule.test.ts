@@ -7,7 +7,7 @@ const base = {
   intervalMs: 3_600_000,
   shippedBytes: 0,
   databaseBytes: 4_000_000,
-  logFactor: 4,
+  logFactor: 2,
 };
 
 describe('snapshotDue', () => {
@@ -17,18 +17,19 @@ describe('snapshotDue', () => {
   });
 
   it('is due once the stored log outgrows the factor times the database, not at it', () => {
-    expect(snapshotDue({ ...base, shippedBytes: 16_000_000 })).toBeNull();
-    expect(snapshotDue({ ...base, shippedBytes: 16_000_001 })).toMatch(/more than 4 ×/);
+    expect(snapshotDue({ ...base, shippedBytes: 8_000_000 })).toBeNull();
+    expect(snapshotDue({ ...base, shippedBytes: 8_000_001 })).toMatch(/more than 2 ×/);
   });
 
   it('waits for the floor of WAL for a small database, however far past the factor', () => {
-    // A 10 kB database: 4 × is 40 kB, which a few commits ship.
+    // A 10 kB database: 2 × is 20 kB, which a few commits ship.
     const small = { ...base, databaseBytes: 10_000 };
-    expect(snapshotDue({ ...small, shippedBytes: 40_001 })).toBeNull();
+    expect(snapshotDue({ ...small, shippedBytes: 20_001 })).toBeNull();
     expect(snapshotDue({ ...small, shippedBytes: SNAPSHOT_LOG_FLOOR_BYTES - 1 })).toBeNull();
     expect(snapshotDue({ ...small, shippedBytes: SNAPSHOT_LOG_FLOOR_BYTES })).toMatch(
-      /more than 4 × the 10000-byte database/,
+      /more than 2 × the 10000-byte database/,
     );
+    expect(SNAPSHOT_LOG_FLOOR_BYTES).toBe(1024 * 1024);
   });
 
   it('ignores a disabled rule and an unknown database size', () => {

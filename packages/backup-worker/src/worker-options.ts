@@ -57,8 +57,16 @@ export const RECOMMENDED_COMPACTION_LEVELS_MS: readonly number[] = [30_000, 300_
  * grows with uptime until the next scheduled snapshot.
  */
 export const DEFAULT_COMPACTION_LEVELS_MS: readonly number[] = RECOMMENDED_COMPACTION_LEVELS_MS;
-/** Default of `snapshotLogFactor`: a new generation once its WAL outgrows 4 × the database. */
-export const DEFAULT_SNAPSHOT_LOG_FACTOR = 4;
+/**
+ * Default of `snapshotLogFactor`: a new generation once the log its restore
+ * point names outgrows 2.5 × the database, so a restore of the latest state
+ * reads under 4 × the database (the snapshot, that log, and what ships
+ * before the switch). A lower factor reads less but starts generations more
+ * often, and each keeps its snapshot and restore points for the retention
+ * window: 2 gave 10.3 × the database in the bucket after 90 s of 100
+ * updates/s on 2 MiB, against 4 × read at most.
+ */
+export const DEFAULT_SNAPSHOT_LOG_FACTOR = 2.5;
 
 /** Structured logger: one event name, key-value fields; never given credentials. */
 export interface BackupLogger {

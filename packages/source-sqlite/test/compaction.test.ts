@@ -261,6 +261,30 @@ describe('compaction of the commit log (SQLite)', () => {
     expect(blamed.problems.map((p) => [p.kind, p.key])).toContainEqual(['object-encoding', next]);
   });
 
+  it('writes a restore point after a merge the bytes rule made, without waiting for the interval', async () => {
+    const { store, worker, update } = await setUp({
+      manifestIntervalMs: 3_600_000,
+      // One window that stays open: only the bytes rule merges.
+      compactionLevels: [3_600_000],
+    });
+    await worker.runOnce();
+    const first = await newestManifest(store);
+    // Every row rewritten each step: the fine segments pass the database's
+    // size within a few steps.
+    for (let step = 0; step < 4; step += 1) {
+      for (let row = 1; row <= 32; row += 1) update(row);
+      await stepSettled(worker);
+    }
+    const { point, manifest } = await newestManifest(store);
+    expect(point.manifestKey).not.toBe(first.point.manifestKey);
+    expect(manifest.segments.some((s) => parseSegmentKey('p', s.key)?.layout === 'compacted')).toBe(
+      true,
+    );
+    // The restore points that named the merged segments are gone with them.
+    const kept = await listRestorePoints(store, 'p');
+    expect(kept.length).toBeLessThanOrEqual(3);
+  });
+
   it('by default merges each 30 s of fine segments; off keeps every one', async () => {
     // Steps 5 s apart for 100 s: three closed 30 s windows of six segments.
     const run = async (options: Partial<BackupWorkerOptions>) => {

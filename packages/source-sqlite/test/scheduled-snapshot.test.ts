@@ -9,8 +9,14 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { BackupWorker, type BackupWorkerOptions } from '@x/backup-worker';
+import {
+  BackupWorker,
+  type BackupWorkerOptions,
+  SNAPSHOT_FORCE_MIN_AGE_MS,
+  SNAPSHOT_LOG_FLOOR_BYTES,
+} from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
+import { parseManifest } from '@x/manifest';
 import { listRestorePoints, restore } from '@x/restore';
 import { MemoryStore } from '@x/store';
 import { describe, expect, it } from 'vitest';
@@ -54,6 +60,11 @@ async function setUp(options: Partial<BackupWorkerOptions>) {
   return { directory, path, clock, store, worker, commit, update, source };
 }
 
+/** The WAL generations the prefix's restore points name. */
+async function generationsOf(store: MemoryStore): Promise<Set<number | undefined>> {
+  return new Set((await listRestorePoints(store, 'p')).map((point) => point.walGeneration));
+}
+
 /** Every restore point of the prefix restores to the database it recorded. */
 async function restoresExactly(
   store: MemoryStore,
@@ -75,6 +86,9 @@ describe('scheduled snapshots (SQLite)', () => {
     const { directory, path, clock, store, worker, commit } = await setUp({
       snapshotIntervalMs: 3_600_000,
       snapshotLogFactor: 0,
+      // Every commit stays restorable (compaction would merge the old
+      // generation's windows, long ended, before the switch).
+      compactionLevels: [],
     });
     const expected = new Map<number, string>();
     const record = async () => {
@@ -124,8 +138,8 @@ describe('scheduled snapshots (SQLite)', () => {
     expected.set(first.commitSeq, hashOf(path));
     // 40 rows of 4 KiB, each overflowing its page, rewritten with random
     // bytes 20 commits a round: the stored log outgrows twice the database,
-    // and passes the 8 MiB floor (SNAPSHOT_LOG_FLOOR_BYTES) in about a
-    // hundred rounds, while the database stays near 200 KiB.
+    // and passes the 1 MiB floor (SNAPSHOT_LOG_FLOOR_BYTES) in about a
+    // dozen rounds, while the database stays near 200 KiB.
     let generations = new Set([first.walGeneration]);
     for (let round = 0; round < 300 && generations.size < 2; round += 1) {
       for (let slot = 0; slot < 20; slot += 1) update(20, slot, 4096);
@@ -187,6 +201,115 @@ describe('scheduled snapshots (SQLite)', () => {
         restored.close();
       }
     }
+  });
+
+  it('under a load that never lets the capture catch up, switches by size no sooner than SNAPSHOT_FORCE_MIN_AGE_MS', async () => {
+    let onWrite = () => {};
+    const { clock, store, worker, commit, update, source } = await setUp({
+      hooks: { beforeWrite: () => onWrite() },
+      snapshotIntervalMs: 0,
+      snapshotLogFactor: 1,
+      compactionLevels: [],
+    });
+    commit(40, 4096);
+    await worker.runOnce();
+    const first = (await listRestorePoints(store, 'p')).at(-1)!;
+    // A commit lands, and is captured, before every bucket write; rewrites
+    // of the 40 rows take the stored log past the database and the floor.
+    let slot = 0;
+    onWrite = () => {
+      for (let row = 0; row < 4; row += 1, slot += 1) update(40, slot % 40, 4096);
+      void source.catchUp();
+    };
+    update(40, 0, 4096);
+    const generations = () => generationsOf(store);
+    for (let step = 0; step < 40; step += 1) await worker.runOnce();
+    // Due by size all along, but the generation is younger than the minimum
+    // age: its newest restore point names a snapshot of about 330 KiB and a
+    // log well past the 1 MiB floor.
+    expect(await generations()).toEqual(new Set([first.walGeneration]));
+    const shipped = (await listRestorePoints(store, 'p')).at(-1)!;
+    expect(shipped.sizeBytes!).toBeGreaterThan(2 * SNAPSHOT_LOG_FLOOR_BYTES);
+    clock.advance(SNAPSHOT_FORCE_MIN_AGE_MS);
+    for (let step = 0; step < 10 && (await generations()).size < 2; step += 1)
+      await worker.runOnce();
+    expect((await generations()).size).toBe(2);
+  });
+
+  it('a generation due by size stays due while compaction shrinks its log, and switches', async () => {
+    let onWrite = () => {};
+    const { clock, store, worker, commit, update, source } = await setUp({
+      hooks: { beforeWrite: () => onWrite() },
+      snapshotIntervalMs: 0,
+      snapshotLogFactor: 1,
+      // One window that stays open: only the bytes rule merges, whenever
+      // the fine segments hold as many bytes as the database; each merge
+      // takes the log back under 1 × the database.
+      compactionLevels: [3_600_000],
+    });
+    const generations = () => generationsOf(store);
+    // The inserts are the first generation's log, past 1 × the database: a
+    // second generation starts on a snapshot that holds them.
+    commit(300, 4096);
+    for (let step = 0; step < 5 && (await generations()).size < 2; step += 1)
+      await worker.runOnce();
+    expect((await generations()).size).toBe(2);
+    clock.advance(SNAPSHOT_FORCE_MIN_AGE_MS);
+    // A load that never lets the capture catch up: the same 30 rows
+    // rewritten before every bucket write. A merge holds a tenth of the
+    // database, so the log passes 1 × the database for one step at most
+    // before the next merge takes it back under: without the latch the
+    // forced switch's wait starts over every time and never ends.
+    let slot = 0;
+    onWrite = () => {
+      for (let row = 0; row < 30; row += 1, slot += 1) update(300, slot % 30, 4096);
+      void source.catchUp();
+    };
+    update(300, 0, 4096);
+    let steps = 0;
+    while (steps < 30 && (await generations()).size < 3) {
+      await worker.runOnce();
+      steps += 1;
+    }
+    expect((await generations()).size).toBe(3);
+    expect(steps).toBeLessThanOrEqual(10);
+  });
+
+  it('switches once a compaction in flight is in a restore point: the old generation ends on the compacted object, none is left unnamed', async () => {
+    const { clock, store, worker, commit } = await setUp({
+      snapshotIntervalMs: 3_600_000,
+      snapshotLogFactor: 0,
+    });
+    for (let step = 0; step < 4; step += 1) {
+      commit(5, 1000);
+      await worker.runOnce();
+    }
+    // An hour later the generation is due and every window of compaction
+    // has ended: the step starts a compaction, and the switch waits for it.
+    clock.advance(3_600_000);
+    commit(5, 1000);
+    const generations = () => generationsOf(store);
+    for (let step = 0; step < 10 && (await generations()).size < 2; step += 1) {
+      await worker.runOnce();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect((await generations()).size).toBe(2);
+    const points = await listRestorePoints(store, 'p');
+    const named = new Set<string>();
+    for (const point of points) {
+      const object = await store.get(point.manifestKey);
+      const manifest = parseManifest(object!.body, { prefix: 'p' });
+      for (const entry of [...manifest.files, ...manifest.segments]) named.add(entry.key);
+    }
+    const compacted = (await store.list('p/wal/00000000000000000000/')).objects
+      .map((object) => object.key)
+      .filter((key) => key.includes('.L'));
+    expect(compacted.length).toBeGreaterThan(0);
+    for (const key of compacted) expect(named.has(key), key).toBe(true);
+    // The old generation's last restore point names a compacted object.
+    const lastOfFirst = points.filter((point) => point.walGeneration === 0).at(-1)!;
+    const last = parseManifest((await store.get(lastOfFirst.manifestKey))!.body, { prefix: 'p' });
+    expect(last.segments.some((entry) => entry.key.includes('.L'))).toBe(true);
   });
 
   it('never starts one with both rules off', async () => {
