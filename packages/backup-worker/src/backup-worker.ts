@@ -134,8 +134,11 @@ export class BackupWorker {
    * until it is replaced (see #scheduleSnapshot).
    */
   #snapshotDueFor: { readonly generation: number; readonly reason: string } | null = null;
-  /** The generation whose scheduled snapshot waits for a compaction in flight: none starts meanwhile. */
-  #switchAwaitsCompaction: number | null = null;
+  /**
+   * The last #scheduleSnapshot found a switch due at once but for a
+   * compaction in flight: the next step starts none (see there).
+   */
+  #switchAwaitsCompaction = false;
   #backoffMs = FIRST_BACKOFF_MS;
   #refused: LineageRefusedError | null = null;
   /** Aborted when a shutdown abandons what is in flight. */
@@ -616,6 +619,9 @@ export class BackupWorker {
    * while, each naming objects the window then keeps).
    */
   async #scheduleSnapshot(source: BackupSource): Promise<void> {
+    // Only this decision holds compaction back: a switch that stops being
+    // imminent (a backlog past the bound) lets the generation compact again.
+    this.#switchAwaitsCompaction = false;
     const generation = this.#tenure.current;
     if (!source.startGeneration || generation === null || this.#refused) return;
     const position = await source.durablePosition();
@@ -660,7 +666,7 @@ export class BackupWorker {
       // generation's last restore point would keep the fine segments it
       // replaced for the retention window.
       this.#snapshotDueSteps = Math.max(1, this.#snapshotDueSteps);
-      this.#switchAwaitsCompaction = generation.number;
+      this.#switchAwaitsCompaction = true;
       return;
     }
     this.#snapshotDueSteps = 0;
@@ -737,7 +743,7 @@ export class BackupWorker {
     await this.#shipper.shipSegments();
     // None while a scheduled snapshot's switch waits for the one before
     // (see #scheduleSnapshot): the wait ends with it.
-    if (this.#switchAwaitsCompaction !== this.#tenure.current?.number)
+    if (!this.#switchAwaitsCompaction)
       this.#compaction.startDue(position.engine?.databaseBytes ?? null);
     // A due snapshot waits for a restore point of everything shipped: write
     // it now rather than at the interval (see #scheduleSnapshot). So does a
