@@ -53,6 +53,7 @@ export {
   type UnnamedNewerData,
 } from './unnamed-newer-data.ts';
 export {
+  MAX_LATEST_FOLLOWS,
   type ManifestVerification,
   type VerifyOptions,
   type VerifyProblem,

@@ -8,14 +8,17 @@
  * unless `deep`, which runs `verify` with `deep` and takes its verdict per
  * manifest (`checked: 'objects'`: every object exists with its size and
  * CRC-32). A manifest that cannot be read or is unsafe is listed with its
- * problems instead of failing the listing; store failures and aborts throw.
+ * problems instead of failing the listing; one deleted after the listing
+ * (retention, or a writer that superseded it) is left out; when that was
+ * LATEST's target, LATEST is followed as verify follows it. Store failures
+ * and aborts throw.
  */
-import { type Manifest, parseSegmentKey } from '@x/manifest';
+import { type Manifest, parseManifestKey, parseSegmentKey } from '@x/manifest';
 import { normalizePrefix, type ObjectStore } from '@x/store';
 import { RestoreOptionsError, RestorePointRejectedError } from './restore-errors.ts';
 import { messageOf } from './restore-point-checks.ts';
 import { listManifestKeys, loadRestorePoint, readLatest } from './restore-points.ts';
-import { verify } from './verify.ts';
+import { MAX_LATEST_FOLLOWS, verify } from './verify.ts';
 
 export interface RestorePointInfo {
   readonly manifestKey: string;
@@ -97,6 +100,103 @@ export function granularityRuns(
   return runs.some((run) => run.level > 0) ? runs : undefined;
 }
 
+/** What `describePoint` needs besides the store and prefix. */
+interface PointContext {
+  readonly key: string;
+  /** The commit its key says (reported for a manifest that does not load). */
+  readonly commitSeq: number;
+  readonly isLatest: boolean;
+  readonly checked: RestorePointInfo['checked'];
+  /** Object problems per manifest key, from verify's deep pass. */
+  readonly objectProblems: ReadonlyMap<string, string[]>;
+  readonly signal: AbortSignal | undefined;
+}
+
+/** One restore point's entry, or `null` when its manifest is gone (deleted since it was listed). */
+async function describePoint(
+  store: ObjectStore,
+  prefix: string,
+  context: PointContext,
+): Promise<RestorePointInfo | null> {
+  const { key, isLatest, checked } = context;
+  let point: Awaited<ReturnType<typeof loadRestorePoint>>;
+  try {
+    point = await loadRestorePoint(store, prefix, key, context.signal);
+  } catch (error) {
+    if (!RestorePointRejectedError.isInstance(error)) throw error;
+    return {
+      manifestKey: key,
+      commitSeq: context.commitSeq,
+      latest: isLatest,
+      status: 'problems',
+      checked,
+      problems: error.problems,
+    };
+  }
+  if (point === null) return null;
+  const { manifest } = point;
+  let sizeBytes = 0;
+  for (const entry of manifest.files) sizeBytes += entry.size;
+  for (const entry of manifest.segments) sizeBytes += entry.size;
+  const problems = context.objectProblems.get(key) ?? [];
+  const granularity = granularityRuns(prefix, manifest, point.restorableFrom);
+  return {
+    manifestKey: key,
+    commitSeq: manifest.commitSeq,
+    latest: isLatest,
+    status: problems.length === 0 ? 'ok' : 'problems',
+    checked,
+    problems,
+    restorableFrom: point.restorableFrom,
+    createdAt: manifest.createdAt,
+    lineage: manifest.lineage,
+    walGeneration: manifest.walGeneration,
+    sizeBytes,
+    objects: manifest.files.length + manifest.segments.length,
+    formatVersion: manifest.formatVersion,
+    snapshotTime: manifest.snapshotTime ?? null,
+    commitTime: manifest.commitTime ?? null,
+    ...(granularity === undefined ? {} : { granularity }),
+  };
+}
+
+/**
+ * LATEST named a manifest that was gone by the time it was read: a live
+ * writer moved LATEST on and retired it. As verify does, LATEST is read again
+ * (up to `MAX_LATEST_FOLLOWS` times) and the restore point it names now is
+ * marked as LATEST's, added when it was written after the listing. When
+ * LATEST stays put on a missing manifest, no entry is LATEST's (the CLI
+ * reports that).
+ */
+async function followLatest(
+  store: ObjectStore,
+  prefix: string,
+  firstTarget: string,
+  points: RestorePointInfo[],
+  describe: (key: string, commitSeq: number, isLatest: boolean) => Promise<RestorePointInfo | null>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  let target = firstTarget;
+  for (let follows = 0; follows < MAX_LATEST_FOLLOWS; follows += 1) {
+    const again = await readLatest(store, prefix, signal);
+    if (again.state !== 'ok' || again.manifestKey === target) return;
+    target = again.manifestKey;
+    const index = points.findIndex((point) => point.manifestKey === target);
+    if (index >= 0) {
+      points[index] = { ...points[index]!, latest: true };
+      return;
+    }
+    const commitSeq = parseManifestKey(prefix, target);
+    if (commitSeq === undefined) return;
+    const point = await describe(target, commitSeq, true);
+    if (point !== null) {
+      points.push(point);
+      points.sort((a, b) => a.commitSeq - b.commitSeq);
+      return;
+    }
+  }
+}
+
 /**
  * Every restore point under `prefix`, oldest commit first.
  * @throws RestoreOptionsError for an invalid prefix; store errors and aborts as they are.
@@ -135,50 +235,14 @@ export async function listRestorePoints(
     }
   }
   const checked = deep ? 'objects' : 'manifest';
+  const describe = (key: string, commitSeq: number, isLatest: boolean) =>
+    describePoint(store, normalized, { key, commitSeq, isLatest, checked, objectProblems, signal });
   const points: RestorePointInfo[] = [];
   for (const listed of manifests) {
-    const isLatest = listed.key === latestTarget;
-    let point: Awaited<ReturnType<typeof loadRestorePoint>>;
-    try {
-      point = await loadRestorePoint(store, normalized, listed.key, signal);
-    } catch (error) {
-      if (!RestorePointRejectedError.isInstance(error)) throw error;
-      points.push({
-        manifestKey: listed.key,
-        commitSeq: listed.commitSeq,
-        latest: isLatest,
-        status: 'problems',
-        checked,
-        problems: error.problems,
-      });
-      continue;
-    }
-    // Deleted between the listing and the read (retention): not a restore point any more.
-    if (point === null) continue;
-    const { manifest } = point;
-    let sizeBytes = 0;
-    for (const entry of manifest.files) sizeBytes += entry.size;
-    for (const entry of manifest.segments) sizeBytes += entry.size;
-    const problems = objectProblems.get(listed.key) ?? [];
-    const granularity = granularityRuns(normalized, manifest, point.restorableFrom);
-    points.push({
-      manifestKey: listed.key,
-      commitSeq: manifest.commitSeq,
-      latest: isLatest,
-      status: problems.length === 0 ? 'ok' : 'problems',
-      checked,
-      problems,
-      restorableFrom: point.restorableFrom,
-      createdAt: manifest.createdAt,
-      lineage: manifest.lineage,
-      walGeneration: manifest.walGeneration,
-      sizeBytes,
-      objects: manifest.files.length + manifest.segments.length,
-      formatVersion: manifest.formatVersion,
-      snapshotTime: manifest.snapshotTime ?? null,
-      commitTime: manifest.commitTime ?? null,
-      ...(granularity === undefined ? {} : { granularity }),
-    });
+    const point = await describe(listed.key, listed.commitSeq, listed.key === latestTarget);
+    if (point !== null) points.push(point);
   }
+  if (latestTarget !== undefined && !points.some((point) => point.latest))
+    await followLatest(store, normalized, latestTarget, points, describe, signal);
   return points;
 }

@@ -22,7 +22,9 @@
  *   framed engine's concatenation), its bytes are theirs (compacted-cover.ts).
  *
  * A manifest that disappears while it is being verified (retention ran) is
- * reported as `vanished`, not as broken. Store failures and aborts do throw:
+ * reported as `vanished`, not as broken. A LATEST whose target disappeared
+ * because a writer moved LATEST on meanwhile is read again, and the restore
+ * point it names now is checked as LATEST's target (`followLatest`). Store failures and aborts do throw:
  * a report built on a failed read would be a guess.
  */
 import {
@@ -637,6 +639,69 @@ function manifestEntries(
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
 
+/** What one pass of phases 2 and 3 works with; `states` and `checked` gather over passes. */
+interface PassOptions {
+  readonly store: ObjectStore;
+  readonly prefix: string;
+  readonly deep: boolean;
+  readonly counters: VerifyCounters;
+  readonly signal: AbortSignal | undefined;
+  /** Every manifest checked so far, by key. */
+  readonly states: Map<string, ManifestState>;
+  /** Every object key checked so far. */
+  readonly checked: Set<string>;
+}
+
+/**
+ * Phases 2 and 3 for `keys`: each manifest, then the objects they name
+ * (listed, then with `deep` read), then which of them vanished meanwhile.
+ * Objects are checked against the manifests of this pass.
+ */
+async function checkRestorePoints(pass: PassOptions, keys: readonly string[]): Promise<void> {
+  const { store, prefix, deep, counters, signal } = pass;
+  counters.manifestsTotal += keys.length;
+  const states = await checkManifests(store, prefix, keys, counters, signal);
+  const claims = claimObjects(states, prefix);
+  counters.objectsTotal += claims.size;
+  if (deep) for (const claim of claims.values()) counters.bytesTotal += claim.size;
+  const present = await checkObjectsListed(store, claims, states, signal);
+  await checkObjectsDeep(store, prefix, claims, present, states, deep, counters, signal);
+  await markVanished(store, states, signal);
+  for (const [key, state] of states) pass.states.set(key, state);
+  for (const key of claims.keys()) pass.checked.add(key);
+}
+
+/**
+ * How many times verify follows LATEST to a newer restore point when the one
+ * it named was retired while verify ran.
+ */
+export const MAX_LATEST_FOLLOWS = 5;
+
+/**
+ * Phase 3e: a writer at work moves LATEST on and may retire the restore point
+ * it named before (a restore point a newer one supersedes); verify then read
+ * a LATEST that named a manifest gone by the time it was read. That is not a
+ * broken backup: LATEST is read again, and when it has moved, the restore
+ * point it names now is checked too (objects against that manifest alone)
+ * and reported as LATEST's target — up to `MAX_LATEST_FOLLOWS` times. A
+ * LATEST that still names a manifest that does not exist is reported.
+ * Returns the LATEST reading the report is about.
+ */
+async function followLatest(pass: PassOptions, first: LatestReading): Promise<LatestReading> {
+  let reading = first;
+  for (let follows = 0; follows < MAX_LATEST_FOLLOWS; follows += 1) {
+    if (reading.state !== 'ok') return reading;
+    const target = pass.states.get(reading.manifestKey);
+    if (target !== undefined && !target.vanished) return reading;
+    const again = await readLatest(pass.store, pass.prefix, pass.signal);
+    if (again.state === 'ok' && again.manifestKey === reading.manifestKey) return reading;
+    reading = again;
+    if (again.state === 'ok' && !pass.states.has(again.manifestKey))
+      await checkRestorePoints(pass, [again.manifestKey]);
+  }
+  return reading;
+}
+
 /**
  * Verifies every restore point under `prefix` and returns a report: the
  * listing, each manifest's checks, the objects (listed, then with `deep`
@@ -654,26 +719,13 @@ export async function verify(
   const counters = new VerifyCounters(onProgress);
 
   const listing = await listPrefix(store, normalized, signal);
-  counters.manifestsTotal = listing.keys.length;
-  const states = await checkManifests(store, normalized, listing.keys, counters, signal);
+  const states = new Map<string, ManifestState>();
+  const checked = new Set<string>();
+  const passOptions = { store, prefix: normalized, deep, counters, signal, states, checked };
+  await checkRestorePoints(passOptions, listing.keys);
+  const latestReading = await followLatest(passOptions, listing.latest);
 
-  const claims = claimObjects(states, normalized);
-  counters.objectsTotal = claims.size;
-  if (deep) for (const claim of claims.values()) counters.bytesTotal += claim.size;
-  const present = await checkObjectsListed(store, claims, states, signal);
-  const bytesRead = await checkObjectsDeep(
-    store,
-    normalized,
-    claims,
-    present,
-    states,
-    deep,
-    counters,
-    signal,
-  );
-  await markVanished(store, states, signal);
-
-  const latest = latestSection(normalized, listing, states);
+  const latest = latestSection(normalized, { ...listing, latest: latestReading }, states);
   const manifests = manifestEntries(listing, states, latest.manifestKey);
   counters.report('done');
   const ok =
@@ -687,7 +739,7 @@ export async function verify(
     latest,
     manifests,
     problems: listing.problems,
-    objectsChecked: claims.size,
-    bytesRead,
+    objectsChecked: checked.size,
+    bytesRead: counters.bytesDone,
   };
 }

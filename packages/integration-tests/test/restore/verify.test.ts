@@ -9,6 +9,7 @@ import {
 } from '@x/manifest';
 import {
   listRestorePoints,
+  MAX_LATEST_FOLLOWS,
   RestorePointRejectedError,
   type VerifyProgress,
   verify,
@@ -21,6 +22,21 @@ import { localStores } from './stores.ts';
 
 const PREFIX = 'backups/db1';
 const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+/** `store`, with `beforeRead(key)` run (a live writer's work) before each streamed read. */
+function racing(store: ObjectStore, beforeRead: (key: string) => Promise<void>): ObjectStore {
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'getStream')
+        return async (...args: Parameters<ObjectStore['getStream']>) => {
+          await beforeRead(args[0]);
+          return target.getStream(...args);
+        };
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
 
 for (const storeCase of localStores) {
   describe(`verify on ${storeCase.name}`, () => {
@@ -180,6 +196,60 @@ for (const storeCase of localStores) {
       expect(dangling.report.manifests.every((manifest) => manifest.status === 'ok')).toBe(true);
     });
 
+    it('a writer that moves LATEST on and retires the restore point it named: verify follows LATEST', async () => {
+      const newest = fixture.manifests.at(-1)!;
+      const before = fixture.manifests.at(-2)!;
+      const newestBytes = encode(serializeManifest(newest.manifest));
+      for (const deep of [false, true]) {
+        // Before verify starts, the newest restore point is not written yet
+        // and LATEST names the one before it.
+        await store.delete(newest.key);
+        await store.put(before.key, encode(serializeManifest(before.manifest)), {
+          mode: 'overwrite',
+        });
+        await store.put(latestKey(PREFIX), encode(before.key), { mode: 'overwrite' });
+        // Right before verify reads LATEST's target, the writer publishes the
+        // newest restore point and retires the one before.
+        let raced = false;
+        const live = racing(store, async (key) => {
+          if (key !== before.key || raced) return;
+          raced = true;
+          await store.put(newest.key, newestBytes, { mode: 'overwrite' });
+          await store.put(latestKey(PREFIX), encode(newest.key), { mode: 'overwrite' });
+          await store.delete(before.key);
+        });
+        const report = await verify(live, PREFIX, { deep });
+        expect(raced).toBe(true);
+        expect(report.latest).toEqual({ manifestKey: newest.key, ok: true, problems: [] });
+        expect(report.ok).toBe(true);
+        expect(report.manifests.map((manifest) => [manifest.key, manifest.status])).toEqual(
+          fixture.manifests.map((entry) => [
+            entry.key,
+            entry.key === before.key ? 'vanished' : 'ok',
+          ]),
+        );
+      }
+    });
+
+    it('a LATEST that keeps naming manifests gone by the time they are read: followed a bounded number of times, then reported', async () => {
+      let latestReads = 0;
+      let next = 100;
+      // Every read of LATEST finds it naming a manifest that is never there.
+      const chasing = racing(store, async (key) => {
+        if (key !== latestKey(PREFIX)) return;
+        latestReads += 1;
+        next += 1;
+        await store.put(latestKey(PREFIX), encode(manifestKey(PREFIX, next)), {
+          mode: 'overwrite',
+        });
+      });
+      const report = await verify(chasing, PREFIX);
+      expect(latestReads).toBe(1 + MAX_LATEST_FOLLOWS);
+      expect(report.latest.manifestKey).toBe(manifestKey(PREFIX, next));
+      expect(report.latest.problems.map((problem) => problem.kind)).toEqual(['latest-dangling']);
+      expect(report.ok).toBe(false);
+    });
+
     it('two manifests recording different CRCs for one key: a conflict', async () => {
       const edited = JSON.parse(serializeManifest(fixture.manifests[3]!.manifest));
       edited.segments[0].crc32 = '00000000';
@@ -249,6 +319,41 @@ describe('listRestorePoints', () => {
       }
       expect(points.filter((point) => point.latest)).toHaveLength(1);
       expect(await listRestorePoints(store, 'backups/none')).toEqual([]);
+    } finally {
+      await cleanup();
+    }
+  });
+  it('a writer that moves LATEST on and retires the restore point it named: the one LATEST names now is LATEST', async () => {
+    const { store, cleanup } = await localStores[0]!.create();
+    try {
+      const fixture = await writeFixture(store, PREFIX);
+      const newest = fixture.manifests.at(-1)!;
+      const before = fixture.manifests.at(-2)!;
+      const newestBytes = encode(serializeManifest(newest.manifest));
+      // Written by the writer after the listing, or already listed.
+      for (const newestListed of [false, true]) {
+        if (!newestListed) await store.delete(newest.key);
+        else await store.put(newest.key, newestBytes, { mode: 'overwrite' });
+        await store.put(before.key, encode(serializeManifest(before.manifest)), {
+          mode: 'overwrite',
+        });
+        await store.put(latestKey(PREFIX), encode(before.key), { mode: 'overwrite' });
+        let raced = false;
+        const live = racing(store, async (key) => {
+          if (key !== before.key || raced) return;
+          raced = true;
+          await store.put(newest.key, newestBytes, { mode: 'overwrite' });
+          await store.put(latestKey(PREFIX), encode(newest.key), { mode: 'overwrite' });
+          await store.delete(before.key);
+        });
+        const points = await listRestorePoints(live, PREFIX);
+        expect(raced).toBe(true);
+        expect(points.map((point) => [point.manifestKey, point.latest])).toEqual(
+          fixture.manifests
+            .filter((entry) => entry.key !== before.key)
+            .map((entry) => [entry.key, entry.key === newest.key]),
+        );
+      }
     } finally {
       await cleanup();
     }
