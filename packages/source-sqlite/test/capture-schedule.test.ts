@@ -5,6 +5,8 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
+  CAPTURE_TICK_MAX_FRAMES,
+  captureTickTargetFrames,
   DEFAULT_CAPTURE_INTERVAL_MS,
   nextCaptureDelayMs,
   SqliteSource,
@@ -55,6 +57,14 @@ describe('nextCaptureDelayMs', () => {
   });
 });
 
+describe('captureTickTargetFrames', () => {
+  it('is half the restart threshold, at most CAPTURE_TICK_MAX_FRAMES', () => {
+    expect(CAPTURE_TICK_MAX_FRAMES).toBe(500);
+    expect(captureTickTargetFrames(10_000)).toBe(500);
+    expect(captureTickTargetFrames(800)).toBe(400);
+  });
+});
+
 describe('SqliteSource capture timer', () => {
   it('captures every 50 ms when no interval is given', async () => {
     expect(DEFAULT_CAPTURE_INTERVAL_MS).toBe(50);
@@ -68,5 +78,28 @@ describe('SqliteSource capture timer', () => {
     expect(source.tap.commits, 'no tick before 50 ms').toBe(before);
     vi.advanceTimersByTime(1);
     expect(source.tap.commits, 'the tick at 50 ms captured the commit').toBe(before + 1);
+  });
+
+  it('comes back once about CAPTURE_TICK_MAX_FRAMES more frames will have landed, below half the default restart threshold', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const { path, application } = openApplicationDatabase('backupd-sqlite-schedule-', cleanups);
+    const source = SqliteSource.open({ path });
+    cleanups.push(() => void source.close());
+    // About 2000 frames (two 4 MB blobs of overflow pages) before the first
+    // tick, at 50 ms: at that rate 500 more frames land in about 12.5 ms, so
+    // the next tick comes then (by half the threshold, 5000 frames, it would
+    // come only at the 50 ms interval).
+    application.exec('INSERT INTO t (body) VALUES (zeroblob(4000000))');
+    application.exec('INSERT INTO t (body) VALUES (zeroblob(4000000))');
+    vi.advanceTimersByTime(50);
+    const framesAtFirstTick = source.tap.walFrames;
+    expect(framesAtFirstTick).toBeGreaterThan(1900);
+    const before = source.tap.commits;
+    application.exec('INSERT INTO t (body) VALUES (zeroblob(1))');
+    const expectedDelay = Math.max(2, (CAPTURE_TICK_MAX_FRAMES * 50) / framesAtFirstTick);
+    vi.advanceTimersByTime(Math.floor(expectedDelay) - 1);
+    expect(source.tap.commits, 'no tick before the delay').toBe(before);
+    vi.advanceTimersByTime(2);
+    expect(source.tap.commits, 'the tick after the delay captured the commit').toBe(before + 1);
   });
 });
