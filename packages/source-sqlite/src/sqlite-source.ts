@@ -65,8 +65,8 @@ const MIN_CAPTURE_INTERVAL_MS = 2;
  * (then each of those checkpoints sorts the whole WAL to find it may copy
  * nothing), those checkpoints cost it more. Measured with an application
  * committing back to back at `synchronous=NORMAL` (bench
- * `sqlite-app-overhead`, medians of two runs): 0.75 of its rate alone with
- * ticks by half the default threshold (5000 frames), 0.79 with ticks by 500.
+ * `sqlite-app-overhead`): 0.75 of its rate alone with ticks by half the
+ * default threshold (5000 frames), 0.79–0.84 with ticks by 500.
  */
 export const CAPTURE_TICK_MAX_FRAMES = 500;
 

@@ -38,6 +38,35 @@ function racing(store: ObjectStore, beforeRead: (key: string) => Promise<void>):
   });
 }
 
+/**
+ * LATEST names the restore point before the newest, and the newest is in
+ * the store only when `newestListed`; right before a reader of the store
+ * returned reads LATEST's target, a writer publishes the newest restore
+ * point, moves LATEST to it and retires the one before.
+ */
+async function stageLatestRace(
+  store: ObjectStore,
+  fixture: Fixture,
+  newestListed: boolean,
+): Promise<{ live: ObjectStore; raced: () => boolean; newest: string; before: string }> {
+  const newest = fixture.manifests.at(-1)!;
+  const before = fixture.manifests.at(-2)!;
+  const newestBytes = encode(serializeManifest(newest.manifest));
+  if (newestListed) await store.put(newest.key, newestBytes, { mode: 'overwrite' });
+  else await store.delete(newest.key);
+  await store.put(before.key, encode(serializeManifest(before.manifest)), { mode: 'overwrite' });
+  await store.put(latestKey(PREFIX), encode(before.key), { mode: 'overwrite' });
+  let raced = false;
+  const live = racing(store, async (key) => {
+    if (key !== before.key || raced) return;
+    raced = true;
+    await store.put(newest.key, newestBytes, { mode: 'overwrite' });
+    await store.put(latestKey(PREFIX), encode(newest.key), { mode: 'overwrite' });
+    await store.delete(before.key);
+  });
+  return { live, raced: () => raced, newest: newest.key, before: before.key };
+}
+
 for (const storeCase of localStores) {
   describe(`verify on ${storeCase.name}`, () => {
     let store: ObjectStore;
@@ -197,36 +226,14 @@ for (const storeCase of localStores) {
     });
 
     it('a writer that moves LATEST on and retires the restore point it named: verify follows LATEST', async () => {
-      const newest = fixture.manifests.at(-1)!;
-      const before = fixture.manifests.at(-2)!;
-      const newestBytes = encode(serializeManifest(newest.manifest));
       for (const deep of [false, true]) {
-        // Before verify starts, the newest restore point is not written yet
-        // and LATEST names the one before it.
-        await store.delete(newest.key);
-        await store.put(before.key, encode(serializeManifest(before.manifest)), {
-          mode: 'overwrite',
-        });
-        await store.put(latestKey(PREFIX), encode(before.key), { mode: 'overwrite' });
-        // Right before verify reads LATEST's target, the writer publishes the
-        // newest restore point and retires the one before.
-        let raced = false;
-        const live = racing(store, async (key) => {
-          if (key !== before.key || raced) return;
-          raced = true;
-          await store.put(newest.key, newestBytes, { mode: 'overwrite' });
-          await store.put(latestKey(PREFIX), encode(newest.key), { mode: 'overwrite' });
-          await store.delete(before.key);
-        });
+        const { live, raced, newest, before } = await stageLatestRace(store, fixture, false);
         const report = await verify(live, PREFIX, { deep });
-        expect(raced).toBe(true);
-        expect(report.latest).toEqual({ manifestKey: newest.key, ok: true, problems: [] });
+        expect(raced()).toBe(true);
+        expect(report.latest).toEqual({ manifestKey: newest, ok: true, problems: [] });
         expect(report.ok).toBe(true);
         expect(report.manifests.map((manifest) => [manifest.key, manifest.status])).toEqual(
-          fixture.manifests.map((entry) => [
-            entry.key,
-            entry.key === before.key ? 'vanished' : 'ok',
-          ]),
+          fixture.manifests.map((entry) => [entry.key, entry.key === before ? 'vanished' : 'ok']),
         );
       }
     });
@@ -327,31 +334,15 @@ describe('listRestorePoints', () => {
     const { store, cleanup } = await localStores[0]!.create();
     try {
       const fixture = await writeFixture(store, PREFIX);
-      const newest = fixture.manifests.at(-1)!;
-      const before = fixture.manifests.at(-2)!;
-      const newestBytes = encode(serializeManifest(newest.manifest));
       // Written by the writer after the listing, or already listed.
       for (const newestListed of [false, true]) {
-        if (!newestListed) await store.delete(newest.key);
-        else await store.put(newest.key, newestBytes, { mode: 'overwrite' });
-        await store.put(before.key, encode(serializeManifest(before.manifest)), {
-          mode: 'overwrite',
-        });
-        await store.put(latestKey(PREFIX), encode(before.key), { mode: 'overwrite' });
-        let raced = false;
-        const live = racing(store, async (key) => {
-          if (key !== before.key || raced) return;
-          raced = true;
-          await store.put(newest.key, newestBytes, { mode: 'overwrite' });
-          await store.put(latestKey(PREFIX), encode(newest.key), { mode: 'overwrite' });
-          await store.delete(before.key);
-        });
+        const { live, raced, newest, before } = await stageLatestRace(store, fixture, newestListed);
         const points = await listRestorePoints(live, PREFIX);
-        expect(raced).toBe(true);
+        expect(raced()).toBe(true);
         expect(points.map((point) => [point.manifestKey, point.latest])).toEqual(
           fixture.manifests
-            .filter((entry) => entry.key !== before.key)
-            .map((entry) => [entry.key, entry.key === newest.key]),
+            .filter((entry) => entry.key !== before)
+            .map((entry) => [entry.key, entry.key === newest]),
         );
       }
     } finally {
