@@ -312,6 +312,68 @@ describe('scheduled snapshots (SQLite)', () => {
     expect(last.segments.some((entry) => entry.key.includes('.L'))).toBe(true);
   });
 
+  it('a switch that waited for a compaction and then stopped being imminent (a backlog past the bound) lets the generation compact again', async () => {
+    // Set by the test below: called on the first bucket write of a step.
+    let onFirstWrite = () => {};
+    let wroteThisStep = false;
+    const { clock, store, worker, commit, update, source } = await setUp({
+      hooks: {
+        beforeStep: () => {
+          wroteThisStep = false;
+        },
+        beforeWrite: () => {
+          if (wroteThisStep) return;
+          wroteThisStep = true;
+          onFirstWrite();
+        },
+      },
+      snapshotIntervalMs: 60_000,
+      snapshotLogFactor: 0,
+      compactionLevels: [20_000],
+    });
+    const compactedObjects = async () =>
+      (await store.list('p/wal/')).objects.filter((object) => object.key.includes('.L')).length;
+    /** Waits (up to 5 s: compaction runs beside the steps) for more than `count` compacted objects. */
+    const compactedBeyond = async (count: number) => {
+      for (let waited = 0; waited < 5000; waited += 20) {
+        if ((await compactedObjects()) > count) return true;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return false;
+    };
+    // Three segments in the first window, the first with 1280 rows of 4 KiB.
+    commit(1280, 4096);
+    for (let step = 0; step < 3; step += 1) {
+      commit(5, 1000);
+      await worker.runOnce();
+    }
+    // A minute later the generation is due by time and caught up, and the
+    // first window has ended: the step starts its compaction, and the
+    // switch waits for it.
+    clock.advance(60_000);
+    await worker.runOnce();
+    expect(await compactedBeyond(0)).toBe(true);
+    const afterFirst = await compactedObjects();
+    expect(afterFirst).toBe(1);
+    // From now on 5 MiB of rewrites land during every step (more than
+    // SNAPSHOT_FORCE_MAX_BACKLOG_BYTES, 4 MiB, unshipped at its end): the
+    // switch is not forced while the application outruns the shipping.
+    onFirstWrite = () => {
+      for (let slot = 0; slot < 4; slot += 1) update(4, slot, 4096);
+      void source.catchUp();
+    };
+    const generationsBefore = await generationsOf(store);
+    expect(generationsBefore.size).toBe(1);
+    for (let step = 0; step < 8; step += 1) {
+      clock.advance(10_000);
+      await worker.runOnce();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    // The generation kept compacting its ended windows meanwhile.
+    expect(await compactedBeyond(afterFirst)).toBe(true);
+    expect(await generationsOf(store)).toEqual(generationsBefore);
+  });
+
   it('never starts one with both rules off', async () => {
     const { clock, store, worker, commit } = await setUp({
       snapshotIntervalMs: 0,
