@@ -27,7 +27,12 @@ export {
   RestoreTargetUnsafeError,
 } from './restore-errors.ts';
 export { fileNameProblem } from './restore-point-checks.ts';
-export { type LatestFallback, type LatestReading, readLatest } from './restore-points.ts';
+export {
+  type LatestFallback,
+  type LatestReading,
+  MAX_LATEST_FOLLOWS,
+  readLatest,
+} from './restore-points.ts';
 export {
   findRollForward,
   MAX_ROLL_FORWARD_OBJECT_BYTES,
@@ -53,7 +58,6 @@ export {
   type UnnamedNewerData,
 } from './unnamed-newer-data.ts';
 export {
-  MAX_LATEST_FOLLOWS,
   type ManifestVerification,
   type VerifyOptions,
   type VerifyProblem,

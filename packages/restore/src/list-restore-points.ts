@@ -17,8 +17,13 @@ import { type Manifest, parseManifestKey, parseSegmentKey } from '@x/manifest';
 import { normalizePrefix, type ObjectStore } from '@x/store';
 import { RestoreOptionsError, RestorePointRejectedError } from './restore-errors.ts';
 import { messageOf } from './restore-point-checks.ts';
-import { listManifestKeys, loadRestorePoint, readLatest } from './restore-points.ts';
-import { MAX_LATEST_FOLLOWS, verify } from './verify.ts';
+import {
+  followMovedLatest,
+  listManifestKeys,
+  loadRestorePoint,
+  readLatest,
+} from './restore-points.ts';
+import { verify } from './verify.ts';
 
 export interface RestorePointInfo {
   readonly manifestKey: string;
@@ -161,43 +166,6 @@ async function describePoint(
 }
 
 /**
- * LATEST named a manifest that was gone by the time it was read: a live
- * writer moved LATEST on and retired it. As verify does, LATEST is read again
- * (up to `MAX_LATEST_FOLLOWS` times) and the restore point it names now is
- * marked as LATEST's, added when it was written after the listing. When
- * LATEST stays put on a missing manifest, no entry is LATEST's (the CLI
- * reports that).
- */
-async function followLatest(
-  store: ObjectStore,
-  prefix: string,
-  firstTarget: string,
-  points: RestorePointInfo[],
-  describe: (key: string, commitSeq: number, isLatest: boolean) => Promise<RestorePointInfo | null>,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  let target = firstTarget;
-  for (let follows = 0; follows < MAX_LATEST_FOLLOWS; follows += 1) {
-    const again = await readLatest(store, prefix, signal);
-    if (again.state !== 'ok' || again.manifestKey === target) return;
-    target = again.manifestKey;
-    const index = points.findIndex((point) => point.manifestKey === target);
-    if (index >= 0) {
-      points[index] = { ...points[index]!, latest: true };
-      return;
-    }
-    const commitSeq = parseManifestKey(prefix, target);
-    if (commitSeq === undefined) return;
-    const point = await describe(target, commitSeq, true);
-    if (point !== null) {
-      points.push(point);
-      points.sort((a, b) => a.commitSeq - b.commitSeq);
-      return;
-    }
-  }
-}
-
-/**
  * Every restore point under `prefix`, oldest commit first.
  * @throws RestoreOptionsError for an invalid prefix; store errors and aborts as they are.
  */
@@ -242,7 +210,29 @@ export async function listRestorePoints(
     const point = await describe(listed.key, listed.commitSeq, listed.key === latestTarget);
     if (point !== null) points.push(point);
   }
+  // LATEST's target gone by the time it was read (a live writer moved LATEST
+  // on and retired it): follow LATEST as verify does, marking the restore
+  // point it names now, or adding it when it was written after the listing.
+  // When LATEST stays put on a missing manifest, no entry is LATEST's.
   if (latestTarget !== undefined && !points.some((point) => point.latest))
-    await followLatest(store, normalized, latestTarget, points, describe, signal);
+    await followMovedLatest(
+      store,
+      normalized,
+      latest,
+      async (key) => {
+        const index = points.findIndex((point) => point.manifestKey === key);
+        if (index >= 0) {
+          points[index] = { ...points[index]!, latest: true };
+          return true;
+        }
+        const commitSeq = parseManifestKey(normalized, key);
+        const point = commitSeq === undefined ? null : await describe(key, commitSeq, true);
+        if (point === null) return false;
+        points.push(point);
+        points.sort((a, b) => a.commitSeq - b.commitSeq);
+        return true;
+      },
+      signal,
+    );
   return points;
 }

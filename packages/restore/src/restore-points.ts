@@ -111,6 +111,40 @@ export async function readLatest(
   return { state: 'ok', manifestKey: key };
 }
 
+/**
+ * How many times verify and `ls` read LATEST again when the restore point it
+ * named is gone by the time they look for it.
+ */
+export const MAX_LATEST_FOLLOWS = 5;
+
+/**
+ * LATEST as a reader beside a live writer should report it. The writer moves
+ * LATEST on and may retire the restore point it named a moment before, so a
+ * target gone by the time the reader looks for it is not yet a broken LATEST:
+ * while `found(key)` says LATEST's target does not exist, LATEST is read
+ * again, and when it moved, its new target is looked for, up to
+ * `MAX_LATEST_FOLLOWS` times. `found` looks the key up (and may check the
+ * restore point as the caller needs).
+ * @returns the first reading whose target was found, else the last one read
+ *   (LATEST missing, invalid, unmoved on a missing target, or still moving).
+ */
+export async function followMovedLatest(
+  store: ObjectStore,
+  prefix: string,
+  first: LatestReading,
+  found: (manifestKey: string) => Promise<boolean>,
+  signal?: AbortSignal,
+): Promise<LatestReading> {
+  let reading = first;
+  for (let follows = 0; ; follows += 1) {
+    if (reading.state !== 'ok' || (await found(reading.manifestKey))) return reading;
+    if (follows === MAX_LATEST_FOLLOWS) return reading;
+    const again = await readLatest(store, prefix, signal);
+    if (again.state === 'ok' && again.manifestKey === reading.manifestKey) return reading;
+    reading = again;
+  }
+}
+
 /** The manifest keys under the prefix, by commit, oldest first; other keys under `manifest/` are returned apart. */
 export async function listManifestKeys(
   store: ObjectStore,

@@ -24,7 +24,7 @@
  * A manifest that disappears while it is being verified (retention ran) is
  * reported as `vanished`, not as broken. A LATEST whose target disappeared
  * because a writer moved LATEST on meanwhile is read again, and the restore
- * point it names now is checked as LATEST's target (`followLatest`). Store failures and aborts do throw:
+ * point it names now is checked as LATEST's target (`followMovedLatest`). Store failures and aborts do throw:
  * a report built on a failed read would be a guess.
  */
 import {
@@ -48,7 +48,13 @@ import type { VerifyProgress } from './progress.ts';
 import { PROGRESS_BYTE_STEP } from './progress.ts';
 import { ObjectCorruptError, ObjectMissingError, RestoreOptionsError } from './restore-errors.ts';
 import { classifiedProblems, messageOf } from './restore-point-checks.ts';
-import { type LatestReading, listManifestKeys, readCapped, readLatest } from './restore-points.ts';
+import {
+  followMovedLatest,
+  type LatestReading,
+  listManifestKeys,
+  readCapped,
+  readLatest,
+} from './restore-points.ts';
 import {
   checkLinkAfterCompacted,
   type DecodedSegmentEntry,
@@ -604,22 +610,17 @@ function latestSection(
 }
 
 /**
- * Phase 4b: one entry per manifest, key order. LATEST's target that does not
- * exist and was never listed is reported with LATEST only.
+ * Phase 4b: one entry per manifest, key order. A manifest LATEST named that
+ * does not exist and was never listed is no entry (LATEST's own target is
+ * reported with LATEST).
  */
 function manifestEntries(
   listing: Listing,
   states: Map<string, ManifestState>,
-  latestManifestKey: string | null,
 ): ManifestVerification[] {
   return [...states.values()]
     .filter(
-      (state) =>
-        !(
-          state.vanished &&
-          state.key === latestManifestKey &&
-          !listing.listed.some((entry) => entry.key === state.key)
-        ),
+      (state) => !(state.vanished && !listing.listed.some((entry) => entry.key === state.key)),
     )
     .map(
       (state): ManifestVerification => ({
@@ -672,37 +673,6 @@ async function checkRestorePoints(pass: PassOptions, keys: readonly string[]): P
 }
 
 /**
- * How many times verify follows LATEST to a newer restore point when the one
- * it named was retired while verify ran.
- */
-export const MAX_LATEST_FOLLOWS = 5;
-
-/**
- * Phase 3e: a writer at work moves LATEST on and may retire the restore point
- * it named before (a restore point a newer one supersedes); verify then read
- * a LATEST that named a manifest gone by the time it was read. That is not a
- * broken backup: LATEST is read again, and when it has moved, the restore
- * point it names now is checked too (objects against that manifest alone)
- * and reported as LATEST's target — up to `MAX_LATEST_FOLLOWS` times. A
- * LATEST that still names a manifest that does not exist is reported.
- * Returns the LATEST reading the report is about.
- */
-async function followLatest(pass: PassOptions, first: LatestReading): Promise<LatestReading> {
-  let reading = first;
-  for (let follows = 0; follows < MAX_LATEST_FOLLOWS; follows += 1) {
-    if (reading.state !== 'ok') return reading;
-    const target = pass.states.get(reading.manifestKey);
-    if (target !== undefined && !target.vanished) return reading;
-    const again = await readLatest(pass.store, pass.prefix, pass.signal);
-    if (again.state === 'ok' && again.manifestKey === reading.manifestKey) return reading;
-    reading = again;
-    if (again.state === 'ok' && !pass.states.has(again.manifestKey))
-      await checkRestorePoints(pass, [again.manifestKey]);
-  }
-  return reading;
-}
-
-/**
  * Verifies every restore point under `prefix` and returns a report: the
  * listing, each manifest's checks, the objects (listed, then with `deep`
  * read), then the report.
@@ -723,10 +693,22 @@ export async function verify(
   const checked = new Set<string>();
   const passOptions = { store, prefix: normalized, deep, counters, signal, states, checked };
   await checkRestorePoints(passOptions, listing.keys);
-  const latestReading = await followLatest(passOptions, listing.latest);
+  // Phase 3e: a LATEST whose target a live writer retired while verify ran
+  // is read again, and the restore point it names now is checked too (its
+  // objects against that manifest alone) and reported as LATEST's target.
+  const latestReading = await followMovedLatest(
+    store,
+    normalized,
+    listing.latest,
+    async (key) => {
+      if (!states.has(key)) await checkRestorePoints(passOptions, [key]);
+      return states.get(key)?.vanished === false;
+    },
+    signal,
+  );
 
   const latest = latestSection(normalized, { ...listing, latest: latestReading }, states);
-  const manifests = manifestEntries(listing, states, latest.manifestKey);
+  const manifests = manifestEntries(listing, states);
   counters.report('done');
   const ok =
     latest.ok &&

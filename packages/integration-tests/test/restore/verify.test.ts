@@ -255,6 +255,10 @@ for (const storeCase of localStores) {
       expect(report.latest.manifestKey).toBe(manifestKey(PREFIX, next));
       expect(report.latest.problems.map((problem) => problem.kind)).toEqual(['latest-dangling']);
       expect(report.ok).toBe(false);
+      // The manifests LATEST named on the way, never listed, are no entries.
+      expect(report.manifests.map((manifest) => manifest.key)).toEqual(
+        fixture.manifests.map((entry) => entry.key),
+      );
     });
 
     it('two manifests recording different CRCs for one key: a conflict', async () => {
