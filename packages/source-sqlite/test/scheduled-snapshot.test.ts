@@ -57,8 +57,17 @@ async function setUp(options: Partial<BackupWorkerOptions>) {
   const update = (slots: number, slot: number, bytes: number) => {
     rewrite.run(randomBytes(bytes), slots, slot);
   };
-  return { directory, path, clock, store, worker, commit, update, source };
+  /** `steps` steps, each after `rows` more rows of `bytes`. */
+  const commitEachStep = async (steps: number, rows: number, bytes: number) => {
+    for (let step = 0; step < steps; step += 1) {
+      commit(rows, bytes);
+      await worker.runOnce();
+    }
+  };
+  return { directory, path, clock, store, worker, commit, commitEachStep, update, source };
 }
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The WAL generations the prefix's restore points name. */
 async function generationsOf(store: MemoryStore): Promise<Set<number | undefined>> {
@@ -276,14 +285,11 @@ describe('scheduled snapshots (SQLite)', () => {
   });
 
   it('switches once a compaction in flight is in a restore point: the old generation ends on the compacted object, none is left unnamed', async () => {
-    const { clock, store, worker, commit } = await setUp({
+    const { clock, store, worker, commit, commitEachStep } = await setUp({
       snapshotIntervalMs: 3_600_000,
       snapshotLogFactor: 0,
     });
-    for (let step = 0; step < 4; step += 1) {
-      commit(5, 1000);
-      await worker.runOnce();
-    }
+    await commitEachStep(4, 5, 1000);
     // An hour later the generation is due and every window of compaction
     // has ended: the step starts a compaction, and the switch waits for it.
     clock.advance(3_600_000);
@@ -291,7 +297,7 @@ describe('scheduled snapshots (SQLite)', () => {
     const generations = () => generationsOf(store);
     for (let step = 0; step < 10 && (await generations()).size < 2; step += 1) {
       await worker.runOnce();
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await pause(20);
     }
     expect((await generations()).size).toBe(2);
     const points = await listRestorePoints(store, 'p');
@@ -316,7 +322,7 @@ describe('scheduled snapshots (SQLite)', () => {
     // Set by the test below: called on the first bucket write of a step.
     let onFirstWrite = () => {};
     let wroteThisStep = false;
-    const { clock, store, worker, commit, update, source } = await setUp({
+    const { clock, store, worker, commit, commitEachStep, update, source } = await setUp({
       hooks: {
         beforeStep: () => {
           wroteThisStep = false;
@@ -337,16 +343,13 @@ describe('scheduled snapshots (SQLite)', () => {
     const compactedBeyond = async (count: number) => {
       for (let waited = 0; waited < 5000; waited += 20) {
         if ((await compactedObjects()) > count) return true;
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await pause(20);
       }
       return false;
     };
     // Three segments in the first window, the first with 1280 rows of 4 KiB.
     commit(1280, 4096);
-    for (let step = 0; step < 3; step += 1) {
-      commit(5, 1000);
-      await worker.runOnce();
-    }
+    await commitEachStep(3, 5, 1000);
     // A minute later the generation is due by time and caught up, and the
     // first window has ended: the step starts its compaction, and the
     // switch waits for it.
@@ -367,7 +370,7 @@ describe('scheduled snapshots (SQLite)', () => {
     for (let step = 0; step < 8; step += 1) {
       clock.advance(10_000);
       await worker.runOnce();
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await pause(50);
     }
     // The generation kept compacting its ended windows meanwhile.
     expect(await compactedBeyond(afterFirst)).toBe(true);
