@@ -172,7 +172,7 @@ describe('config validation', () => {
         env,
         baseDir: '/srv',
       }).databases[0]!;
-    // The worker's own defaults: daily, or once the shipped WAL is 4 × the database.
+    // The worker's own defaults: daily, or once the stored log is 2.5 × the database.
     expect(database('').snapshotIntervalMs).toBe(86_400_000);
     expect(database('').snapshotLogFactor).toBe(2.5);
     const set = database('    snapshotInterval: 7d\n    snapshotLogFactor: 2.5\n');
