@@ -31,7 +31,9 @@ try {
     // The cloud adapters (and their SDKs) stay out: they load only for their
     // scheme, from the adapter's own package (its sources, through the
     // `@x/source` condition bin/backupd.js adds), where pnpm put their SDKs.
-    external: ['@x/store-s3', '@x/store-azure', '@x/store-gcs'],
+    // koffi (the SQLite tap's fcntl call) stays out too: it loads a native
+    // library of its own platform package, resolved from where it is installed.
+    external: ['@x/store-s3', '@x/store-azure', '@x/store-gcs', 'koffi'],
     // CommonJS dependencies (pino, yaml) call require(): give the bundle one.
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",

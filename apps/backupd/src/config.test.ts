@@ -88,6 +88,11 @@ describe('config validation', () => {
       'databases[0].checkpoint.truncatePages: must be greater than passivePages (500)',
     ],
     [
+      'checkpoint lock hold not a switch',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    checkpoint: { holdLock: "yes" }\n',
+      'databases[0].checkpoint.holdLock: must be true or false, got string "yes"',
+    ],
+    [
       'credentials in URL',
       'databases:\n  - path: a.db\n    url: s3://key:secret@b/p\n',
       'databases[0].url: credentials in a store URL are not accepted; use the environment or the SDK credential chain',
@@ -163,7 +168,11 @@ describe('config validation', () => {
     expect(database.retention).toEqual({ windowMs: 24 * 3_600_000 });
     expect(database.leaseTtlSeconds).toBe(30);
     // The SQLite tap's own defaults, as the README documents them.
-    expect(database.checkpoint).toEqual({ passivePages: 1000, truncatePages: 10_000 });
+    expect(database.checkpoint).toEqual({
+      passivePages: 1000,
+      truncatePages: 10_000,
+      holdLock: true,
+    });
   });
 
   it('reads the snapshot schedule, with the worker defaults and 0 to turn a trigger off', () => {

@@ -49,6 +49,12 @@ export interface CheckpointSettings {
   readonly passivePages: number;
   /** WAL frames after which backupd restarts the WAL under a brief write lock. */
   readonly truncatePages: number;
+  /**
+   * Hold SQLite's checkpoint lock while commits land past `passivePages`
+   * frames, so the application's own per-commit checkpoints answer busy at
+   * once (see the SQLite README); false lets them run.
+   */
+  readonly holdLock: boolean;
 }
 
 export interface DatabaseConfig {
@@ -108,6 +114,7 @@ export const DEFAULTS = {
   checkpoint: {
     passivePages: DEFAULT_PASSIVE_CHECKPOINT_PAGES,
     truncatePages: DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
+    holdLock: true,
   },
   conditional: true,
 } as const;
@@ -224,6 +231,12 @@ export const DATABASE_SETTINGS: readonly DatabaseSetting[] = [
     field: 'checkpoint.truncatePages',
     reading: 'number',
     workerOption: 'SqliteSource truncateCheckpointPages',
+  },
+  {
+    key: 'checkpoint.holdLock',
+    field: 'checkpoint.holdLock',
+    reading: 'switch',
+    workerOption: 'SqliteSource holdCheckpointLock',
   },
   {
     key: 'conditional',
@@ -784,7 +797,11 @@ function validateCheckpoint(value: unknown, at: string, problems: string[]): Che
   );
   if (truncatePages <= passivePages)
     problems.push(`${at}.truncatePages: must be greater than passivePages (${passivePages})`);
-  return { passivePages, truncatePages };
+  let holdLock: boolean = DEFAULTS.checkpoint.holdLock;
+  if (typeof value.holdLock === 'boolean') holdLock = value.holdLock;
+  else if (value.holdLock !== undefined)
+    problems.push(`${at}.holdLock: must be true or false, got ${describe(value.holdLock)}`);
+  return { passivePages, truncatePages, holdLock };
 }
 
 function validateConditional(value: unknown, path: string, problems: string[]): boolean {

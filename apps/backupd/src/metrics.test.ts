@@ -44,9 +44,12 @@ describe('renderMetrics: the engine files', () => {
           databaseBytes: 2_400_256,
           walBytes: 4_152_832,
           checkpoints: { passive: 17, truncate: 3 },
+          checkpointLockHeld: true,
         },
       }),
     ]);
+    expect(text).toContain('# TYPE backupd_checkpoint_lock_held gauge');
+    expect(text).toContain(`backupd_checkpoint_lock_held${labels} 1`);
     expect(text).toContain('# TYPE backupd_database_bytes gauge');
     expect(text).toContain(`backupd_database_bytes${labels} 2400256`);
     expect(text).toContain(`backupd_wal_bytes${labels} 4152832`);
@@ -64,6 +67,7 @@ describe('renderMetrics: the engine files', () => {
     expect(text).not.toContain(`backupd_database_bytes${labels}`);
     expect(text).not.toContain(`backupd_wal_bytes${labels}`);
     expect(text).not.toContain('backupd_checkpoints_total{');
+    expect(text).not.toContain('backupd_checkpoint_lock_held{');
   });
 });
 

@@ -106,6 +106,13 @@ const FAMILIES: readonly Family[] = [
         : [],
   },
   {
+    name: 'backupd_checkpoint_lock_held',
+    help: "1 while backupd holds SQLite's checkpoint lock (commits landing; the application's own checkpoints then answer busy), 0 otherwise.",
+    type: 'gauge',
+    samples: (s) =>
+      s.engine?.checkpointLockHeld !== undefined ? [[{}, s.engine.checkpointLockHeld ? 1 : 0]] : [],
+  },
+  {
     name: 'backupd_latest_restore_point_age_seconds',
     help: 'Seconds since the restore point LATEST names was made: how old a restore of the latest state is, at most.',
     type: 'gauge',

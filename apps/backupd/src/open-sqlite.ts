@@ -79,6 +79,7 @@ export function sqliteSourceFactory(_config: BackupdConfig): SourceFactory {
       path: database.path,
       passiveCheckpointPages: database.checkpoint.passivePages,
       truncateCheckpointPages: database.checkpoint.truncatePages,
+      holdCheckpointLock: database.checkpoint.holdLock,
     };
     // Opened by the worker once it holds the lease (see the module comment).
     return { openSource: async () => SqliteSource.open(options) };

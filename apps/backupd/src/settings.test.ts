@@ -49,6 +49,7 @@ describe('defaults and bounds', () => {
     expect(DEFAULTS.checkpoint).toEqual({
       passivePages: DEFAULT_PASSIVE_CHECKPOINT_PAGES,
       truncatePages: DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
+      holdLock: true,
     });
     expect(DEFAULTS).toMatchObject({
       intervalMs: DEFAULT_WAL_INTERVAL_MS,
@@ -117,6 +118,7 @@ describe('the environment variables', () => {
       'BACKUPD_COMPACTION',
       'BACKUPD_CHECKPOINT_PASSIVE_PAGES',
       'BACKUPD_CHECKPOINT_TRUNCATE_PAGES',
+      'BACKUPD_CHECKPOINT_HOLD_LOCK',
       'BACKUPD_CONDITIONAL',
     ]);
     expect(environmentVariable('cpuPriority')).toBe('BACKUPD_CPU_PRIORITY');
@@ -132,6 +134,7 @@ describe('the environment variables', () => {
       BACKUPD_COMPACTION: '1m,1h',
       BACKUPD_CHECKPOINT_PASSIVE_PAGES: '200',
       BACKUPD_CHECKPOINT_TRUNCATE_PAGES: '400',
+      BACKUPD_CHECKPOINT_HOLD_LOCK: 'off',
       BACKUPD_CONDITIONAL: 'off',
     };
     const [database] = singleDatabaseConfig(
@@ -145,7 +148,7 @@ describe('the environment variables', () => {
       leaseTtlSeconds: 45,
       shutdownGraceMs: 3000,
       compactionLevelsMs: [60_000, 3_600_000],
-      checkpoint: { passivePages: 200, truncatePages: 400 },
+      checkpoint: { passivePages: 200, truncatePages: 400, holdLock: false },
       conditional: false,
     });
   });

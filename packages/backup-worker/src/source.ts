@@ -92,6 +92,11 @@ export interface EngineFiles {
   readonly walBytes: number | null;
   /** Checkpoints the source ran since it opened, by mode; absent for engines that run none. */
   readonly checkpoints?: { readonly passive: number; readonly truncate: number };
+  /**
+   * Whether the source holds the engine's checkpoint lock (SQLite: see
+   * `holdCheckpointLock` of `@x/source-sqlite`); absent for engines without one.
+   */
+  readonly checkpointLockHeld?: boolean;
 }
 
 /** What the files on disk say, at one moment. */

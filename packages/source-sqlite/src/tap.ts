@@ -54,6 +54,13 @@
  * file; the mark-0 reader makes sure it can only drop frames that were
  * captured. The tap never writes to the database and creates no tables in it.
  *
+ * While commits land on a WAL past `passiveCheckpointPages` frames, the tap
+ * also holds SQLite's checkpoint lock (checkpoint-hold.ts), so the
+ * application's own per-commit checkpoints answer busy at once instead of
+ * taking their locks after every commit; its own checkpoints run through it
+ * (the lock is this process's) and take it back after. A performance measure
+ * only: nothing above depends on it.
+ *
  * The tap keeps its own descriptors of the database and `-shm` files open
  * for its whole life: POSIX locks belong to a process and a file, so closing
  * any descriptor of those files would silently drop SQLite's read marks.
@@ -96,6 +103,7 @@
  */
 import { closeSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
+import { CheckpointLockHold, type CheckpointLockState } from './checkpoint-hold.ts';
 import { type CheckpointReport, refusedCheckpoint, runCheckpoint } from './checkpoints.ts';
 import { encodeCommitFrame } from './commit-record.ts';
 import { CopyProgress } from './copy-progress.ts';
@@ -135,6 +143,14 @@ export {
   type SqliteTapOptions,
 } from './tap-options.ts';
 
+/**
+ * How long no commit may land before the tap lets the checkpoint lock go
+ * (see #holdCheckpointLockWhileBusy): a few capture ticks, so that two
+ * calls of {@link SqliteTap.maintain} in a row (the timer's and the
+ * worker's) do not let it go between two commits.
+ */
+export const CHECKPOINT_LOCK_QUIET_MS = 250;
+
 export class SqliteTap {
   readonly path: string;
   readonly walPath: string;
@@ -153,6 +169,12 @@ export class SqliteTap {
    * SQLite's read marks are locks, is kept the same way by the capture.)
    */
   readonly #databaseFd: number;
+  /**
+   * Descriptor of the `-shm` file the checkpoint-lock hold locks through,
+   * kept and closed like {@link #databaseFd}.
+   */
+  readonly #shmFd: number;
+  readonly #checkpointLock: CheckpointLockHold;
   readonly #opener = new QuietOpener();
   #closed = false;
 
@@ -162,6 +184,9 @@ export class SqliteTap {
   readonly #pins = new SnapshotPins();
   /** True once the reader was moved to mark 0 after the WAL went quiet (see maintain). */
   #settled = false;
+  /** {@link capturePoint} at the last {@link maintain}, and when it last changed there (monotonic ms). */
+  #capturePointAtLastMaintain = '';
+  #lastLandedAt = Number.NEGATIVE_INFINITY;
   #checkpointReports: CheckpointReport[] = [];
   readonly #checkpointCounts = { passive: 0, truncate: 0 };
   #insistentRestarts = 0;
@@ -203,6 +228,14 @@ export class SqliteTap {
     });
     this.#readers = new HeldReaders(readers);
     this.#generation = this.#startGenerationUnderReader();
+    // SQLite created the -shm file when the connections above opened.
+    this.#shmFd = this.#opener.open(this.shmPath);
+    this.#checkpointLock = new CheckpointLockHold(
+      this.#shmFd,
+      this.options.holdCheckpointLock
+        ? this.options.checkpointLockCall()
+        : { unavailable: 'turned off (holdCheckpointLock: false)' },
+    );
   }
 
   /**
@@ -289,6 +322,21 @@ export class SqliteTap {
    */
   get forcedRestarts(): number {
     return this.#forcedRestarts;
+  }
+
+  /**
+   * The checkpoint-lock hold (see checkpoint-hold.ts): its state, why it is
+   * unavailable (`null` while available), and how many takes got the lock or
+   * gave up on another process's checkpoint.
+   */
+  get checkpointLock(): {
+    readonly state: CheckpointLockState;
+    readonly unavailableReason: string | null;
+    readonly taken: number;
+    readonly missed: number;
+  } {
+    const hold = this.#checkpointLock;
+    return { state: hold.state, unavailableReason: hold.unavailableReason, ...hold.counts };
   }
 
   /** Checkpoint reports since the last call (for metrics and benchmarks). */
@@ -383,6 +431,9 @@ export class SqliteTap {
     // an application's FULL/RESTART/TRUNCATE checkpoint (which waits for
     // exactly that) go on at once.
     const captured = this.advance();
+    // Commits landed since the last call, whoever captured them (the owner
+    // captures between calls too, so `captured` alone would miss them).
+    this.#holdCheckpointLockWhileBusy();
     if (this.#pinned()) return null;
     if (captured > 0) this.#settled = false;
     // A capture behind the WAL counts fewer frames than it holds: past the
@@ -434,21 +485,27 @@ export class SqliteTap {
     const urgency = mode === 'truncate' ? this.#restartUrgency() : 'ordinary';
     if (urgency !== 'ordinary') this.#insistentRestarts += 1;
     if (urgency === 'force') this.#forcedRestarts += 1;
-    return this.#report(
-      runCheckpoint(
-        mode,
-        {
-          options: this.options,
-          readers: this.#readers,
-          writer: this.#writer,
-          capture: this.#capture,
-          progress: this.#progress,
-          advance: () => this.advance(),
-          captureIntoLog: (budgetBytes) => this.#captureIntoLog(budgetBytes),
-        },
-        urgency,
-      ),
-    );
+    // The checkpoint's own unlock, in this process, drops the hold: take it back after.
+    const lockWasHeld = this.#checkpointLock.state === 'held';
+    try {
+      return this.#report(
+        runCheckpoint(
+          mode,
+          {
+            options: this.options,
+            readers: this.#readers,
+            writer: this.#writer,
+            capture: this.#capture,
+            progress: this.#progress,
+            advance: () => this.advance(),
+            captureIntoLog: (budgetBytes) => this.#captureIntoLog(budgetBytes),
+          },
+          urgency,
+        ),
+      );
+    } finally {
+      if (lockWasHeld) this.#checkpointLock.take();
+    }
   }
 
   /**
@@ -521,8 +578,9 @@ export class SqliteTap {
     this.#closed = true;
     this.#readers.close();
     this.#writer.close();
-    // Only now: see #databaseFd.
+    // Only now: see #databaseFd (closing #shmFd lets the checkpoint lock go).
     closeSync(this.#databaseFd);
+    closeSync(this.#shmFd);
     this.#capture.close();
   }
 
@@ -535,6 +593,32 @@ export class SqliteTap {
   /** While a snapshot read runs or the snapshot is kept, the held reader stays where it is. */
   #pinned(): boolean {
     return this.#pins.pinned || this.#generation.snapshotAvailable;
+  }
+
+  /**
+   * Takes the checkpoint lock (see checkpoint-hold.ts) once commits land on
+   * a WAL at or past `passiveCheckpointPages` frames (SQLite's auto-checkpoint
+   * size, 1000 by default: below it the application does not checkpoint by
+   * itself), keeps it while they land, and lets it go once none has landed
+   * for {@link CHECKPOINT_LOCK_QUIET_MS}, so that on a quiet database the
+   * application's own checkpoints run as without the tap. Kept across the
+   * WAL's restarts: taking it back from an application that checkpoints
+   * after every commit often fails.
+   */
+  #holdCheckpointLockWhileBusy(): void {
+    const now = this.options.monotonicNow();
+    // Commits landed since the last call, whoever captured them (the owner
+    // captures between calls too, so what this call captured would miss them).
+    const capturePoint = this.capturePoint;
+    if (capturePoint !== this.#capturePointAtLastMaintain) this.#lastLandedAt = now;
+    this.#capturePointAtLastMaintain = capturePoint;
+    const lock = this.#checkpointLock;
+    if (now - this.#lastLandedAt >= CHECKPOINT_LOCK_QUIET_MS) lock.letGo();
+    else if (
+      lock.state === 'held' ||
+      this.#capture.walFrames >= this.options.passiveCheckpointPages
+    )
+      lock.take();
   }
 
   #report(report: CheckpointReport): CheckpointReport {
