@@ -431,8 +431,6 @@ export class SqliteTap {
     // an application's FULL/RESTART/TRUNCATE checkpoint (which waits for
     // exactly that) go on at once.
     const captured = this.advance();
-    // Commits landed since the last call, whoever captured them (the owner
-    // captures between calls too, so `captured` alone would miss them).
     this.#holdCheckpointLockWhileBusy();
     if (this.#pinned()) return null;
     if (captured > 0) this.#settled = false;
