@@ -50,8 +50,8 @@ export interface CheckpointSettings {
   /** WAL frames after which backupd restarts the WAL under a brief write lock. */
   readonly truncatePages: number;
   /**
-   * Hold SQLite's checkpoint lock while commits land past `passivePages`
-   * frames, so the application's own per-commit checkpoints answer busy at
+   * Hold SQLite's checkpoint lock while commits land on a WAL past SQLite's
+   * auto-checkpoint size (1000 frames), so the application's own per-commit checkpoints answer busy at
    * once (see the SQLite README); false lets them run.
    */
   readonly holdLock: boolean;

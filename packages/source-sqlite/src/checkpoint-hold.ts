@@ -13,7 +13,7 @@
  * per commit, which cost an application committing back to back (80 k
  * commits/s at `synchronous=NORMAL`) a fifth of its rate. With the lock held
  * here, such a checkpoint is one `fcntl` that fails; measured, the
- * application kept 0.99 of its rate alone (see the README).
+ * application kept 0.99–1.05 of its rate alone (medians; see the README).
  *
  * # Guarantees and limits
  *

@@ -130,11 +130,12 @@ export interface SqliteTapOptions {
    */
   readonly captureBudgetBytes?: number;
   /**
-   * Hold SQLite's checkpoint lock while commits land on a WAL past
-   * `passiveCheckpointPages` frames, so the application's own per-commit
+   * Hold SQLite's checkpoint lock while commits land on a WAL past SQLite's
+   * auto-checkpoint size (1000 frames), so the application's own per-commit
    * checkpoints answer busy at once and the tap's are the only ones (see
-   * checkpoint-hold.ts: it kept an application committing back to back at
-   * 0.99 of its rate alone, against about 0.8 without). Default `true`;
+   * checkpoint-hold.ts: an application committing back to back kept about
+   * 1.0 of its rate alone at `synchronous=NORMAL`, against about 0.8
+   * without). Default `true`;
    * `false` for an application that must run its own checkpoints while it
    * writes (they then run, and cost it, as before).
    */

@@ -54,7 +54,7 @@
  * file; the mark-0 reader makes sure it can only drop frames that were
  * captured. The tap never writes to the database and creates no tables in it.
  *
- * While commits land on a WAL past `passiveCheckpointPages` frames, the tap
+ * While commits land on a WAL past SQLite's auto-checkpoint size, the tap
  * also holds SQLite's checkpoint lock (checkpoint-hold.ts), so the
  * application's own per-commit checkpoints answer busy at once instead of
  * taking their locks after every commit; its own checkpoints run through it
@@ -150,6 +150,14 @@ export {
  * worker's) do not let it go between two commits.
  */
 export const CHECKPOINT_LOCK_QUIET_MS = 250;
+
+/**
+ * The WAL size past which an application checkpoints after every commit:
+ * SQLite's default auto-checkpoint (`PRAGMA wal_autocheckpoint`, 1000
+ * frames). An application's own setting cannot be read from outside it;
+ * one set lower only checkpoints more before the tap holds the lock.
+ */
+export const APPLICATION_AUTO_CHECKPOINT_FRAMES = 1000;
 
 export class SqliteTap {
   readonly path: string;
@@ -595,9 +603,8 @@ export class SqliteTap {
 
   /**
    * Takes the checkpoint lock (see checkpoint-hold.ts) once commits land on
-   * a WAL at or past `passiveCheckpointPages` frames (SQLite's auto-checkpoint
-   * size, 1000 by default: below it the application does not checkpoint by
-   * itself), keeps it while they land, and lets it go once none has landed
+   * a WAL of at least {@link APPLICATION_AUTO_CHECKPOINT_FRAMES} (below it
+   * the application does not checkpoint by itself), keeps it while they land, and lets it go once none has landed
    * for {@link CHECKPOINT_LOCK_QUIET_MS}, so that on a quiet database the
    * application's own checkpoints run as without the tap. Kept across the
    * WAL's restarts: taking it back from an application that checkpoints
@@ -612,10 +619,7 @@ export class SqliteTap {
     this.#capturePointAtLastMaintain = capturePoint;
     const lock = this.#checkpointLock;
     if (now - this.#lastLandedAt >= CHECKPOINT_LOCK_QUIET_MS) lock.letGo();
-    else if (
-      lock.state === 'held' ||
-      this.#capture.walFrames >= this.options.passiveCheckpointPages
-    )
+    else if (lock.state === 'held' || this.#capture.walFrames >= APPLICATION_AUTO_CHECKPOINT_FRAMES)
       lock.take();
   }
 

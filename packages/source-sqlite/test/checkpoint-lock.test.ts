@@ -14,7 +14,11 @@ import {
   loadOnce,
   TAKE_ATTEMPTS,
 } from '../src/checkpoint-hold.ts';
-import { CHECKPOINT_LOCK_QUIET_MS, SqliteTap } from '../src/tap.ts';
+import {
+  APPLICATION_AUTO_CHECKPOINT_FRAMES,
+  CHECKPOINT_LOCK_QUIET_MS,
+  SqliteTap,
+} from '../src/tap.ts';
 import { openApplicationDatabase } from './harness.ts';
 
 const cleanups: (() => void)[] = [];
@@ -59,6 +63,9 @@ function setUp(options: { holdCheckpointLock?: boolean } = {}) {
   return { path, tap, clock, commit };
 }
 
+/** Commits (one frame at least each) that take the WAL past the application's auto-checkpoint size. */
+const PAST_AUTO_CHECKPOINT = APPLICATION_AUTO_CHECKPOINT_FRAMES + 10;
+
 const itOnLinux = 'call' in loadOnce(process.platform, process.arch) ? it : it.skip;
 
 describe('the checkpoint-lock hold', () => {
@@ -66,8 +73,9 @@ describe('the checkpoint-lock hold', () => {
     'makes another process checkpoint busy while commits land past the auto-checkpoint size, across the tap’s own checkpoints',
     () => {
       const { path, tap, clock, commit } = setUp();
-      commit(30);
+      commit(PAST_AUTO_CHECKPOINT);
       tap.maintain();
+      expect(tap.walFrames).toBeGreaterThanOrEqual(APPLICATION_AUTO_CHECKPOINT_FRAMES);
       expect(tap.checkpointLock.state).toBe('held');
       // SQLite's answer when the checkpoint lock is busy: nothing looked at.
       expect(checkpointFromAnotherProcess(path)).toEqual({ busy: 1, log: -1, checkpointed: -1 });
@@ -86,7 +94,7 @@ describe('the checkpoint-lock hold', () => {
 
   itOnLinux('lets the lock go once no commit has landed for the quiet time', () => {
     const { path, tap, clock, commit } = setUp();
-    commit(30);
+    commit(PAST_AUTO_CHECKPOINT);
     tap.maintain();
     expect(tap.checkpointLock.state).toBe('held');
     // A second call right after, with no commit in between, keeps it.
@@ -104,15 +112,16 @@ describe('the checkpoint-lock hold', () => {
 
   itOnLinux('is not taken below the auto-checkpoint size', () => {
     const { path, tap, commit } = setUp();
-    commit(5);
+    commit(APPLICATION_AUTO_CHECKPOINT_FRAMES / 2);
     tap.maintain();
+    expect(tap.walFrames).toBeLessThan(APPLICATION_AUTO_CHECKPOINT_FRAMES);
     expect(tap.checkpointLock.state).toBe('let-go');
     expect(checkpointFromAnotherProcess(path).busy).toBe(0);
   });
 
   it('turned off, or unavailable, leaves the application’s checkpoints alone and the tap working', () => {
     const off = setUp({ holdCheckpointLock: false });
-    off.commit(30);
+    off.commit(PAST_AUTO_CHECKPOINT);
     off.tap.maintain();
     expect(off.tap.checkpointLock).toMatchObject({
       state: 'unavailable',
@@ -128,13 +137,14 @@ describe('the checkpoint-lock hold', () => {
     });
     cleanups.push(() => tap.close());
     tap.releaseSnapshot();
-    for (let i = 0; i < 30; i += 1) application.exec('INSERT INTO t (body) VALUES (randomblob(1))');
+    for (let i = 0; i < PAST_AUTO_CHECKPOINT; i += 1)
+      application.exec('INSERT INTO t (body) VALUES (randomblob(1))');
     tap.maintain();
     expect(tap.checkpointLock).toMatchObject({
       state: 'unavailable',
       unavailableReason: 'not supported on darwin/arm64 (64-bit Linux only)',
     });
-    expect(tap.commits).toBe(30);
+    expect(tap.commits).toBe(PAST_AUTO_CHECKPOINT);
   });
 });
 
