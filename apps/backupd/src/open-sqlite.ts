@@ -1,5 +1,6 @@
 /**
- * SQLite sources for the daemon, with each database's checkpoint thresholds.
+ * SQLite sources for the daemon, with each database's checkpoint settings
+ * (thresholds, and whether to hold SQLite's checkpoint lock).
  *
  * At start only the database header is read (so a database that is not in
  * WAL mode still fails `replicate` at once); the SQLite source itself — its
