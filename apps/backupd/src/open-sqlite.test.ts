@@ -33,11 +33,14 @@ async function holdAfterCommits(env: Record<string, string>): Promise<boolean | 
   );
   const database = config.databases[0]!;
   const { openSource } = await sqliteSourceFactory(config)(database);
-  const source = await openSource();
-  cleanups.push(() => source.close());
+  if (openSource === undefined) throw new Error('the SQLite factory opens its source on demand');
+  const source = await openSource({});
+  cleanups.push(async () => {
+    await source.close?.();
+  });
   for (let i = 0; i < 1100; i += 1)
     application.exec('INSERT INTO t (body) VALUES (randomblob(100))');
-  await source.afterStep(null);
+  await source.afterStep?.(null);
   return (await source.durablePosition()).engine?.checkpointLockHeld;
 }
 
