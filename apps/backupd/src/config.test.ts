@@ -88,6 +88,11 @@ describe('config validation', () => {
       'databases[0].checkpoint.truncatePages: must be greater than passivePages (500)',
     ],
     [
+      'conditional not a switch',
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    conditional: 1\n',
+      'databases[0].conditional: must be true or false, got number 1',
+    ],
+    [
       'checkpoint lock hold not a switch',
       'databases:\n  - path: a.db\n    url: s3://b/p\n    checkpoint: { holdLock: "yes" }\n',
       'databases[0].checkpoint.holdLock: must be true or false, got string "yes"',

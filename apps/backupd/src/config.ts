@@ -505,7 +505,12 @@ function validateDatabase(
   const snapshots = validateSnapshots(entry, path, problems);
   const compactionLevelsMs = validateCompaction(entry.compaction, `${path}.compaction`, problems);
   const checkpoint = validateCheckpoint(entry.checkpoint, `${path}.checkpoint`, problems);
-  const conditional = validateConditional(entry.conditional, path, problems);
+  const conditional = trueOrFalse(
+    entry.conditional,
+    `${path}.conditional`,
+    DEFAULTS.conditional,
+    problems,
+  );
   if (problems.length > before) return undefined;
   return {
     path: databasePath,
@@ -797,16 +802,19 @@ function validateCheckpoint(value: unknown, at: string, problems: string[]): Che
   );
   if (truncatePages <= passivePages)
     problems.push(`${at}.truncatePages: must be greater than passivePages (${passivePages})`);
-  let holdLock: boolean = DEFAULTS.checkpoint.holdLock;
-  if (typeof value.holdLock === 'boolean') holdLock = value.holdLock;
-  else if (value.holdLock !== undefined)
-    problems.push(`${at}.holdLock: must be true or false, got ${describe(value.holdLock)}`);
+  const holdLock = trueOrFalse(
+    value.holdLock,
+    `${at}.holdLock`,
+    DEFAULTS.checkpoint.holdLock,
+    problems,
+  );
   return { passivePages, truncatePages, holdLock };
 }
 
-function validateConditional(value: unknown, path: string, problems: string[]): boolean {
-  if (value === undefined) return DEFAULTS.conditional;
+/** A switch: `fallback` when absent; anything but true or false is a problem named by `at`. */
+function trueOrFalse(value: unknown, at: string, fallback: boolean, problems: string[]): boolean {
+  if (value === undefined) return fallback;
   if (typeof value === 'boolean') return value;
-  problems.push(`${path}.conditional: must be true or false, got ${describe(value)}`);
-  return DEFAULTS.conditional;
+  problems.push(`${at}: must be true or false, got ${describe(value)}`);
+  return fallback;
 }
