@@ -115,7 +115,8 @@ export function loadOnce(platform: string, arch: string): ByteLockLoad {
 
 export class CheckpointLockHold {
   readonly #fd: number;
-  readonly #call: ByteLockCall | null;
+  /** `null` exactly while the hold is unavailable. */
+  #call: ByteLockCall | null;
   #state: CheckpointLockState;
   #unavailableReason: string | null;
   #taken = 0;
@@ -161,7 +162,7 @@ export class CheckpointLockHold {
    */
   take(): boolean {
     const call = this.#call;
-    if (call === null || this.#state === 'unavailable') return false;
+    if (call === null) return false;
     for (let attempt = 0; attempt < TAKE_ATTEMPTS; attempt += 1) {
       const errno = call(this.#fd, 'shared', CHECKPOINT_LOCK_BYTE);
       if (errno === 0) {
@@ -190,6 +191,7 @@ export class CheckpointLockHold {
   }
 
   #disable(reason: string): void {
+    this.#call = null;
     this.#state = 'unavailable';
     this.#unavailableReason = reason;
   }

@@ -179,7 +179,7 @@ export function resolveTapOptions(options: SqliteTapOptions): Required<SqliteTap
     captureBudgetBytes: options.captureBudgetBytes ?? DEFAULT_CAPTURE_BUDGET_BYTES,
     truncateWalFile: options.truncateWalFile ?? false,
     holdCheckpointLock: options.holdCheckpointLock ?? true,
-    checkpointLockCall: options.checkpointLockCall ?? (() => loadByteLockCall()),
+    checkpointLockCall: options.checkpointLockCall ?? loadByteLockCall,
     wallNow: options.wallNow ?? Date.now,
     monotonicNow: options.monotonicNow ?? (() => performance.now()),
   };

@@ -187,6 +187,17 @@ describe('CheckpointLockHold', () => {
     expect(hold.counts).toEqual({ taken: 1, missed: 1 });
   });
 
+  it('becomes unavailable when the kernel refuses to let it go', () => {
+    const { calls, call } = recorder((n) => (n === 1 ? 0 : 22));
+    const hold = new CheckpointLockHold(3, { call });
+    expect(hold.take()).toBe(true);
+    hold.letGo();
+    expect(hold.state).toBe('unavailable');
+    expect(hold.unavailableReason).toBe('fcntl(F_SETLK, F_UNLCK) failed with errno 22');
+    expect(hold.take()).toBe(false);
+    expect(calls).toHaveLength(2);
+  });
+
   it('becomes unavailable, with the errno, when the kernel refuses for another reason than a conflict', () => {
     const { calls, call } = recorder(() => 9);
     const hold = new CheckpointLockHold(3, { call });
