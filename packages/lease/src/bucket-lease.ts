@@ -50,6 +50,7 @@ import {
   PreconditionsIgnoredError,
   WriteDeadlineError,
 } from './errors.ts';
+import { refuseUnknownOptions } from './known-options.ts';
 import {
   type AcquireOptions,
   type AcquireSettings,
@@ -314,6 +315,11 @@ export class BucketLease {
    * @throws StoreError / abort reasons — transient: the lease is still ours unless a later renewal says otherwise.
    */
   renew(options: { signal?: AbortSignal; currentTerm?: number } = {}): Promise<void> {
+    try {
+      refuseUnknownOptions(options, ['signal', 'currentTerm'], 'BucketLease.renew');
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return this.#exclusive(async () => {
       this.#assertRenewable(options.currentTerm);
       const callOptions: CallOptions = options.signal ? { signal: options.signal } : {};
@@ -390,6 +396,11 @@ export class BucketLease {
    * and rejects; call `release` again, or let the record expire.
    */
   release(options: { signal?: AbortSignal } = {}): Promise<void> {
+    try {
+      refuseUnknownOptions(options, ['signal'], 'BucketLease.release');
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (this.#state === 'held') {
       this.#state = 'releasing';
       this.#abortFence();

@@ -4,6 +4,7 @@
  * monotonic clock (what bounds its own right to write, immune to wall-clock
  * jumps). Timers run on the monotonic clock.
  */
+import { refuseUnknownOptions } from './known-options.ts';
 
 export interface Clock {
   /** Wall-clock time, milliseconds since the Unix epoch. May jump either way. */
@@ -51,6 +52,7 @@ export class FakeClock implements Clock {
 
   /** Defaults: wall 2026-01-01T00:00:00Z, monotonic 1 000 000 ms. */
   constructor(start: { wallMs?: number; monotonicMs?: number } = {}) {
+    refuseUnknownOptions(start, ['wallMs', 'monotonicMs'], 'new FakeClock');
     this.#wall = start.wallMs ?? Date.UTC(2026, 0, 1);
     this.#monotonic = start.monotonicMs ?? 1_000_000;
   }

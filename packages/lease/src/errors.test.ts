@@ -11,6 +11,7 @@ const released = [
   'LeaseLostError',
   'LeaseOptionsError',
   'LeaseRecordError',
+  'LeaseWaitTimeoutError',
   'PreconditionsIgnoredError',
   'WriteDeadlineError',
 ] as const;

@@ -19,7 +19,8 @@ export type LeaseErrorCode =
   | 'PRECONDITIONS_IGNORED'
   | 'LEASE_RECORD_INVALID'
   | 'LEASE_OPTIONS_INVALID'
-  | 'WRITE_DEADLINE_PASSED';
+  | 'WRITE_DEADLINE_PASSED'
+  | 'LEASE_WAIT_TIMEOUT';
 
 /** Describes a holder for messages: id, host, pid, generation. Never credentials. */
 export function describeHolder(record: LeaseRecord): string {
@@ -233,6 +234,39 @@ export class WriteDeadlineError extends LeaseError {
 
   static override isInstance(value: unknown): value is WriteDeadlineError {
     return hasErrorMarker(value, WRITE_DEADLINE_MARKER);
+  }
+}
+
+const LEASE_WAIT_TIMEOUT_MARKER = errorMarker(MARKER_NAMESPACE, 'LeaseWaitTimeoutError');
+
+/**
+ * `waitForLease` gave up: the lease was not free within `timeoutMs`. Nothing
+ * is held. `holder` is the last holder seen, when one was (its record may
+ * have been suspect, or the store kept refusing: `cause` says).
+ */
+export class LeaseWaitTimeoutError extends LeaseError {
+  readonly timeoutMs: number;
+  readonly holder: LeaseRecord | undefined;
+
+  constructor(
+    key: string,
+    timeoutMs: number,
+    holder: LeaseRecord | undefined,
+    options: { cause?: unknown } = {},
+  ) {
+    super(
+      `lease ${key}: not free within ${timeoutMs} ms${holder ? `; last held by ${describeHolder(holder)}` : ''}`,
+      options,
+      'LEASE_WAIT_TIMEOUT',
+    );
+    this.name = 'LeaseWaitTimeoutError';
+    this.timeoutMs = timeoutMs;
+    this.holder = holder;
+    markError(this, LEASE_WAIT_TIMEOUT_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is LeaseWaitTimeoutError {
+    return hasErrorMarker(value, LEASE_WAIT_TIMEOUT_MARKER);
   }
 }
 

@@ -8,6 +8,7 @@ export {
   LeaseLostError,
   LeaseOptionsError,
   LeaseRecordError,
+  LeaseWaitTimeoutError,
   PreconditionsIgnoredError,
   WriteDeadlineError,
 } from './errors.ts';
@@ -38,4 +39,5 @@ export {
   serializeLeaseRecord,
   type VersionedLeaseRecord,
 } from './record.ts';
+export { WAIT_POLL_MS, type WaitForLeaseOptions, waitForLease } from './wait.ts';
 export { LeaseWatch } from './watch.ts';

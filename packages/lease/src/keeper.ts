@@ -26,7 +26,9 @@ import type { ObjectStore } from '@x/store';
 import { BucketLease } from './bucket-lease.ts';
 import { systemClock } from './clock.ts';
 import { FencedError, type LeaseError, LeaseLostError, LeaseOptionsError } from './errors.ts';
+import { refuseUnknownOptions } from './known-options.ts';
 import {
+  ACQUIRE_OPTION_NAMES,
   type AcquireOptions,
   type Exclusion,
   type LeaseLogger,
@@ -75,6 +77,15 @@ export interface HoldLeaseOptions extends AcquireOptions {
   currentTerm?: () => number | undefined;
 }
 
+/** @internal The option names of `holdLease`. */
+export const HOLD_OPTION_NAMES = [
+  ...ACQUIRE_OPTION_NAMES,
+  'onEvent',
+  'renewTimeoutMs',
+  'renewRetry',
+  'currentTerm',
+] as const satisfies readonly (keyof HoldLeaseOptions)[];
+
 /** The first retry after a failed renewal; it doubles (unless steady), capped at the renewal interval. */
 export const RENEW_RETRY_MS = 1000;
 
@@ -87,6 +98,7 @@ export async function holdLease(
   store: ObjectStore,
   options: HoldLeaseOptions,
 ): Promise<LeaseKeeper> {
+  refuseUnknownOptions(options, HOLD_OPTION_NAMES, 'holdLease');
   if (
     options.renewTimeoutMs !== undefined &&
     !(Number.isFinite(options.renewTimeoutMs) && options.renewTimeoutMs > 0)
@@ -98,11 +110,15 @@ export async function holdLease(
     options.renewRetry !== 'steady'
   )
     throw new LeaseOptionsError('renewRetry', "must be 'doubling' or 'steady'");
-  const lease = await BucketLease.acquireAs(store, options);
+  const { onEvent, renewTimeoutMs, renewRetry, currentTerm, ...acquire } = options;
+  const lease = await BucketLease.acquireAs(store, acquire);
   return new LeaseKeeper(lease, options);
 }
 
-/** A held lease with its renew loop. `await using keeper = await holdLease(...)` releases it at scope exit. */
+/**
+ * A held lease with its renew loop. Release it with `release()` in a
+ * `finally` (or, on Node 24, `await using keeper = await holdLease(...)`).
+ */
 export class LeaseKeeper implements AsyncDisposable {
   readonly lease: BucketLease;
   /** Resolves when the renew loop has stopped (lost, dropped or released). */
@@ -116,6 +132,14 @@ export class LeaseKeeper implements AsyncDisposable {
   #cancelTimer: (() => void) | undefined;
   #failures = 0;
   #stopping = false;
+  #keepAlive: ReturnType<typeof setInterval> | undefined;
+  /** What the renewal that found the lease lost threw. */
+  #lostReason: unknown;
+  /** Callers of `whenWritable` waiting for a renewal to restore the right to write. */
+  readonly #writableWaiters = new Set<{
+    resolve: () => void;
+    reject: (reason: unknown) => void;
+  }>();
   #resolveStopped!: () => void;
 
   /** @internal Use {@link holdLease}. */
@@ -175,11 +199,54 @@ export class LeaseKeeper implements AsyncDisposable {
   }
 
   /**
+   * Resolves when this holder may write: at once while `mayWrite()` is true,
+   * otherwise at the first renewal that restores the right to write (a late
+   * renewal that nobody overtook). Rejects once the keeper stops — lost
+   * (`LeaseLostError`/`FencedError`), dropped (the drop's reason) or released
+   * (an `AbortError`) — or with `signal`'s reason. A worker loop awaits it
+   * before each write, so writes pause while renewals are late and resume
+   * when one lands.
+   */
+  whenWritable(options: { signal?: AbortSignal } = {}): Promise<void> {
+    try {
+      refuseUnknownOptions(options, ['signal'], 'LeaseKeeper.whenWritable');
+      options.signal?.throwIfAborted();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.mayWrite()) return Promise.resolve();
+    if (this.#stopping) return Promise.reject(this.#stoppedReason());
+    return new Promise((resolve, reject) => {
+      const { signal } = options;
+      const onAbort = () => {
+        this.#writableWaiters.delete(waiter);
+        this.#releaseKeepAlive();
+        reject(signal?.reason);
+      };
+      const waiter = {
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        reject: (reason: unknown) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(reason);
+        },
+      };
+      this.#writableWaiters.add(waiter);
+      // The renew loop's timers are unref'd; a caller awaiting this keeps the process alive.
+      this.#keepAlive ??= setInterval(() => {}, 1 << 30);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /**
    * Stops renewing and releases (nothing when the lease was lost or
    * dropped); the lease lets a renewal in flight finish first. Rejects on a
    * store failure.
    */
   async release(options: { signal?: AbortSignal } = {}): Promise<void> {
+    refuseUnknownOptions(options, ['signal'], 'LeaseKeeper.release');
     this.#stop();
     if (this.lease.isLost() || this.isDropped()) return;
     await this.lease.release(options);
@@ -249,6 +316,7 @@ export class LeaseKeeper implements AsyncDisposable {
         record: this.lease.record,
         tookMs: Math.round(clock.monotonicNow() - sentAt),
       });
+      if (this.mayWrite()) this.#settleWaiters(undefined);
       this.#scheduleNext();
     } catch (error) {
       if (
@@ -256,6 +324,7 @@ export class LeaseKeeper implements AsyncDisposable {
         FencedError.isInstance(error) ||
         this.lease.isLost()
       ) {
+        if (this.lease.isLost()) this.#lostReason = error;
         if (this.lease.isLost() && !this.#stopping)
           this.#emit({ type: 'lost', error: error as LeaseError });
         this.#stop();
@@ -282,6 +351,31 @@ export class LeaseKeeper implements AsyncDisposable {
     this.#cancelTimer?.();
     this.#cancelTimer = undefined;
     this.#resolveStopped();
+    // After the caller's synchronous part: release() aborts the fence right after stopping.
+    if (this.#writableWaiters.size > 0)
+      queueMicrotask(() => this.#settleWaiters(this.#stoppedReason()));
+  }
+
+  /** Why a stopped keeper may not write (the fence may still carry an older deadline reason). */
+  #stoppedReason(): unknown {
+    if (this.#drop.signal.aborted) return this.#drop.signal.reason;
+    if (this.#lostReason !== undefined) return this.#lostReason;
+    return new DOMException(`lease ${this.lease.key} was released`, 'AbortError');
+  }
+
+  #releaseKeepAlive(): void {
+    if (this.#writableWaiters.size > 0 || this.#keepAlive === undefined) return;
+    clearInterval(this.#keepAlive);
+    this.#keepAlive = undefined;
+  }
+
+  #settleWaiters(rejection: unknown): void {
+    const waiters = [...this.#writableWaiters];
+    this.#writableWaiters.clear();
+    this.#releaseKeepAlive();
+    for (const waiter of waiters)
+      if (rejection === undefined) waiter.resolve();
+      else waiter.reject(rejection);
   }
 
   #emit(event: LeaseEvent): void {

@@ -1,11 +1,13 @@
-import type { ObjectStore } from '@x/store';
+import { MemoryStore, type ObjectStore } from '@x/store';
 import { describe, expect, it } from 'vitest';
-import { BucketLease } from './bucket-lease.ts';
+import { BucketLease, releaseOwnRecord } from './bucket-lease.ts';
 import { FakeClock } from './clock.ts';
 import { LeaseError, LeaseOptionsError } from './errors.ts';
 import { holdLease } from './keeper.ts';
 import type { AcquireOptions } from './lease-options.ts';
-import { MAX_SANE_TTL_S } from './record.ts';
+import { MAX_SANE_TTL_S, readLease } from './record.ts';
+
+const silent = { info() {}, warn() {} };
 
 /** A store that fails the test if the lease sends anything. */
 const untouchable = new Proxy({} as ObjectStore, {
@@ -72,5 +74,49 @@ describe('invalid options are refused before any request', () => {
     const error = await optionError({ ...base, ownRecord: 'steal' as 'reclaim' });
     expect(error.option).toBe('ownRecord');
     expect(error.message).toMatch(/'continue' or 'reclaim'/);
+  });
+});
+
+describe('unknown options are refused, naming the option', () => {
+  it('a misspelt TTL (ttlMs) on acquireAs and holdLease', async () => {
+    const error = await optionError({ ...base, ttlMs: 5000 } as AcquireOptions);
+    expect(error.option).toBe('ttlMs');
+    expect(error.message).toMatch(/`ttlMs`: not an option of BucketLease\.acquireAs/);
+    expect(error.message).toMatch(/did you mean `ttlSeconds`\?/);
+    await expect(
+      holdLease(untouchable, { ...base, ttlMs: 5000 } as AcquireOptions),
+    ).rejects.toThrow(/not an option of holdLease/);
+  });
+  it('a keeper option given to acquireAs', async () => {
+    await expect(
+      BucketLease.acquireAs(untouchable, { ...base, renewRetry: 'steady' } as AcquireOptions),
+    ).rejects.toSatisfy(
+      (error) => LeaseOptionsError.isInstance(error) && error.option === 'renewRetry',
+    );
+  });
+  it('readLease, releaseOwnRecord and FakeClock', async () => {
+    const refused = (option: string) => (error: unknown) =>
+      LeaseOptionsError.isInstance(error) && error.option === option;
+    await expect(readLease(untouchable, 'db', { timeoutMs: 5 } as never)).rejects.toSatisfy(
+      refused('timeoutMs'),
+    );
+    await expect(
+      releaseOwnRecord(untouchable, 'db', 'me', { clok: new FakeClock() } as never),
+    ).rejects.toSatisfy(refused('clok'));
+    expect(() => new FakeClock({ wall: 5 } as never)).toThrow(/`wall`: not an option/);
+  });
+  it('renew and release of a held lease and its keeper', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryStore();
+    const keeper = await holdLease(store, { ...base, clock, logger: silent });
+    const refused = (option: string) => (error: unknown) =>
+      LeaseOptionsError.isInstance(error) && error.option === option;
+    await expect(keeper.lease.renew({ term: 3 } as never)).rejects.toSatisfy(refused('term'));
+    await expect(keeper.lease.release({ force: true } as never)).rejects.toSatisfy(
+      refused('force'),
+    );
+    await expect(keeper.release({ force: true } as never)).rejects.toSatisfy(refused('force'));
+    expect(keeper.mayWrite()).toBe(true);
+    await keeper.release();
   });
 });

@@ -2,6 +2,7 @@
 import type { Clock } from './clock.ts';
 import { systemClock } from './clock.ts';
 import { LeaseOptionsError } from './errors.ts';
+import { refuseUnknownOptions } from './known-options.ts';
 import {
   checkedPrefix,
   DEFAULT_TTL_S,
@@ -71,6 +72,20 @@ export interface AcquireOptions {
 /** See {@link AcquireOptions.ownRecord}. */
 export type OwnRecord = 'continue' | 'reclaim';
 
+/** @internal The option names of `BucketLease.acquireAs`. */
+export const ACQUIRE_OPTION_NAMES = [
+  'prefix',
+  'instanceId',
+  'ttlSeconds',
+  'conditional',
+  'term',
+  'clock',
+  'logger',
+  'watch',
+  'signal',
+  'ownRecord',
+] as const satisfies readonly (keyof AcquireOptions)[];
+
 /** @internal Validated options. */
 export interface AcquireSettings {
   readonly prefix: string;
@@ -86,10 +101,19 @@ export interface AcquireSettings {
   readonly ownRecord: OwnRecord;
 }
 
-/** @internal @throws LeaseOptionsError naming the first bad option. */
-export function validateAcquireOptions(options: AcquireOptions): AcquireSettings {
+/**
+ * @internal
+ * @param known the option names the caller accepts (`holdLease` accepts more).
+ * @throws LeaseOptionsError naming the first bad or unknown option.
+ */
+export function validateAcquireOptions(
+  options: AcquireOptions,
+  known: readonly string[] = ACQUIRE_OPTION_NAMES,
+  where = 'BucketLease.acquireAs',
+): AcquireSettings {
   if (typeof options !== 'object' || options === null)
     throw new LeaseOptionsError('options', 'must be an object');
+  refuseUnknownOptions(options, known, where);
   const prefix = checkedPrefix(options.prefix);
   const idProblem = instanceIdProblem(options.instanceId);
   if (idProblem) throw new LeaseOptionsError('instanceId', idProblem);

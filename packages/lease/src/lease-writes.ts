@@ -18,6 +18,7 @@ import {
   type PutMode,
 } from '@x/store';
 import { type Clock, systemClock } from './clock.ts';
+import { refuseUnknownOptions } from './known-options.ts';
 import {
   type LeaseRecord,
   leaseKey,
@@ -138,6 +139,7 @@ export async function releaseOwnRecord(
   instanceId: string,
   options: CallOptions & { clock?: Clock } = {},
 ): Promise<boolean> {
+  refuseUnknownOptions(options, ['signal', 'clock'], 'releaseOwnRecord');
   const key = leaseKey(prefix);
   const clock = options.clock ?? systemClock;
   const callOptions: CallOptions = options.signal ? { signal: options.signal } : {};

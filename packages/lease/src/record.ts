@@ -14,6 +14,7 @@ import {
   type ObjectVersion,
 } from '@x/store';
 import { LeaseOptionsError, LeaseRecordError } from './errors.ts';
+import { refuseUnknownOptions } from './known-options.ts';
 import type { LeaseRecord } from './lease-record.ts';
 
 export type { LeaseRecord } from './lease-record.ts';
@@ -186,6 +187,7 @@ export async function readLease(
   prefix: string,
   options: CallOptions = {},
 ): Promise<VersionedLeaseRecord | null> {
+  refuseUnknownOptions(options, ['signal'], 'readLease');
   const key = leaseKey(prefix);
   // Bucket contents are untrusted: never read more of the record than a valid one can hold.
   const found = await getCapped(store, key, MAX_RECORD_BYTES, options);

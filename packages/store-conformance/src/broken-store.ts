@@ -9,6 +9,10 @@ import {
   AlreadyExistsError,
   type CallOptions,
   type DeleteOptions,
+  type GetResult,
+  type GetStreamResult,
+  isValidKey,
+  type ObjectInfo,
   type ObjectStore,
   type ObjectVersion,
   PreconditionFailedError,
@@ -28,13 +32,23 @@ import { ForwardingStore } from '@x/store/adapter';
  * - `ignores-create-on-multipart`: an `upload` in create mode of more than
  *   one part (`partSize`, default 8 MiB) overwrites, as a service that
  *   honours `If-None-Match` on PutObject but not on CompleteMultipartUpload;
- *   puts and one-part uploads keep their condition.
+ *   puts and one-part uploads keep their condition;
+ * - `accepts-invalid-keys`: a key `@x/store`'s rules refuse is stored under
+ *   an escaped name instead of being refused with `InvalidKeyError`;
+ * - `buffers-uploads`: `upload` collects the whole source before writing it.
  */
 export type StoreFlaw =
   | 'ignores-create'
   | 'ignores-if-match'
   | 'not-atomic'
-  | 'ignores-create-on-multipart';
+  | 'ignores-create-on-multipart'
+  | 'accepts-invalid-keys'
+  | 'buffers-uploads';
+
+/** Where `accepts-invalid-keys` puts an invalid key: a valid name derived from it. */
+function escapedKey(key: string): string {
+  return `escaped-invalid-keys/${Buffer.from(key, 'utf8').toString('hex') || 'empty'}`;
+}
 
 /** The part size `ignores-create-on-multipart` assumes when the call names none (S3Store's default). */
 const DEFAULT_FLAWED_PART_SIZE = 8 * 1024 * 1024;
@@ -82,11 +96,29 @@ class BrokenStore extends ForwardingStore {
     await nextTurn();
   }
 
+  /** The key the inner store gets: the same, unless the flaw escapes invalid keys. */
+  #inner(key: string): string {
+    return this.#flaw === 'accepts-invalid-keys' && !isValidKey(key) ? escapedKey(key) : key;
+  }
+
+  override get(key: string, options?: CallOptions): Promise<GetResult | null> {
+    return super.get(this.#inner(key), options);
+  }
+
+  override getStream(key: string, options?: CallOptions): Promise<GetStreamResult | null> {
+    return super.getStream(this.#inner(key), options);
+  }
+
+  override head(key: string, options?: CallOptions): Promise<ObjectInfo | null> {
+    return super.head(this.#inner(key), options);
+  }
+
   override async put(
-    key: string,
+    rawKey: string,
     body: Uint8Array,
     options: PutOptions = {},
   ): Promise<{ version: ObjectVersion }> {
+    const key = this.#inner(rawKey);
     const mode = options.mode ?? 'overwrite';
     if (mode === 'overwrite') return this.inner.put(key, body, options);
     if (this.#flaw === 'not-atomic') {
@@ -98,7 +130,8 @@ class BrokenStore extends ForwardingStore {
     return this.inner.put(key, body, ignored ? { ...options, mode: 'overwrite' } : options);
   }
 
-  override async delete(key: string, options: DeleteOptions = {}): Promise<void> {
+  override async delete(rawKey: string, options: DeleteOptions = {}): Promise<void> {
+    const key = this.#inner(rawKey);
     if (!options.ifMatch) return this.inner.delete(key, options);
     if (this.#flaw === 'ignores-if-match')
       return this.inner.delete(key, options.signal ? { signal: options.signal } : {});
@@ -110,10 +143,13 @@ class BrokenStore extends ForwardingStore {
   }
 
   override async upload(
-    key: string,
+    rawKey: string,
     source: UploadSource,
     options: UploadOptions = {},
   ): Promise<{ version: ObjectVersion; size: number }> {
+    const key = this.#inner(rawKey);
+    if (this.#flaw === 'buffers-uploads')
+      return this.inner.upload(key, await collect(source), options);
     if (options.mode !== 'create') return this.inner.upload(key, source, options);
     if (this.#flaw === 'ignores-create-on-multipart') {
       const body = await collect(source);

@@ -305,7 +305,7 @@ export const basics: ConformanceCase[] = [
       const pageSize = 7;
       check(
         typeof store.listPages === 'function',
-        'the store has no listPages, so a listing is only ever held in memory whole',
+        'the store has no `listPages` method: it is optional in ObjectStore, but without it every listing is held in memory whole (build it on the pages of the service: @x/store/adapter has orderedListPages and pagesOf)',
       );
       const flat = Array.from(
         { length: 20 },

@@ -44,9 +44,11 @@ import { abort } from './cases-abort.ts';
 import { basics } from './cases-basics.ts';
 import { create } from './cases-create.ts';
 import { deleteCases } from './cases-delete.ts';
+import { keyCases } from './cases-keys.ts';
 import { multipart } from './cases-multipart.ts';
 import { races } from './cases-races.ts';
 import { replace } from './cases-replace.ts';
+import { uploadMemoryCases } from './cases-upload-memory.ts';
 import {
   type CleanupFailure,
   cleanUpPrefix,
@@ -67,6 +69,8 @@ export {
 /** Every case, in run order. */
 export const conformanceCases: readonly ConformanceCase[] = [
   ...basics,
+  ...keyCases,
+  ...uploadMemoryCases,
   ...create,
   ...replace,
   ...deleteCases,
@@ -111,6 +115,15 @@ function requirementUnmet(
   return undefined;
 }
 
+/** The methods every `ObjectStore` has (`listPages` is optional: its own case checks it). */
+const REQUIRED_METHODS = ['get', 'getStream', 'head', 'put', 'delete', 'list', 'upload'] as const;
+
+function missingMethods(store: ObjectStore): string[] {
+  return REQUIRED_METHODS.filter(
+    (name) => typeof (store as unknown as Record<string, unknown>)[name] !== 'function',
+  );
+}
+
 /** A stable, path-safe id for a case, used in its sub-prefix. */
 export function caseId(testCase: ConformanceCase): string {
   const index = conformanceCases.indexOf(testCase);
@@ -135,6 +148,13 @@ export async function executeCase(
   const reason = notApplicableReason(testCase, options.capabilities, options.store.capabilities);
   if (reason !== undefined)
     return { ...base, outcome: 'not-applicable', detail: reason, durationMs: 0 };
+  const missing = missingMethods(options.store);
+  if (missing.length > 0) {
+    const error = new ConformanceFailure(
+      `the store has no ${missing.map((name) => `\`${name}\``).join(', ')} method${missing.length > 1 ? 's' : ''}: an ObjectStore must have ${REQUIRED_METHODS.join(', ')}`,
+    );
+    return { ...base, outcome: 'failed', detail: describeError(error), durationMs: 0, error };
+  }
   const prefix = `${normalizePrefix(options.runPrefix)}/${caseId(testCase)}`;
   // Every key the case writes is remembered, so cleanup does not depend on
   // the store's listing being right (a broken one would leave them behind).

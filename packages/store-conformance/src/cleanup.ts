@@ -15,6 +15,7 @@
  * incomplete multipart upload is invisible to `list` and is not counted.
  */
 import {
+  isValidKey,
   type ObjectStore,
   type ObjectVersion,
   type PutOptions,
@@ -52,6 +53,14 @@ const MAX_LISTED = 10;
  */
 export class KeyRecordingStore extends ForwardingStore {
   readonly #written = new Set<string>();
+
+  constructor(inner: ObjectStore) {
+    super(inner);
+    // Mirror the store as given: a case checking for `listPages` must not
+    // find the wrapper's (which would page an inner store without one).
+    if (typeof inner.listPages !== 'function')
+      Object.defineProperty(this, 'listPages', { value: undefined });
+  }
 
   /** Every key written (or attempted), in first-written order. */
   written(): string[] {
@@ -111,7 +120,8 @@ export async function cleanUpPrefix(
   };
 
   const targets = new Set<string>();
-  for (const key of written) if (key.startsWith(under)) targets.add(key);
+  // An invalid key a store refused (the key cases send them) is no object to delete.
+  for (const key of written) if (key.startsWith(under) && isValidKey(key)) targets.add(key);
   for (const key of (await listUnder()) ?? []) targets.add(key);
   const failed = new Set<string>();
   await forEachLimited([...targets], 16, async (key) => {

@@ -14,6 +14,7 @@ export {
   type RunConformanceOptions,
   runConformanceCases,
 } from './cases.ts';
+export { UPLOAD_MEMORY_BOUND } from './cases-upload-memory.ts';
 export {
   type CleanupFailure,
   cleanUpPrefix,
