@@ -242,7 +242,8 @@ export function attachBackupd(
   tapOptions: SqliteTapOptions & { captureIntervalMs?: number } = {},
   onStep?: (source: SqliteSource) => void,
 ): { source: SqliteSource; ready: Promise<void>; stop(): Promise<void> } {
-  const source = SqliteSource.open({ path, ...tapOptions });
+  // In a process of its own, as `backupd replicate`: the daemon's default hold.
+  const source = SqliteSource.open({ path, holdCheckpointLock: true, ...tapOptions });
   const worker = new BackupWorker({
     store: new DiscardingStore(),
     prefix: 'bench',

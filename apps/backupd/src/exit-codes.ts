@@ -4,8 +4,12 @@
  * - 1: the operation failed, or `verify`/`check` found a problem;
  * - 2: usage or configuration error (nothing was done);
  * - 3: refused to overwrite (restore target exists; use --force or --if-missing);
- * - 4: `replicate` stopped gracefully but left captured commits in no restore
- *   point (the log says how many, and from when to when);
+ * - 4: `replicate` stopped gracefully but left committed data unbacked, or
+ *   could not confirm it did not: captured commits in no restore point, a
+ *   flush the grace period abandoned, a replica that never held the lease
+ *   while its database holds anything (`stopped-incomplete` says how much
+ *   and why). A standby beside a holder, and a database with nothing
+ *   committed, exit 0;
  * - 5: `replicate` stopped on a refusal no retry can clear: the service
  *   ignores preconditions (no exclusion between writers), or the prefix
  *   belongs to another database (lineage). Without `--exec` only: while it

@@ -51,6 +51,7 @@ describe('a graceful stop', () => {
     expect(stopped.code, backupd.describe()).toBe(4);
     const event = backupd.logEvents().find((e) => e.event === 'stopped-incomplete');
     expect(event, backupd.describe()).toMatchObject({
+      shortfall: 'flush-abandoned',
       unrestorableCommits: 25,
       restorableCommitSeq: first,
       capturedCommitSeq: first + 25,

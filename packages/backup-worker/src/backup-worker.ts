@@ -295,7 +295,10 @@ export class BackupWorker {
       shutdown: async () => {
         triggers.trigger('shutdown');
         await finished;
-        return this.#shutdownReport ?? this.#unrestorable.unknown(this.#lease.tenures > 0);
+        return (
+          this.#shutdownReport ??
+          this.#unrestorable.unknown(this.#lease.tenures > 0, this.#health.lastError)
+        );
       },
       done: finished,
     };
@@ -385,40 +388,47 @@ export class BackupWorker {
     // thought it held may turn out lost during the flush (a renewal finds a
     // successor's record): then one more attempt. A standby (the lease held
     // elsewhere) does not flush: the holder backs the database up.
+    let flushed = false;
     for (let attempt = 0; attempt < 2 && !this.#refused && !this.#graceOver; attempt += 1) {
       if (!this.#lease.holds()) await Promise.race([this.#lease.take(), graceEnds]);
       if (!this.#lease.holds() || this.#graceOver) break;
-      const flushed = await Promise.race([
-        this.flush().then(() => true),
-        graceEnds.then(() => false),
-      ]);
-      if (!flushed) {
-        this.#health.errorCount += 1;
-        this.#logger.warn('backup.flush_abandoned', { graceMs: this.#shutdownGraceMs });
-      }
+      flushed = await Promise.race([this.flush().then(() => true), graceEnds.then(() => false)]);
       if (this.#lease.holds()) break;
+    }
+    // Abandoned: the grace period ended, after a tenure, before a flush
+    // finished (or could start). The capture may not have reached what is
+    // on disk, so the counts alone cannot make this stop complete.
+    const flushAbandoned = !flushed && this.#graceOver && this.#lease.tenures > 0;
+    if (flushAbandoned) {
+      this.#health.errorCount += 1;
+      this.#logger.warn('backup.flush_abandoned', { graceMs: this.#shutdownGraceMs });
     }
     if (!this.#runAbort.signal.aborted)
       this.#runAbort.abort(new ShutdownAbandonedError('abandoned: the worker stopped'));
-    this.#shutdownReport = await this.#reportShutdown();
+    this.#shutdownReport = await this.#reportShutdown(flushAbandoned);
     await this.#lease.release();
     await this.#source.closeOpened(this.#logger);
   }
 
-  async #reportShutdown(): Promise<ShutdownReport> {
+  async #reportShutdown(flushAbandoned: boolean): Promise<ShutdownReport> {
     const heldLease = this.#lease.tenures > 0;
     const holder = this.#lease.holds() ? null : this.#lease.keptOutBy;
     if (holder !== null) return this.#unrestorable.handedOver(heldLease, holder, this.#logger);
-    let captured: number | null = this.#stopGoalCommits;
+    const lastError = this.#health.lastError;
     const source = this.#source.current;
-    if (heldLease && captured === null && source !== null) {
+    const position = async (): Promise<DurablePosition | null> => {
       try {
-        captured = (await source.durablePosition()).commitCount;
+        return source === null ? null : await source.durablePosition();
       } catch (error) {
         this.#logger.warn('backup.position_failed', { error: messageOf(error) });
+        return null;
       }
-    }
-    return this.#unrestorable.report(heldLease, captured, this.#logger);
+    };
+    // Never held, and no holder seen: nothing of this run is in the bucket.
+    if (!heldLease) return this.#unrestorable.neverHeld(await position(), lastError, this.#logger);
+    const captured = this.#stopGoalCommits ?? (await position())?.commitCount ?? null;
+    const facts = { heldLease, flushAbandoned, lastError };
+    return this.#unrestorable.report(facts, captured, this.#logger);
   }
 
   async #evaluate(): Promise<void> {

@@ -79,5 +79,6 @@ export {
   DEFAULT_WAL_INTERVAL_MS,
   RECOMMENDED_COMPACTION_LEVELS_MS,
   type ShutdownReport,
+  type ShutdownShortfall,
   type WorkerHooks,
 } from './worker-options.ts';

@@ -5,7 +5,7 @@
 import type { Clock } from '@x/lease';
 import type { ObjectStore } from '@x/store';
 import type { BackupHealth } from './health.ts';
-import type { BackupSource, OpenSource } from './source.ts';
+import type { BackupSource, EngineFiles, OpenSource } from './source.ts';
 
 /**
  * Points a test can fail at. Production code passes none; `TestHooks`
@@ -205,12 +205,32 @@ export interface ShutdownReport {
   /** Whether this worker held the lease at any time. */
   readonly heldLease: boolean;
   /**
+   * Why it is not complete (absent when it is): `unrestorable-commits`
+   * (captured commits in no restore point); `flush-abandoned` (the grace
+   * period ended before the final flush finished: `unrestorableCommits` is
+   * then a floor, commits not captured yet are not counted); `count-unknown`;
+   * `never-held-lease` (no tenure: nothing reached the bucket in this run;
+   * `capturedCommitSeq` is `null` when the source was never opened).
+   */
+  readonly shortfall?: ShutdownShortfall;
+  /** The engine's files at the stop when a source was open (what was left, in bytes). */
+  readonly engine?: EngineFiles | null;
+  /** The last failure of a step or lease attempt (`null`: none), e.g. why the lease was never taken. */
+  readonly lastError?: string | null;
+  /**
    * Set when the stop found the lease held by another instance (its
    * instance id): what this worker captured is that instance's to make
    * restorable, and this worker uploaded nothing at the stop.
    */
   readonly leaseHeldBy?: string;
 }
+
+/** Why a {@link ShutdownReport} is not complete. */
+export type ShutdownShortfall =
+  | 'unrestorable-commits'
+  | 'flush-abandoned'
+  | 'count-unknown'
+  | 'never-held-lease';
 
 /** What the owner of a running worker holds. */
 export interface BackupHandle {

@@ -4,7 +4,12 @@ export {
   listRestorePoints,
   type RestorePointInfo,
 } from './list-restore-points.ts';
-export type { RestoreMaterializer, StagedRestore, WalCutter } from './materializer.ts';
+export type {
+  RestoreCheck,
+  RestoreMaterializer,
+  StagedRestore,
+  WalCutter,
+} from './materializer.ts';
 export type { RestoreProgress, VerifyProgress } from './progress.ts';
 export {
   type RestoreOptions,
@@ -18,6 +23,8 @@ export {
   ObjectEncodingError,
   ObjectMissingError,
   type RestorableRange,
+  RestoredStateError,
+  type RestoredStateFinding,
   RestoreError,
   type RestoreErrorCode,
   RestoreIncompleteError,
@@ -62,6 +69,7 @@ export {
   type VerifyOptions,
   type VerifyProblem,
   type VerifyProblemKind,
+  type VerifyRebuild,
   type VerifyReport,
   verify,
 } from './verify.ts';

@@ -112,3 +112,18 @@ export interface RestoreMaterializer {
    */
   readonly parentRecordName: string;
 }
+
+/**
+ * An engine's proof that its restore points restore, for `verify` with
+ * `rebuild`: verify restores each chosen restore point into a scratch
+ * directory with {@link materializer}, whose `finish` rebuilds the staged
+ * files, checks the result, and throws `RestoredStateError` naming what is
+ * wrong. Restore stays engine-free: the engine brings the check.
+ */
+export interface RestoreCheck {
+  /** A short name for reports, e.g. `sqlite`. */
+  readonly name: string;
+  /** True for a restore point of this engine's layout; verify rebuilds no other. */
+  recognizes(manifest: Manifest): boolean;
+  readonly materializer: RestoreMaterializer;
+}

@@ -21,8 +21,12 @@ export interface RestoreProgress {
 }
 
 export interface VerifyProgress {
-  /** `manifests`: reading manifests; `objects`: checking the objects they name; `done`. */
-  readonly phase: 'manifests' | 'objects' | 'done';
+  /**
+   * `manifests`: reading manifests; `objects`: checking the objects they
+   * name; `rebuild`: restoring one (`key`) into a scratch directory and
+   * checking it (with `rebuild`); `done`.
+   */
+  readonly phase: 'manifests' | 'objects' | 'rebuild' | 'done';
   readonly manifestsDone: number;
   readonly manifestsTotal: number;
   readonly objectsDone: number;

@@ -20,7 +20,8 @@ export type RestoreErrorCode =
   | 'RESTORE_POINT_REJECTED'
   | 'OBJECT_MISSING'
   | 'OBJECT_CORRUPT'
-  | 'RESTORE_INCOMPLETE';
+  | 'RESTORE_INCOMPLETE'
+  | 'RESTORED_STATE_INVALID';
 
 const RESTORE_ERROR_MARKER = errorMarker(MARKER_NAMESPACE, 'RestoreError');
 
@@ -315,5 +316,50 @@ export class RestoreIncompleteError extends RestoreError {
 
   static override isInstance(value: unknown): value is RestoreIncompleteError {
     return hasErrorMarker(value, INCOMPLETE_MARKER);
+  }
+}
+
+/** One thing wrong with a rebuilt restore point (see {@link RestoredStateError}). */
+export interface RestoredStateFinding {
+  /**
+   * `integrity-check`: the engine's own check of the rebuilt state failed
+   * (SQLite: `PRAGMA integrity_check`); `page-hash`: a page of the rebuilt
+   * state is not the one its objects say it must be; `rebuild`: the engine
+   * could not rebuild it at all.
+   */
+  readonly check: 'integrity-check' | 'page-hash' | 'rebuild';
+  readonly message: string;
+  /** The page (1-based) a `page-hash` finding is about. */
+  readonly page?: number;
+  /** For `page-hash`: the hash the page must have, and the one found (hex). */
+  readonly expected?: string;
+  readonly found?: string;
+}
+
+const RESTORED_STATE_MARKER = errorMarker(MARKER_NAMESPACE, 'RestoredStateError');
+
+/**
+ * Every object of the restore point verified, but the state the engine
+ * rebuilt from them is wrong (an engine's deep check, as `verify` with
+ * `rebuild` runs it). Nothing was written to the target.
+ */
+export class RestoredStateError extends RestoreError {
+  /** The restore point (manifest key, or `commit N` when the engine does not know the key). */
+  readonly restorePoint: string;
+  readonly findings: readonly RestoredStateFinding[];
+
+  constructor(restorePoint: string, findings: readonly RestoredStateFinding[]) {
+    super(
+      `restore point ${restorePoint} does not rebuild to a sound state: ${findings.map((finding) => finding.message).join('; ')}`,
+      'RESTORED_STATE_INVALID',
+    );
+    this.name = 'RestoredStateError';
+    this.restorePoint = restorePoint;
+    this.findings = findings;
+    markError(this, RESTORED_STATE_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is RestoredStateError {
+    return hasErrorMarker(value, RESTORED_STATE_MARKER);
   }
 }

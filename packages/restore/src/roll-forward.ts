@@ -29,7 +29,8 @@
  *   as verified as ever.
  * - requests: two LISTs with delimiter `/` (`wal/`, `snapshots/`), one paged
  *   LIST of the generation's `wal/{g}/`, and one GET per object examined
- *   (each read whole, one at a time, at most {@link MAX_ROLL_FORWARD_OBJECT_BYTES}).
+ *   (each read whole, one at a time, at most {@link MAX_ROLL_FORWARD_OBJECT_BYTES}, or
+ *   for a segment whose key names a longer range, that range stored at worst).
  *
  * Limits: the answer is what the listing saw; a live worker may ship more
  * meanwhile. The returned entries record the stored size and CRC-32 that were
@@ -54,6 +55,17 @@ import { decodeSegmentEntry, expectedPreviousCrc32 } from './segment-object-read
 
 /** The largest object read while rolling forward: the worker's largest segment (32 MiB) and a header. */
 export const MAX_ROLL_FORWARD_OBJECT_BYTES = 32 * 1024 * 1024 + 64 * 1024;
+
+/**
+ * The most a candidate's object may hold: the worker's largest segment, or,
+ * when its key names a longer range (one commit record larger than a
+ * segment: a large transaction), that range stored at worst (zstd's bound
+ * and a header), so a segment of a large transaction is rolled over too.
+ */
+function storedBytesCapOf(candidate: Candidate): number {
+  const logBytes = candidate.end - candidate.start;
+  return Math.max(MAX_ROLL_FORWARD_OBJECT_BYTES, logBytes + Math.ceil(logBytes / 128) + 64 * 1024);
+}
 
 /** What a roll-forward from a restore point found. */
 export interface RollForward {
@@ -219,14 +231,15 @@ async function checkCandidate(
   previous: number,
   options: RollForwardOptions,
 ): Promise<{ entry: SegmentEntry; crc: number } | string> {
+  const cap = storedBytesCapOf(candidate);
   const found = await getCapped(
     store,
     candidate.key,
-    MAX_ROLL_FORWARD_OBJECT_BYTES,
+    cap,
     options.signal === undefined ? {} : { signal: options.signal },
   );
   if (found === null) return 'it disappeared after the listing';
-  if (isTooLarge(found)) return `it is larger than ${MAX_ROLL_FORWARD_OBJECT_BYTES} bytes`;
+  if (isTooLarge(found)) return `it is larger than ${cap} bytes`;
   const stored = found.body;
   let commits: number;
   try {

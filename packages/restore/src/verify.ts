@@ -21,6 +21,10 @@
  *   says, they hold its commits, and, when it merged nothing away (the
  *   framed engine's concatenation), its bytes are theirs (compacted-cover.ts).
  *
+ * - with `rebuild`, each chosen restore point whose objects all verified is
+ *   restored into a scratch directory with the engine's check, which
+ *   rebuilds it and proves the result (verify-rebuild.ts).
+ *
  * A manifest that disappears while it is being verified (retention ran) is
  * reported as `vanished`, not as broken. A LATEST whose target disappeared
  * because a writer moved LATEST on meanwhile is read again, and the restore
@@ -64,10 +68,26 @@ import {
 } from './segment-object-read.ts';
 import { downloadSnapshotObject, isSnapshotObject } from './snapshot-object-read.ts';
 import { downloadVerified } from './verified-download.ts';
+import {
+  type RebuildCandidate,
+  rebuildChoice,
+  rebuildRestorePoint,
+  scratchDirectoryOf,
+  type VerifyRebuild,
+} from './verify-rebuild.ts';
+
+export type { VerifyRebuild } from './verify-rebuild.ts';
 
 export interface VerifyOptions {
   /** Also stream every named object and check its CRC-32 (reads every byte once). */
   readonly deep?: boolean;
+  /**
+   * Also restore restore points into a scratch directory with the engine's
+   * check and prove the result (which ones: `rebuild.points`). One restore
+   * point at a time: the disk it takes is one restore's, the time one
+   * restore per restore point rebuilt.
+   */
+  readonly rebuild?: VerifyRebuild;
   readonly signal?: AbortSignal;
   readonly onProgress?: (progress: VerifyProgress) => void;
 }
@@ -95,13 +115,24 @@ export type VerifyProblemKind =
   /** A `.seg` segment or `.snap` snapshot whose envelope is invalid, does not decode, or disagrees with its key or entry (`deep`). */
   | 'object-encoding'
   /** Two manifests record different sizes or CRCs for one key. */
-  | 'object-conflict';
+  | 'object-conflict'
+  /** `rebuild`: the restore of it fails (its objects verified). */
+  | 'rebuild'
+  /** `rebuild`: the engine's check of the rebuilt state fails (SQLite: `PRAGMA integrity_check`). */
+  | 'integrity-check'
+  /** `rebuild`: a page of the rebuilt state is not what its objects say (`page`, `expected`, `found`). */
+  | 'page-hash';
 
 export interface VerifyProblem {
   readonly kind: VerifyProblemKind;
   readonly message: string;
   /** The object the problem is about, when it is about one. */
   readonly key?: string;
+  /** The page a `page-hash` problem is about (1-based). */
+  readonly page?: number;
+  /** For `page-hash`: the page's hash as its objects say, and as rebuilt (hex). */
+  readonly expected?: string;
+  readonly found?: string;
 }
 
 export interface ManifestVerification {
@@ -114,6 +145,8 @@ export interface ManifestVerification {
   readonly lineage?: string;
   readonly walGeneration?: number;
   readonly createdAt?: string;
+  /** True when it was rebuilt and checked (`rebuild`), whatever the result. */
+  readonly rebuilt?: boolean;
 }
 
 export interface VerifyReport {
@@ -135,6 +168,8 @@ export interface VerifyReport {
   readonly objectsChecked: number;
   /** Bytes read for CRC checks (0 unless `deep`). */
   readonly bytesRead: number;
+  /** Restore points rebuilt and checked (0 without `rebuild`). */
+  readonly rebuilt: number;
 }
 
 interface ObjectClaim {
@@ -160,6 +195,7 @@ interface ManifestState {
   readonly key: string;
   manifest?: Manifest;
   vanished: boolean;
+  rebuilt?: boolean;
   readonly problems: VerifyProblem[];
 }
 
@@ -635,6 +671,7 @@ function manifestEntries(
               walGeneration: state.manifest.walGeneration,
               createdAt: state.manifest.createdAt,
             }),
+        ...(state.rebuilt === true ? { rebuilt: true } : {}),
       }),
     )
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -687,6 +724,8 @@ export async function verify(
   const { signal, onProgress } = options;
   const deep = options.deep === true;
   const counters = new VerifyCounters(onProgress);
+  const scratch =
+    options.rebuild === undefined ? undefined : await scratchDirectoryOf(options.rebuild);
 
   const listing = await listPrefix(store, normalized, signal);
   const states = new Map<string, ManifestState>();
@@ -707,6 +746,16 @@ export async function verify(
     signal,
   );
 
+  const rebuilt =
+    options.rebuild === undefined || scratch === undefined
+      ? 0
+      : await rebuildChosen(
+          { store, prefix: normalized, states, counters, signal },
+          latestReading.state === 'ok' ? latestReading.manifestKey : null,
+          options.rebuild,
+          scratch,
+        );
+
   const latest = latestSection(normalized, { ...listing, latest: latestReading }, states);
   const manifests = manifestEntries(listing, states);
   counters.report('done');
@@ -723,5 +772,45 @@ export async function verify(
     problems: listing.problems,
     objectsChecked: checked.size,
     bytesRead: counters.bytesDone,
+    rebuilt,
   };
+}
+
+/**
+ * Phase 5: rebuilds the chosen restore points (those whose checks so far
+ * found nothing) one at a time; what a rebuild finds joins the restore
+ * point's problems. Returns how many were rebuilt.
+ */
+async function rebuildChosen(
+  context: {
+    readonly store: ObjectStore;
+    readonly prefix: string;
+    readonly states: Map<string, ManifestState>;
+    readonly counters: VerifyCounters;
+    readonly signal: AbortSignal | undefined;
+  },
+  latestKey: string | null,
+  rebuild: VerifyRebuild,
+  scratch: string,
+): Promise<number> {
+  const { store, prefix, states, counters, signal } = context;
+  const candidates: RebuildCandidate[] = [];
+  for (const state of states.values()) {
+    if (state.manifest !== undefined && !state.vanished && state.problems.length === 0)
+      candidates.push({ key: state.key, manifest: state.manifest });
+  }
+  let rebuilt = 0;
+  for (const key of rebuildChoice(candidates, latestKey, rebuild)) {
+    counters.report('rebuild', key);
+    const state = states.get(key)!;
+    const found = await rebuildRestorePoint(store, prefix, key, rebuild, scratch, signal);
+    if (found === 'vanished') {
+      state.vanished = true;
+      continue;
+    }
+    state.rebuilt = true;
+    rebuilt += 1;
+    for (const problem of found) state.problems.push(problem);
+  }
+  return rebuilt;
 }

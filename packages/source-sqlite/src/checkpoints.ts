@@ -9,7 +9,10 @@
  * lock is never released without a reader of the tap's held (between
  * the two an application checkpoint could copy and drop uncaptured frames);
  * the TRUNCATE runs only when everything is in the database file and the
- * held reader has mark 0, so it can only drop captured frames. A forced
+ * held reader has mark 0, so it can only drop captured frames. The write
+ * lock is released whatever throws under it; when the reader cannot be
+ * begun again before that, a {@link SqliteReaderLostError} ends the
+ * generation (nothing proves the frames since were not lost). A forced
  * restart (the WAL past twice the threshold) reads the whole backlog under
  * the lock. The caller refuses checkpoints while the snapshot is pinned.
  */
@@ -22,6 +25,7 @@ import {
 } from './checkpoint-calls.ts';
 import type { CopyProgress } from './copy-progress.ts';
 import { type HeldReaders, READER_BUSY_TIMEOUT_MS } from './held-readers.ts';
+import { SqliteReaderLostError } from './sqlite-errors.ts';
 import type { RestartUrgency, SqliteTapOptions } from './tap-options.ts';
 import type { WalCapture } from './wal-capture.ts';
 import { WAL_FRAME_HEADER_BYTES } from './wal-file.ts';
@@ -61,6 +65,8 @@ export interface CheckpointReport {
 /** What a checkpoint needs from the tap. */
 export interface CheckpointContext {
   readonly options: Required<SqliteTapOptions>;
+  /** The database's path (named in errors). */
+  readonly path?: string;
   readonly readers: HeldReaders;
   /** The tap's writer connection: it only takes the write lock. */
   readonly writer: DatabaseSync;
@@ -235,6 +241,7 @@ function restartUnderWriteLock(
     }
     const lockedAt = options.monotonicNow();
     let retry = false;
+    let failure: { readonly error: unknown } | null = null;
     try {
       // Cheapest first: when the wal-index already counts commits the copy
       // just made did not include, let go at once (an application that
@@ -257,13 +264,25 @@ function restartUnderWriteLock(
           noteCopied(context, last);
         }
       }
-    } finally {
-      // Never release the write lock without a reader held: between the two
-      // an application checkpoint could copy and drop uncaptured frames.
-      readers.holdAgain();
-      writer.exec('ROLLBACK');
-      writeLockHeldMs = Math.max(writeLockHeldMs, options.monotonicNow() - lockedAt);
+    } catch (error) {
+      failure = { error };
     }
+    // Never release the write lock without a reader held: between the two
+    // an application checkpoint could copy and drop uncaptured frames. But
+    // release it whatever threw: held, every commit of the application's
+    // would answer busy until backupd restarts.
+    let readerLost: { readonly error: unknown } | null = null;
+    try {
+      readers.holdAgain();
+    } catch (error) {
+      readerLost = { error };
+    }
+    writer.exec('ROLLBACK');
+    writeLockHeldMs = Math.max(writeLockHeldMs, options.monotonicNow() - lockedAt);
+    // A reader not held again outranks whatever the work under the lock threw.
+    if (readerLost !== null)
+      throw new SqliteReaderLostError(context.path ?? 'the database', { cause: readerLost.error });
+    if (failure !== null) throw failure.error;
     if (!retry) return { locked: true, copy: last, writeLockHeldMs };
     context.advance();
     passiveBefore = checkpointOn(readers.idle(), 'PASSIVE');

@@ -212,6 +212,68 @@ describe('CommitLogMerger', () => {
     expect(record.pages.get(5)).toEqual(page(0x55));
   });
 
+  it('never changes an input body, a Buffer of the store’s included (its slice() is a view)', () => {
+    const whole = frameOf({ pages: [[3, 0x33]], databasePages: 4, commitTime: 1 });
+    const patched = encodeCommitFrame({
+      pageSize: PAGE_SIZE,
+      databasePages: 4,
+      commitTime: 2,
+      walSalt1: 0,
+      walSalt2: 0,
+      commitFrame: 0,
+      pages: new Map(),
+      patches: new Map([[3, [{ offset: 8, bytes: new Uint8Array([1, 2, 3]) }]]]),
+    });
+    const rewrite = frameOf({ pages: [[3, 0x44]], databasePages: 4, commitTime: 3 });
+    const bodies = [whole, patched, rewrite].map((frame) => Buffer.from(frame));
+    const before = bodies.map((body) => Buffer.from(body));
+    const merger = new CommitLogMerger();
+    for (const body of bodies) merger.add(body);
+    expect(bodies.map((body) => body.equals(before[bodies.indexOf(body)]!))).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect(decoded(merger.finish()).pages.get(3)).toEqual(page(0x44));
+  });
+
+  it('refuses a patch of a page a size before it in the run dropped and nothing wrote since', () => {
+    const patchOf = (pageNumber: number, databasePages: number, commitTime: number) =>
+      encodeCommitFrame({
+        pageSize: PAGE_SIZE,
+        databasePages,
+        commitTime,
+        walSalt1: 0,
+        walSalt2: 0,
+        commitFrame: 0,
+        pages: new Map(),
+        patches: new Map([[pageNumber, [{ offset: 0, bytes: new Uint8Array([9]) }]]]),
+      });
+    const grown = frameOf({ pages: [[30, 0x30]], databasePages: 34, commitTime: 1 });
+    const shrunk = frameOf({ pages: [[1, 0x01]], databasePages: 19, commitTime: 2 });
+    const merger = new CommitLogMerger();
+    merger.add(concat([grown, shrunk]));
+    const error = catchError(() => merger.add(patchOf(30, 34, 3)));
+    expect(error).toBeInstanceOf(CommitLogMergeError);
+    expect((error as Error).message).toBe(
+      'input 2, record 1 (frame at byte 0) patches page 30, which a record before it in the run dropped (its database had 19 pages) and none wrote since: the patch has no base',
+    );
+    // Refused whole: the run goes on as before it; written again, the page patches fine.
+    expect(merger.commits).toBe(2);
+    merger.add(
+      concat([
+        frameOf({ pages: [[30, 0x31]], databasePages: 34, commitTime: 4 }),
+        patchOf(30, 34, 5),
+      ]),
+    );
+    const record = decoded(merger.finish());
+    expect(record.pages.get(30)![0]).toBe(9);
+    // A patch of a page above nothing known in the run (its base before the run) merges.
+    const first = new CommitLogMerger();
+    first.add(patchOf(40, 50, 1));
+    expect(decoded(first.finish()).patches?.has(40)).toBe(true);
+  });
+
   describe('refuses', () => {
     const good = () => frameOf({ pages: [[1, 1]], databasePages: 1, commitTime: 1 });
 

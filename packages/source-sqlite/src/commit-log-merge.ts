@@ -30,8 +30,11 @@
  * name; one to a time inside it lands before it).
  *
  * Checks: every frame's CRC-32, no partial frame at a body's end, no empty
- * body, one page size for every record, a record that decodes, and a commit
- * total that fits a record. Each failure is a {@link CommitLogMergeError}
+ * body, one page size for every record, a record that decodes, a commit
+ * total that fits a record, and no patch of a page an earlier record's
+ * database size dropped with no write since (PatchablePages in
+ * patchable-pages.ts: merged, the drop would vanish and the baseless patch pass
+ * a restore's check). Each failure is a {@link CommitLogMergeError}
  * naming the input and record; a failed `add` changes nothing.
  *
  * Limits: memory is the distinct pages the run touched × page size (each page
@@ -50,6 +53,7 @@ import {
   splitLogFrames,
 } from './commit-record.ts';
 import { PageWrites, type PatchOverlay } from './page-patch.ts';
+import { PatchablePages } from './patchable-pages.ts';
 
 /** Default of `maxPageBytes`: 512 MiB of distinct pages held. */
 export const DEFAULT_MAX_MERGE_PAGE_BYTES = 512 * 1024 * 1024;
@@ -99,6 +103,8 @@ export class CommitLogMerger {
   #pageSize: number | null = null;
   /** What the run wrote: each page's newest version, or its patches overlaid; set by the first record. */
   #writes: PageWrites | null = null;
+  /** Pages a patch of the run may be put over (from an unknown start: every page until a size drops it). */
+  #patchable = new PatchablePages(Number.POSITIVE_INFINITY);
   #commits = 0;
   #last: LastRecord | null = null;
   /** `add` calls so far, failed ones too: the input number errors name. */
@@ -159,6 +165,7 @@ export class CommitLogMerger {
     // Check the whole body before merging any of it.
     let pageSize = this.#pageSize;
     let commits = this.#commits;
+    const patchable = this.#patchable.clone();
     const records: CommitRecord[] = [];
     const newPageNumbers = new Set<number>();
     for (const [index, payload] of split.payloads.entries()) {
@@ -182,6 +189,15 @@ export class CommitLogMerger {
           `${where} has ${record.pageSize}-byte pages, the records before it ${pageSize}-byte pages`,
         );
       }
+      // A patch of a page a size before it in the run dropped (and nothing
+      // wrote since) has no base: merged, the drop would vanish and the
+      // patch look sound.
+      const unheld = patchable.unheld(record);
+      if (unheld !== null)
+        throw new CommitLogMergeError(
+          `${where} patches page ${unheld}, which a record before it in the run dropped (its database had ${patchable.databasePages} pages) and none wrote since: the patch has no base`,
+        );
+      patchable.advance(record);
       commits += record.commits ?? 1;
       for (const pageNumber of record.pages.keys())
         if (!this.#writes?.has(pageNumber)) newPageNumbers.add(pageNumber);
@@ -217,6 +233,7 @@ export class CommitLogMerger {
       for (const [pageNumber, runs] of record.patches ?? []) writes.patch(pageNumber, runs);
     }
     this.#writes = writes;
+    this.#patchable = patchable;
     const last = records.at(-1)!;
     this.#pageSize = size;
     this.#commits = commits;

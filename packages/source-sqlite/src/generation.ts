@@ -43,7 +43,10 @@ export interface SqliteSnapshot {
  */
 export interface Generation {
   readonly id: string;
-  /** Overlay of the snapshot: pages newer than the database file, at the generation's start. */
+  /**
+   * Overlay of the snapshot: pages newer than the database file, at the
+   * generation's start; only pages up to {@link snapshotDatabasePages}.
+   */
   readonly snapshotPages: Map<number, Uint8Array>;
   readonly snapshotDatabasePages: number;
   /**
@@ -125,10 +128,16 @@ export function startGenerationUnderReader(source: GenerationSource): Generation
       );
     capture.reset();
   }
+  // The cycle may have held pages above the size it ended at (the database
+  // grew and shrank again in it): they are not the snapshot's, and as bases
+  // they would have patches put over pages the restore never has.
+  const databasePages = capture.databasePages;
+  for (const pageNumber of snapshotPages.keys())
+    if (pageNumber > databasePages) snapshotPages.delete(pageNumber);
   return {
     id: `${Date.now().toString(36)}-${Math.random().toString(16).slice(2, 10)}`,
     snapshotPages,
-    snapshotDatabasePages: capture.databasePages,
+    snapshotDatabasePages: databasePages,
     snapshotTime: (source.wallNow ?? Date.now)(),
     snapshotAvailable: true,
     // The overlay's pages are the snapshot's versions of them: bases from the start.
@@ -137,6 +146,7 @@ export function startGenerationUnderReader(source: GenerationSource): Generation
       maxHeldLogRecords: source.maxHeldLogRecords,
       maxPageBaseBytes: source.maxPageBaseBytes,
       snapshotPages,
+      snapshotDatabasePages: databasePages,
     }),
   };
 }

@@ -18,7 +18,7 @@
  * held; a read returns whole records only.
  */
 import { type CommitRecord, commitsOfFrame, encodeCommitFrame, logCrc32 } from './commit-record.ts';
-import { diffPage, PageBases, type PatchRun } from './page-patch.ts';
+import { copyOf, diffPage, PageBases, type PatchRun } from './page-patch.ts';
 import type { WalHeader, WalTransaction } from './wal-file.ts';
 
 /** What a held log batches past, and what it patches against (see tap-options.ts for each). */
@@ -31,6 +31,12 @@ export interface HeldLogOptions {
   readonly maxPageBaseBytes?: number;
   /** Pages whose version in the generation's snapshot is known (its overlay): bases from the start. */
   readonly snapshotPages?: ReadonlyMap<number, Uint8Array>;
+  /**
+   * The snapshot's size in pages: an overlay page above it is not in the
+   * snapshot a restore starts from (the WAL cycle held it before a shrink),
+   * so it is no base. Default: no bound.
+   */
+  readonly snapshotDatabasePages?: number;
 }
 
 /** Commits being merged into one batch record (see `maxHeldLogBytes`, `maxHeldLogRecords`). */
@@ -76,6 +82,8 @@ export class HeldLog {
   /** The newest version of each page the log wrote: the bases of its patches. */
   readonly #bases: PageBases;
   readonly #patching: boolean;
+  /** Database size after the last record encoded (the snapshot's before any). */
+  #basesDatabasePages: number;
 
   constructor(pageSize: number, options: HeldLogOptions) {
     this.#pageSize = pageSize;
@@ -84,9 +92,11 @@ export class HeldLog {
     const maxPageBaseBytes = options.maxPageBaseBytes ?? 0;
     this.#bases = new PageBases(maxPageBaseBytes);
     this.#patching = maxPageBaseBytes > 0;
+    this.#basesDatabasePages = options.snapshotDatabasePages ?? Number.POSITIVE_INFINITY;
     if (this.#patching)
       for (const [pageNumber, page] of options.snapshotPages ?? [])
-        if (page.byteLength === pageSize) this.#bases.set(pageNumber, page);
+        if (page.byteLength === pageSize && pageNumber <= this.#basesDatabasePages)
+          this.#bases.set(pageNumber, page);
   }
 
   /** Commits in the log (not counting an unsealed batch). */
@@ -180,22 +190,29 @@ export class HeldLog {
   /**
    * The record as one frame, each page a patch against its base when it has
    * one and the patch is smaller than the page; every page becomes its own
-   * base for the records after it.
+   * base for the records after it, as long as the database keeps it (a
+   * page above the record's size is dropped: see PatchablePages).
    */
   #encode(record: CommitRecord): Uint8Array {
     // Patches off: the pages as they are, records version 1 and 2 only.
     if (!this.#patching || record.pageSize !== this.#pageSize) return encodeCommitFrame(record);
     const whole = new Map<number, Uint8Array>();
     const patches = new Map<number, PatchRun[]>();
+    let shrunk = record.databasePages < this.#basesDatabasePages;
     for (const [pageNumber, page] of record.pages) {
       // An aligned copy of our own: compared word by word, then kept as the next base.
-      const version = page.slice();
+      const version = copyOf(page);
       const base = this.#bases.get(pageNumber);
       const runs = base === undefined ? null : diffPage(base, version, this.#pageSize);
       if (runs === null) whole.set(pageNumber, version);
       else patches.set(pageNumber, runs);
       this.#bases.set(pageNumber, version);
+      if (pageNumber > record.databasePages) shrunk = true;
     }
+    // Only on a shrink (or a page written above the size): a scan of every
+    // base per commit would cost the hot path.
+    if (shrunk) this.#bases.dropAbove(record.databasePages);
+    this.#basesDatabasePages = record.databasePages;
     return encodeCommitFrame({ ...record, pages: whole, patches });
   }
 
@@ -224,7 +241,7 @@ export class HeldLog {
     for (const [pageNumber, page] of transaction.pages) {
       const kept = batch.pages.get(pageNumber);
       if (kept) kept.set(page);
-      else batch.pages.set(pageNumber, page.slice());
+      else batch.pages.set(pageNumber, copyOf(page));
     }
     batch.commits += 1;
     batch.databasePages = transaction.databasePages;

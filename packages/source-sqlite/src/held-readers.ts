@@ -69,13 +69,21 @@ export class HeldReaders {
 
   /**
    * Holds a reader again after {@link letGo}, on the first connection (read
-   * mark 0 when everything was copied); nothing when one is held.
+   * mark 0 when everything was copied); nothing when one is held. Asks the
+   * connection, not only the bookkeeping: a {@link letGo} that threw half
+   * way may have ended the transaction without saying so.
+   * @throws what beginning the read transaction throws; then none is held.
    */
   holdAgain(): void {
-    if (this.#held === -1) {
-      this.#begin(0);
-      this.#held = 0;
-    }
+    if (this.#held !== -1 && this.#readers[this.#held].isTransaction) return;
+    this.#held = -1;
+    this.#begin(0);
+    this.#held = 0;
+  }
+
+  /** True while one of the two connections holds the tap's read transaction. */
+  get holding(): boolean {
+    return this.#held !== -1 && this.#readers[this.#held].isTransaction;
   }
 
   /** Ends the read transactions and closes both connections. */

@@ -23,6 +23,7 @@ export {
   type SqliteRestoreOptions,
   type SqliteRestoreResult,
 } from './rebuild-database.ts';
+export { sqliteRestoreCheck } from './restore-check.ts';
 export { type SqliteCommitAtTime, sqliteCommitAtTime } from './restore-point-at-time.ts';
 export {
   SqliteBackupError,
@@ -31,10 +32,12 @@ export {
   SqliteDatabaseMissingError,
   SqliteDatabaseReplacedError,
   SqliteDatabaseTruncatedError,
+  SqliteDatabaseUnavailableError,
   SqliteDatabaseUnreadableError,
   SqliteNotADatabaseError,
   SqliteNotAFileError,
   SqliteNotWalError,
+  SqliteReaderLostError,
   SqliteReadOnlyLocationError,
   SqliteRestoreCorruptError,
   SqliteRestorePointUnavailableError,

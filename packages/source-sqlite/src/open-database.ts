@@ -5,17 +5,10 @@
  * connections, which never checkpoint by themselves, and the check that the
  * database is in WAL mode (the tap never switches a journal mode).
  */
-import {
-  accessSync,
-  closeSync,
-  constants,
-  openSync,
-  readSync,
-  type Stats,
-  statSync,
-} from 'node:fs';
+import { accessSync, constants, readSync, type Stats, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import type { SharedDescriptor } from './quiet-descriptors.ts';
 import {
   SqliteDatabaseMissingError,
   SqliteDatabaseUnreadableError,
@@ -44,11 +37,16 @@ function kindOf(stat: Stats): string {
  * failure names its cause and a missing path is never created (opening a
  * connection on a missing path creates an empty database):
  * missing, not a regular file, not SQLite's header magic, and a location
- * where the files kept beside the database cannot be written. A header that
+ * where the files kept beside the database cannot be written. Returns the
+ * descriptor `acquire` gave, which the header was read through (given back
+ * when a check fails). A header that
  * carries the magic but is corrupt is SQLite's to find (see
  * {@link unreadableOr}).
  */
-export function checkDatabaseFile(path: string): void {
+export function checkDatabaseFile(
+  path: string,
+  acquire: (path: string) => SharedDescriptor,
+): SharedDescriptor {
   let stat: Stats;
   try {
     stat = statSync(path);
@@ -58,14 +56,28 @@ export function checkDatabaseFile(path: string): void {
     throw error;
   }
   if (!stat.isFile()) throw new SqliteNotAFileError(path, kindOf(stat));
-  const header = Buffer.alloc(SQLITE_HEADER_MAGIC.length);
-  const fd = openSync(path, 'r');
-  let read: number;
+  // Through a descriptor the tap keeps, never one opened and closed here:
+  // that close would drop this process's other connections' locks on the file.
+  let database: SharedDescriptor;
   try {
-    read = readSync(fd, header, 0, header.length, 0);
-  } finally {
-    closeSync(fd);
+    database = acquire(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new SqliteDatabaseMissingError(path, { cause: error });
+    throw error;
   }
+  try {
+    checkHeaderAndLocation(path, database.fd);
+  } catch (error) {
+    database.release();
+    throw error;
+  }
+  return database;
+}
+
+function checkHeaderAndLocation(path: string, fd: number): void {
+  const header = Buffer.alloc(SQLITE_HEADER_MAGIC.length);
+  const read = readSync(fd, header, 0, header.length, 0);
   if (read === 0) throw new SqliteNotADatabaseError(path, 'the file is empty');
   if (read < header.length || !header.equals(SQLITE_HEADER_MAGIC))
     throw new SqliteNotADatabaseError(

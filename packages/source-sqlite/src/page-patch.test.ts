@@ -1,6 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyPatch, diffPage, PageBases, PatchOverlay, patchProblem } from './page-patch.ts';
+import type { CommitRecord } from './commit-record.ts';
+import {
+  applyPatch,
+  copyOf,
+  diffPage,
+  PageBases,
+  PageWrites,
+  PatchOverlay,
+  patchProblem,
+} from './page-patch.ts';
+import { PatchablePages } from './patchable-pages.ts';
 
 const PAGE = 512;
 
@@ -49,6 +59,31 @@ describe('diffPage', () => {
     expect(fromUnaligned.map((r) => [r.offset, [...r.bytes]])).toEqual(
       aligned.map((r) => [r.offset, [...r.bytes]]),
     );
+  });
+
+  it('gives the right runs for unaligned Buffer views (whose slice() is a view, not a copy)', () => {
+    const base = pageOf(3);
+    const page = base.slice();
+    page.fill(7, 200, 230);
+    page[0] = 1;
+    // Deep inside larger memory (as a page of a log body is), at odd
+    // offsets; the memory's first bytes equal in both, unlike the pages.
+    const baseBacking = Buffer.alloc(4 * PAGE);
+    baseBacking.set(base, 2 * PAGE + 1);
+    const pageBacking = Buffer.alloc(4 * PAGE);
+    pageBacking.set(page, 2 * PAGE + 3);
+    const runs = diffPage(
+      baseBacking.subarray(2 * PAGE + 1, 3 * PAGE + 1),
+      pageBacking.subarray(2 * PAGE + 3, 3 * PAGE + 3),
+      PAGE,
+    )!;
+    expect(runs.map((r) => [r.offset, r.bytes.byteLength])).toEqual([
+      [0, 1],
+      [200, 30],
+    ]);
+    const rebuilt = base.slice();
+    applyPatch(rebuilt, runs);
+    expect(rebuilt).toEqual(page);
   });
 
   it('round trips: the base with the patch applied is the page (property)', () => {
@@ -118,6 +153,82 @@ describe('PatchOverlay', () => {
     expect([...overlay.over(base)]).toEqual([...expected]);
     // The base is not changed.
     expect(base.every((b) => b === 9)).toBe(true);
+    // Nor a Buffer base, whose slice() would be a view of it.
+    const buffer = Buffer.alloc(PAGE, 9);
+    overlay.over(buffer);
+    expect(buffer.every((b) => b === 9)).toBe(true);
+  });
+});
+
+describe('copies that copy', () => {
+  it('copyOf copies a Buffer view; PageWrites keeps no view of the pages it is given', () => {
+    const backing = Buffer.alloc(2 * PAGE, 4);
+    const view = backing.subarray(PAGE);
+    const copy = copyOf(view);
+    backing.fill(5);
+    expect(copy.every((b) => b === 4)).toBe(true);
+    expect(copy.buffer).not.toBe(backing.buffer);
+
+    const writes = new PageWrites(PAGE);
+    const input = Buffer.alloc(PAGE, 6);
+    writes.whole(2, input);
+    writes.patch(2, [{ offset: 0, bytes: new Uint8Array([1, 2, 3]) }]);
+    // The patch went into the held copy, never into the caller's bytes.
+    expect(input.every((b) => b === 6)).toBe(true);
+    input.fill(7);
+    expect([...writes.pages.get(2)!.subarray(0, 4)]).toEqual([1, 2, 3, 6]);
+  });
+});
+
+describe('PatchablePages', () => {
+  const record = (
+    databasePages: number,
+    whole: number[],
+    patched: number[] = [],
+  ): CommitRecord => ({
+    pageSize: PAGE,
+    databasePages,
+    commitTime: 0,
+    walSalt1: 0,
+    walSalt2: 0,
+    commitFrame: 0,
+    pages: new Map(whole.map((n) => [n, pageOf(n)])),
+    patches: new Map(patched.map((n) => [n, [{ offset: 0, bytes: new Uint8Array([n]) }]])),
+  });
+
+  it("holds the start's pages and those written since, less every page above a size since", () => {
+    const pages = new PatchablePages(19);
+    expect(pages.unheld(record(19, [], [1, 19]))).toBeNull();
+    // Above the snapshot, never written: no base.
+    expect(pages.unheld(record(34, [], [3, 25]))).toBe(25);
+    pages.advance(record(34, [20, 25], [3]));
+    expect(pages.unheld(record(34, [], [20, 25]))).toBeNull();
+    // A shrink to 19 drops 20 and 25; a page of the start kept stays.
+    pages.advance(record(19, [], [2]));
+    expect(pages.unheld(record(34, [], [25]))).toBe(25);
+    expect(pages.unheld(record(34, [], [19]))).toBeNull();
+    // Written whole again after the shrink: a base again.
+    pages.advance(record(34, [25]));
+    expect(pages.unheld(record(34, [], [25]))).toBeNull();
+    // A shrink below the start's size drops start pages too.
+    pages.advance(record(10, []));
+    expect(pages.unheld(record(19, [], [11]))).toBe(11);
+    expect(pages.databasePages).toBe(10);
+  });
+
+  it('drops a page a record wrote above its own size (a frame spilled before the cut)', () => {
+    const pages = new PatchablePages(5);
+    pages.advance(record(5, [7]));
+    expect(pages.holds(7)).toBe(false);
+  });
+
+  it('from an unknown start (Infinity) holds every page until a size drops it; clone is independent', () => {
+    const pages = new PatchablePages(Number.POSITIVE_INFINITY);
+    expect(pages.holds(1_000_000)).toBe(true);
+    const copy = pages.clone();
+    copy.advance(record(8, []));
+    expect(copy.holds(9)).toBe(false);
+    expect(pages.holds(9)).toBe(true);
   });
 });
 
@@ -132,6 +243,20 @@ describe('PageBases', () => {
     expect(bases.get(2)).toBeUndefined();
     expect(bases.get(3)?.[0]).toBe(3);
     expect(bases.bytes).toBe(2 * PAGE);
+  });
+
+  it('dropAbove lets every version above a database size go, and its bytes', () => {
+    const bases = new PageBases(8 * PAGE);
+    for (const n of [1, 5, 19, 20, 34]) bases.set(n, pageOf(n));
+    bases.dropAbove(19);
+    expect([1, 5, 19, 20, 34].map((n) => bases.get(n) !== undefined)).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
+    expect(bases.bytes).toBe(3 * PAGE);
   });
 
   it('keeps nothing with a bound of 0, and refuses a negative bound', () => {

@@ -16,6 +16,12 @@
  * patch applied to a whole version gives a whole version: neither needs the
  * base, which is what lets compaction merge patched records
  * (commit-log-merge.ts).
+ *
+ * A base is only ever a version the restore holds at that point of the
+ * log: a page of the database's size after the record before (see
+ * PatchablePages in patchable-pages.ts). A page above that size is gone from the
+ * database (SQLite truncates it, a restore point cuts it off), so a page
+ * that grows back after a shrink is written whole once before any patch.
  */
 
 /** One run of a patch: `bytes` replace the page's bytes from `offset` on. */
@@ -29,6 +35,16 @@ export function patchEncodedBytes(runs: readonly PatchRun[]): number {
   let bytes = 4;
   for (const run of runs) bytes += 8 + run.bytes.byteLength;
   return bytes;
+}
+
+/**
+ * A copy of `bytes` in a buffer of its own. Not `slice()`: on a Node
+ * `Buffer` that is a view of the same memory, not a copy.
+ */
+export function copyOf(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return copy;
 }
 
 /**
@@ -59,16 +75,8 @@ export function diffPage(
   const words = page.byteLength / 4;
   // Words of both pages, compared as 32-bit integers; unaligned views are
   // copied first (the tap's own copies are aligned, so this is the rare path).
-  const a = new Uint32Array(
-    base.byteOffset % 4 === 0 ? base.buffer : base.slice().buffer,
-    base.byteOffset % 4 === 0 ? base.byteOffset : 0,
-    words,
-  );
-  const b = new Uint32Array(
-    page.byteOffset % 4 === 0 ? page.buffer : page.slice().buffer,
-    page.byteOffset % 4 === 0 ? page.byteOffset : 0,
-    words,
-  );
+  const a = wordsOf(base, words);
+  const b = wordsOf(page, words);
   const runs: PatchRun[] = [];
   let encoded = 4;
   let word = 0;
@@ -109,6 +117,12 @@ export function diffPage(
     word = lastDiffering + 1;
   }
   return runs;
+}
+
+/** `bytes` as 32-bit words: a view when aligned, else a view of an aligned copy. */
+function wordsOf(bytes: Uint8Array, words: number): Uint32Array {
+  if (bytes.byteOffset % 4 === 0) return new Uint32Array(bytes.buffer, bytes.byteOffset, words);
+  return new Uint32Array(copyOf(bytes).buffer, 0, words);
 }
 
 /** Writes `runs` into `page` (a whole version, or a patch's overlay buffer). */
@@ -157,7 +171,7 @@ export class PatchOverlay {
 
   /** `base` with every byte written so far put over it: the page's version after the patches. */
   over(base: Uint8Array): Uint8Array {
-    const page = base.slice();
+    const page = copyOf(base);
     applyPatch(page, this.runs());
     return page;
   }
@@ -234,6 +248,18 @@ export class PageBases {
       this.#bytes -= version.byteLength;
     }
   }
+
+  /**
+   * The database now has `databasePages` pages: the versions of pages above
+   * it are no base any more (the restore cuts them off, or never had them).
+   */
+  dropAbove(databasePages: number): void {
+    for (const [pageNumber, version] of this.#pages) {
+      if (pageNumber <= databasePages) continue;
+      this.#pages.delete(pageNumber);
+      this.#bytes -= version.byteLength;
+    }
+  }
 }
 
 /**
@@ -278,7 +304,7 @@ export class PageWrites {
   whole(pageNumber: number, page: Uint8Array): void {
     this.#patches.delete(pageNumber);
     const held = this.#pages.get(pageNumber);
-    if (held === undefined) this.#pages.set(pageNumber, page.slice());
+    if (held === undefined) this.#pages.set(pageNumber, copyOf(page));
     else held.set(page);
   }
 

@@ -43,8 +43,8 @@ export class PendingPageWrites {
   /**
    * Writes what was gathered into `handle` (page n at `(n - 1) × page size`),
    * in page order, and forgets it. An only-patched page is read from the
-   * file, its runs put over it, and written back (a page past the file's end
-   * reads as zeros, as a write past it would leave it).
+   * file, its runs put over it, and written back (the restore checks first
+   * that the file holds its base: PatchablePages in patchable-pages.ts).
    */
   async writeTo(handle: FileHandle, signal?: AbortSignal): Promise<void> {
     const size = this.#pageSize;

@@ -20,7 +20,15 @@
  * it at every capture, and notices a replaced `-wal` file through
  * `/proc/self/fd` (no `stat` of the file).
  */
-import { constants, openSync, readlinkSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  statSync,
+} from 'node:fs';
 
 const O_NOATIME: number = (constants as { O_NOATIME?: number }).O_NOATIME ?? 0;
 
@@ -65,3 +73,128 @@ export function maybeUnlinked(fd: number): boolean {
     return true;
   }
 }
+
+/** A descriptor from {@link LockedFileDescriptors}: read through `fd`, give it back once. */
+export interface SharedDescriptor {
+  readonly fd: number;
+  /** Gives the descriptor back; a second call does nothing. */
+  release(): void;
+}
+
+interface Entry {
+  readonly key: string;
+  /** Every descriptor this registry opened on the file (a race at open may add one). */
+  readonly fds: number[];
+  users: number;
+}
+
+/**
+ * This process's read-only descriptors of the files SQLite keeps POSIX locks
+ * on (the database file and its `-shm`), shared by every tap of the process
+ * and closed only when nothing else in the process has the file open.
+ *
+ * Why: POSIX locks belong to a process, and closing any descriptor of a file
+ * drops every lock the process holds on it. A tap embedded in an
+ * application that has its own connection to the database would otherwise
+ * drop that connection's locks (its write lock, read marks, SHARED) when it
+ * closes. A descriptor given back while another one of the same file is
+ * open (`/proc/self/fd`, or `/dev/fd` elsewhere) stays parked here, is given
+ * to the next tap of that file, and is closed at a later acquire or release
+ * once the file has no other descriptor. Where neither listing can be read,
+ * parked descriptors stay open until the process exits (one per file).
+ */
+export class LockedFileDescriptors {
+  readonly #opener = new QuietOpener();
+  readonly #entries = new Map<string, Entry>();
+  readonly #listing: () => Map<string, number> | null;
+
+  /** `listing`: this process's open descriptors counted by file identity (tests replace it). */
+  constructor(listing: () => Map<string, number> | null = openDescriptorsByFile) {
+    this.#listing = listing;
+  }
+
+  /**
+   * A descriptor of the file at `path`: the one already held for that file,
+   * or a new one. @throws like `openSync` (ENOENT included).
+   */
+  acquire(path: string): SharedDescriptor {
+    this.#sweep();
+    const atPath = identityKey(statSync(path));
+    let entry = this.#entries.get(atPath);
+    if (entry === undefined) {
+      const fd = this.#opener.open(path);
+      const key = identityKey(fstatSync(fd));
+      // Replaced between the stat and the open: file it under what was opened.
+      entry = this.#entries.get(key);
+      if (entry === undefined) {
+        entry = { key, fds: [fd], users: 0 };
+        this.#entries.set(key, entry);
+      } else entry.fds.push(fd);
+    }
+    entry.users += 1;
+    const held = entry;
+    let released = false;
+    return {
+      fd: held.fds[0] as number,
+      release: () => {
+        if (released) return;
+        released = true;
+        held.users -= 1;
+        this.#sweep();
+      },
+    };
+  }
+
+  /** Descriptors this registry keeps open (in use or parked). */
+  get openCount(): number {
+    let count = 0;
+    for (const entry of this.#entries.values()) count += entry.fds.length;
+    return count;
+  }
+
+  /** Closes each unused entry whose file no other descriptor of the process has open. */
+  #sweep(): void {
+    const unused = [...this.#entries.values()].filter((entry) => entry.users === 0);
+    if (unused.length === 0) return;
+    const open = this.#listing();
+    if (open === null) return;
+    for (const entry of unused) {
+      if ((open.get(entry.key) ?? 0) > entry.fds.length) continue;
+      this.#entries.delete(entry.key);
+      for (const fd of entry.fds) closeSync(fd);
+    }
+  }
+}
+
+function identityKey(stat: { dev: number; ino: number }): string {
+  return `${stat.dev}:${stat.ino}`;
+}
+
+/**
+ * This process's open descriptors counted by the identity of the file
+ * behind each; `null` when no listing can be read.
+ */
+export function openDescriptorsByFile(): Map<string, number> | null {
+  for (const directory of ['/proc/self/fd', '/dev/fd']) {
+    let names: string[];
+    try {
+      names = readdirSync(directory);
+    } catch {
+      continue;
+    }
+    const counts = new Map<string, number>();
+    for (const name of names) {
+      try {
+        const key = identityKey(statSync(`${directory}/${name}`));
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      } catch {
+        // Closed since the listing (the listing's own descriptor among them).
+      }
+    }
+    return counts;
+  }
+  return null;
+}
+
+/** The process-wide registry every tap takes its database and `-shm` descriptors from. */
+export const lockedFileDescriptors = new LockedFileDescriptors();

@@ -8,7 +8,8 @@
  *   is cut to the database size the commit recorded.
  * - Atomic: the image is built and checked in a temporary file beside the
  *   target, fsynced, and renamed over the target; a failure leaves no target.
- * - Checked: every log frame's CRC-32, every record's page size, and (unless
+ * - Checked: every log frame's CRC-32, every record's page size, that every
+ *   patch has its base (patchable-pages.ts), and (unless
  *   `verify: false`) `PRAGMA integrity_check` must answer `ok`, or nothing is
  *   written at the target.
  * - Refuses to replace an existing database, or one with a `-wal`/`-shm`
@@ -31,6 +32,8 @@ import { access, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { decodeCommitRecord, LOG_FRAME_HEADER_BYTES, splitLogFrames } from './commit-record.ts';
+import { copyOf } from './page-patch.ts';
+import { PatchablePages } from './patchable-pages.ts';
 import { PendingPageWrites } from './pending-page-writes.ts';
 import {
   SqliteRestoreCorruptError,
@@ -153,7 +156,7 @@ export async function restoreSqliteDatabase(
     let header: Uint8Array | null = null;
     for await (const chunk of chunksOf(options.snapshot)) {
       options.signal?.throwIfAborted();
-      if (header === null) header = chunk.slice(0, 100);
+      if (header === null) header = copyOf(chunk.subarray(0, 100));
       await handle.write(chunk, 0, chunk.byteLength, written);
       written += chunk.byteLength;
     }
@@ -172,6 +175,7 @@ export async function restoreSqliteDatabase(
     const frames = new WholeFrames();
     let done = limit === 0;
     const pending = new PendingPageWrites(pageSize);
+    const patchable = new PatchablePages(databasePages);
     for await (const chunk of chunksOf(options.log)) {
       if (done) break;
       options.signal?.throwIfAborted();
@@ -206,6 +210,16 @@ export async function restoreSqliteDatabase(
             target,
             `commit ${limit} of this generation is inside a batch of commits ${applied + 1} to ${applied + commits}, shipped as one record while the backup was behind: restorable are ${applied} and ${applied + commits}`,
           );
+        // A patch is exact only over the version it was computed against:
+        // without it (a page above the size, or never written) it is refused,
+        // never put over zeros.
+        const unheld = patchable.unheld(record);
+        if (unheld !== null)
+          throw new SqliteRestoreCorruptError(
+            target,
+            `commit ${applied + 1} of the log patches page ${unheld}, whose version before it neither the snapshot (${written / pageSize} pages) nor an earlier commit holds (the database had ${patchable.databasePages} pages): the patch has no base to be put over`,
+          );
+        patchable.advance(record);
         pending.add(record);
         if (pending.bytes >= MAX_PENDING_WRITE_BYTES) await pending.writeTo(handle, options.signal);
         databasePages = record.databasePages;
@@ -303,7 +317,7 @@ class WholeFrames {
   /** Keeps what followed the last whole frame of the bytes `push` joined (copied). */
   keep(rest: Uint8Array): void {
     if (rest.byteLength > 0) {
-      this.#parts = [rest.slice()];
+      this.#parts = [copyOf(rest)];
       this.#bytes = rest.byteLength;
     }
     this.#needed =

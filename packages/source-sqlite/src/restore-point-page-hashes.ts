@@ -76,6 +76,8 @@ export async function restorePointPageHashes(
     pending = data.slice(at);
   }
   if (snapshotBytes % pageSize !== 0) return null;
+  // A patch of a page the snapshot lacks has no base: the restore refuses it.
+  for (const pageNumber of log.patches.keys()) if (pageNumber > hashes.length) return null;
   const finalPages = log.databasePages ?? hashes.length;
   // Pages past the snapshot: written by the log, or zero-filled by a write past them.
   let lastWritten = 0;

@@ -22,6 +22,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
+import { copyOf } from './page-patch.ts';
 
 export const SQLITE_RESUME_SUFFIX = '-backupd.resume';
 
@@ -140,7 +141,7 @@ export async function imageDigest(
       at + PAGE_HASH_BYTES <= known.length && hash.equals(known.subarray(at, at + PAGE_HASH_BYTES));
     if (same) return;
     if (changed.size >= compare!.maxChanged) changed = null;
-    else changed.set(page, bytesOfPage.slice());
+    else changed.set(page, copyOf(bytesOfPage));
   };
   for await (const chunk of chunks) {
     whole.update(chunk);
@@ -153,7 +154,7 @@ export async function imageDigest(
     let at = 0;
     for (; at + pageSize <= data.byteLength; at += pageSize)
       onPage(data.subarray(at, at + pageSize));
-    if (at < data.byteLength) pending = data.slice(at);
+    if (at < data.byteLength) pending = copyOf(data.subarray(at));
   }
   if (pending.byteLength > 0) onPage(pending);
   return {

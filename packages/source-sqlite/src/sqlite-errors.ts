@@ -16,6 +16,7 @@ export type SqliteBackupErrorCode =
   | 'SQLITE_DATABASE_UNREADABLE'
   | 'SQLITE_READ_ONLY_LOCATION'
   | 'SQLITE_DATABASE_REPLACED'
+  | 'SQLITE_DATABASE_UNAVAILABLE'
   | 'SQLITE_DATABASE_TRUNCATED'
   | 'SQLITE_CORRUPT_WAL_FRAME'
   | 'SQLITE_WAL_RESTARTED_UNDERNEATH'
@@ -228,6 +229,37 @@ export class SqliteDatabaseReplacedError extends SqliteBackupError {
   }
 }
 
+const UNAVAILABLE_AFTER_REPLACE_MARKER = errorMarker(
+  MARKER_NAMESPACE,
+  'SqliteDatabaseUnavailableError',
+);
+
+/**
+ * The database file was replaced, and what is at the path now cannot be
+ * opened (`cause`: missing, not a SQLite database, not in WAL mode, ...).
+ * The source closed the tap of the old file and captures nothing until a
+ * SQLite database in WAL mode is back at the path; it tries again at each
+ * call of the worker's, and the first that opens starts a new generation.
+ */
+export class SqliteDatabaseUnavailableError extends SqliteBackupError {
+  constructor(path: string, options: { cause?: unknown } = {}) {
+    const why = options.cause instanceof Error ? `: ${options.cause.message}` : '';
+    super(
+      `${path} was replaced and cannot be opened again${why}; nothing is captured until a ` +
+        'SQLite database in WAL mode is back at the path (a new generation then starts)',
+      path,
+      options,
+      'SQLITE_DATABASE_UNAVAILABLE',
+    );
+    this.name = 'SqliteDatabaseUnavailableError';
+    markError(this, UNAVAILABLE_AFTER_REPLACE_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is SqliteDatabaseUnavailableError {
+    return hasErrorMarker(value, UNAVAILABLE_AFTER_REPLACE_MARKER);
+  }
+}
+
 const TRUNCATED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseTruncatedError');
 
 /**
@@ -301,11 +333,12 @@ const RESTARTED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteWalRestartedUndern
  * fresh snapshot.
  */
 export class SqliteWalRestartedUnderneathError extends SqliteBackupError {
-  constructor(path: string, detail: string) {
+  constructor(path: string, detail: string, options: { cause?: unknown; message?: string } = {}) {
     super(
-      `${path}-wal was restarted underneath backupd (${detail}); starting a new generation`,
+      options.message ??
+        `${path}-wal was restarted underneath backupd (${detail}); starting a new generation`,
       path,
-      {},
+      options.cause === undefined ? {} : { cause: options.cause },
       'SQLITE_WAL_RESTARTED_UNDERNEATH',
     );
     this.name = 'SqliteWalRestartedUnderneathError';
@@ -314,6 +347,35 @@ export class SqliteWalRestartedUnderneathError extends SqliteBackupError {
 
   static override isInstance(value: unknown): value is SqliteWalRestartedUnderneathError {
     return hasErrorMarker(value, RESTARTED_MARKER);
+  }
+}
+
+const READER_LOST_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteReaderLostError');
+
+/**
+ * A WAL restart of the tap's could not begin its read transaction again
+ * (`cause` says why); it released the write lock all the same, so the
+ * application is never left blocked. Without a reader held for that moment,
+ * the application's checkpoints may have copied, and a restart overwritten,
+ * frames not captured yet: continuity is not proven, so, like a WAL
+ * restarted underneath, the generation ends. The tap refuses to capture
+ * until `startGeneration`.
+ */
+export class SqliteReaderLostError extends SqliteWalRestartedUnderneathError {
+  constructor(path: string, options: { cause?: unknown } = {}) {
+    const why = options.cause instanceof Error ? `: ${options.cause.message}` : '';
+    super(path, 'the read transaction could not be begun again', {
+      ...options,
+      message:
+        `backupd's read transaction on ${path} could not be begun again after a WAL restart${why}; ` +
+        'the write lock was released; starting a new generation',
+    });
+    this.name = 'SqliteReaderLostError';
+    markError(this, READER_LOST_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is SqliteReaderLostError {
+    return hasErrorMarker(value, READER_LOST_MARKER);
   }
 }
 

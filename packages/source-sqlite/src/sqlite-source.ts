@@ -13,6 +13,10 @@
  *   restore point the tap no longer holds). `engineGeneration`, `snapshot`
  *   and `wal` all carry the generation's id, so any break is a new restore
  *   point for the worker.
+ * - A replaced database file: the old file's tap is closed at once, and the
+ *   file now at the path opened as a new generation; when that cannot be
+ *   opened (not a database in WAL mode, missing), every call throws
+ *   `SqliteDatabaseUnavailableError` and tries again, until one opens.
  * - The snapshot is the database image at the generation's start (page for
  *   page, read under the tap's pinned reader); the worker ships the log from
  *   offset 0 beside it.
@@ -49,7 +53,11 @@ import { CommitLogMerger } from './commit-log-merge.ts';
 import { lastCommitTimeOf } from './commit-record.ts';
 import { restorePointPageHashes } from './restore-point-page-hashes.ts';
 import { imageDigest, readResumeRecord, writeResumeRecord } from './resume-record.ts';
-import { SqliteDatabaseReplacedError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
+import {
+  SqliteDatabaseReplacedError,
+  SqliteDatabaseUnavailableError,
+  SqliteWalRestartedUnderneathError,
+} from './sqlite-errors.ts';
 import { SqliteTap, type SqliteTapOptions } from './tap.ts';
 
 /** Default of `captureIntervalMs`. */
@@ -168,7 +176,14 @@ export class SqliteSource implements BackupSource {
   readonly sideFileNames: readonly string[] = [];
   readonly path: string;
   readonly #options: SqliteSourceOptions;
+  /** The open tap; while {@link #unavailable}, the closed tap of the replaced file (never read). */
   #tap: SqliteTap;
+  /**
+   * Set while the database was replaced by something the tap cannot open:
+   * every call of the worker's tries to open it again and, until then,
+   * throws this. `base` is the next generation's commit base.
+   */
+  #unavailable: { error: SqliteDatabaseUnavailableError; readonly base: number } | null = null;
   /** Commits before the current generation's snapshot. */
   #generationBase: number;
   #persistedCount: number;
@@ -227,6 +242,11 @@ export class SqliteSource implements BackupSource {
    */
   #tick(): void {
     if (this.#timerError !== null) return;
+    // Reopening is left to the worker's calls (at its pace, not every tick).
+    if (this.#unavailable !== null) {
+      this.#schedule(this.#captureIntervalMs);
+      return;
+    }
     const now = performance.now();
     const elapsed = this.#lastTickAt === null ? this.#captureIntervalMs : now - this.#lastTickAt;
     this.#lastTickAt = now;
@@ -266,7 +286,11 @@ export class SqliteSource implements BackupSource {
     return new SqliteSource(options);
   }
 
-  /** The tap underneath (for metrics: checkpoint reports, WAL size). */
+  /**
+   * The tap underneath (for metrics: checkpoint reports, WAL size); while
+   * the database is unavailable after a replacement, the closed tap of the
+   * replaced file (its counters only).
+   */
   get tap(): SqliteTap {
     return this.#tap;
   }
@@ -329,6 +353,8 @@ export class SqliteSource implements BackupSource {
     if (this.#timerError !== null) {
       const error = this.#timerError;
       this.#timerError = null;
+      // The timer stopped at the error: ticks go on from the next call.
+      if (this.#captureIntervalMs > 0) this.#schedule(this.#captureIntervalMs);
       throw error;
     }
     this.#guarded(() => {
@@ -339,24 +365,51 @@ export class SqliteSource implements BackupSource {
 
   /** Runs `action` on the tap; a break in continuity becomes a new generation, other errors propagate. */
   #guarded(action: () => unknown): void {
+    this.#available();
     try {
       action();
     } catch (error) {
       if (SqliteWalRestartedUnderneathError.isInstance(error)) {
         this.#newGeneration();
       } else if (SqliteDatabaseReplacedError.isInstance(error)) {
+        // The old file's tap is closed at once (nothing reads its descriptors
+        // again), then the file at the path is opened as a new generation.
         const base = this.#commitCount + 1;
         this.#tap.close();
-        this.#tap = SqliteTap.open(this.path, this.#options);
-        this.#generationBase = base;
-        this.#logOffset = 0;
+        this.#unavailable = {
+          error: new SqliteDatabaseUnavailableError(this.path, { cause: error }),
+          base,
+        };
+        this.#available();
       } else {
         throw error;
       }
     }
   }
 
+  /**
+   * After the database was replaced: opens the file now at the path (a new
+   * generation, counting one commit for the break), or throws
+   * {@link SqliteDatabaseUnavailableError} naming why it cannot.
+   */
+  #available(): void {
+    const unavailable = this.#unavailable;
+    if (unavailable === null) return;
+    if (this.#closed) throw unavailable.error;
+    try {
+      this.#tap = SqliteTap.open(this.path, this.#options);
+    } catch (error) {
+      unavailable.error = new SqliteDatabaseUnavailableError(this.path, { cause: error });
+      throw unavailable.error;
+    }
+    this.#unavailable = null;
+    this.#generationBase = unavailable.base;
+    this.#logOffset = 0;
+    void this.#persist().catch(() => undefined);
+  }
+
   async durablePosition(): Promise<DurablePosition> {
+    this.#available();
     // Every commit count the worker can ship passes through here (it ships
     // log bytes up to the durable length it got here), so the count is on
     // disk before any restore point can carry it. Not on every capture tick:
@@ -404,6 +457,7 @@ export class SqliteSource implements BackupSource {
   }
 
   async openRestorePoint(): Promise<OpenedRestorePoint> {
+    this.#available();
     let snapshot = this.#tap.snapshot();
     if (snapshot === null) {
       // The snapshot this generation started from was let go (it reached the
@@ -564,6 +618,7 @@ export class SqliteSource implements BackupSource {
     candidate: GenerationCandidate,
     options: SourceCallOptions = {},
   ): Promise<boolean> {
+    this.#available();
     if (
       this.#tap.generationId !== this.#openedGenerationId ||
       this.#tap.logStart !== 0 ||
@@ -630,6 +685,7 @@ export class SqliteSource implements BackupSource {
    */
   async #recordForNextStart(): Promise<void> {
     const shipped = this.#lastShipped;
+    if (this.#unavailable !== null) return;
     if (shipped === null || shipped.engineGeneration !== this.#tap.generationId) return;
     const length = this.#logOffset + this.#tap.logLength;
     if (shipped.shippedLength !== length || shipped.inRestorePoint !== length) return;

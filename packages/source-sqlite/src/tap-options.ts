@@ -135,9 +135,12 @@ export interface SqliteTapOptions {
    * checkpoints answer busy at once and the tap's are the only ones (see
    * checkpoint-hold.ts: an application committing back to back kept about
    * 1.0 of its rate alone at `synchronous=NORMAL`, against about 0.8
-   * without). Default `true`;
-   * `false` for an application that must run its own checkpoints while it
-   * writes (they then run, and cost it, as before).
+   * without). Default `false`: only for a tap in a process of its own
+   * (`backupd replicate` turns it on). A POSIX lock never conflicts within
+   * its process, so beside an application connection in the same process
+   * it would hold nothing back, and its unlock could drop a checkpoint lock
+   * that connection holds from another thread. Leave it off, too, for an
+   * application that must run its own checkpoints while it writes.
    */
   readonly holdCheckpointLock?: boolean;
   /** How the hold calls `fcntl` (tests only). Default {@link loadByteLockCall}. */
@@ -178,7 +181,7 @@ export function resolveTapOptions(options: SqliteTapOptions): Required<SqliteTap
     maxPageBaseBytes: options.maxPageBaseBytes ?? DEFAULT_MAX_PAGE_BASE_BYTES,
     captureBudgetBytes: options.captureBudgetBytes ?? DEFAULT_CAPTURE_BUDGET_BYTES,
     truncateWalFile: options.truncateWalFile ?? false,
-    holdCheckpointLock: options.holdCheckpointLock ?? true,
+    holdCheckpointLock: options.holdCheckpointLock ?? false,
     checkpointLockCall: options.checkpointLockCall ?? loadByteLockCall,
     wallNow: options.wallNow ?? Date.now,
     monotonicNow: options.monotonicNow ?? (() => performance.now()),

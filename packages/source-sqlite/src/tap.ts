@@ -64,6 +64,10 @@
  * The tap keeps its own descriptors of the database and `-shm` files open
  * for its whole life: POSIX locks belong to a process and a file, so closing
  * any descriptor of those files would silently drop SQLite's read marks.
+ * They come from a registry shared by the process (quiet-descriptors.ts),
+ * which closes one only when nothing else in the process has the file open:
+ * an application that embeds the tap keeps its own connection's locks
+ * across the tap's close (see the README, _Embedding_).
  *
  * # What is detected
  *
@@ -101,7 +105,6 @@
  * checkpoints and WAL restarts (checkpoints.ts, checkpoint-calls.ts,
  * copy-progress.ts).
  */
-import { closeSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import { CheckpointLockHold, type CheckpointLockState } from './checkpoint-hold.ts';
 import { type CheckpointReport, refusedCheckpoint, runCheckpoint } from './checkpoints.ts';
@@ -123,7 +126,8 @@ import {
 import type { HeldLogRange } from './held-log.ts';
 import { HeldReaders, READER_BUSY_TIMEOUT_MS } from './held-readers.ts';
 import { checkDatabaseFile, openTapConnection, openWriterConnection } from './open-database.ts';
-import { QuietOpener } from './quiet-descriptors.ts';
+import { lockedFileDescriptors, QuietOpener, type SharedDescriptor } from './quiet-descriptors.ts';
+import { SqliteReaderLostError } from './sqlite-errors.ts';
 import {
   INSISTENT_RESTART_FACTOR,
   type RestartUrgency,
@@ -170,21 +174,25 @@ export class SqliteTap {
   readonly #writer: DatabaseSync;
   readonly #identity: FileIdentityOfDatabase;
   /**
-   * Descriptor of the database file, open for the tap's whole life and
-   * closed only after its SQLite connections: closing any descriptor of a
-   * file drops every POSIX lock this process holds on it, which would
-   * silently end the tap's read transactions. (The `-shm` file's, where
-   * SQLite's read marks are locks, is kept the same way by the capture.)
+   * Descriptor of the database file, held for the tap's whole life and given
+   * back only after its SQLite connections close: closing any descriptor of
+   * a file drops every POSIX lock this process holds on it, which would
+   * silently end the tap's read transactions, or an embedding application's
+   * locks (the registry closes it only when nothing else has the file open).
    */
-  readonly #databaseFd: number;
+  readonly #database: SharedDescriptor;
   /**
-   * Descriptor of the `-shm` file the checkpoint-lock hold locks through,
-   * kept and closed like {@link #databaseFd}.
+   * Descriptor of the `-shm` file (SQLite's read marks are locks on it): the
+   * capture reads the wal-index through it and the checkpoint-lock hold
+   * locks through it. Kept and given back like {@link #database}.
    */
-  readonly #shmFd: number;
+  readonly #shm: SharedDescriptor;
   readonly #checkpointLock: CheckpointLockHold;
+  /** Opens the `-wal` file (SQLite keeps no lock on it, so closing is harmless). */
   readonly #opener = new QuietOpener();
   #closed = false;
+  /** Set by a restart that could not hold a reader again, until {@link startGeneration}. */
+  #readerLost: SqliteReaderLostError | null = null;
 
   readonly #progress = new CopyProgress();
   readonly #capture: WalCapture;
@@ -210,36 +218,53 @@ export class SqliteTap {
     this.walPath = `${path}-wal`;
     this.shmPath = `${path}-shm`;
     this.options = resolveTapOptions(options);
-    checkDatabaseFile(path);
-    this.#writer = openWriterConnection(path, this.options.busyTimeoutMs);
-    // Beginning a read transaction never waits on writers in WAL mode; the
-    // timeout only covers SQLite's own brief WAL-index recovery locks.
-    const readers: [DatabaseSync, DatabaseSync] = [
-      openTapConnection(path, READER_BUSY_TIMEOUT_MS),
-      openTapConnection(path, READER_BUSY_TIMEOUT_MS),
-    ];
-    this.pageSize = Number(
-      (this.#writer.prepare('PRAGMA page_size').get() as { page_size: number }).page_size,
-    );
-    // From now on the write lock is taken without SQLite's busy handler
-    // (see takeWriteLock).
-    this.#writer.exec('PRAGMA busy_timeout=0');
-    this.#databaseFd = this.#opener.open(path);
-    this.#identity = identityOf(this.#databaseFd);
-    this.#capture = new WalCapture({
-      path,
-      pageSize: this.pageSize,
-      opener: this.#opener,
-      wallNow: this.options.wallNow,
-      progress: this.#progress,
-      keptCommits: () => this.#generation?.log.commits ?? 0,
-    });
-    this.#readers = new HeldReaders(readers);
-    this.#generation = this.#startGenerationUnderReader();
-    // SQLite created the -shm file when the connections above opened.
-    this.#shmFd = this.#opener.open(this.shmPath);
+    // What opened so far is closed again when a later step throws (a
+    // source retrying a replaced database opens again and again).
+    const undo: (() => void)[] = [];
+    try {
+      this.#database = checkDatabaseFile(path, (at) => lockedFileDescriptors.acquire(at));
+      undo.push(() => this.#database.release());
+      this.#identity = identityOf(this.#database.fd);
+      this.#writer = openWriterConnection(path, this.options.busyTimeoutMs);
+      undo.push(() => this.#writer.close());
+      // Beginning a read transaction never waits on writers in WAL mode; the
+      // timeout only covers SQLite's own brief WAL-index recovery locks.
+      const first = openTapConnection(path, READER_BUSY_TIMEOUT_MS);
+      undo.push(() => first.close());
+      const second = openTapConnection(path, READER_BUSY_TIMEOUT_MS);
+      undo.push(() => second.close());
+      this.pageSize = Number(
+        (this.#writer.prepare('PRAGMA page_size').get() as { page_size: number }).page_size,
+      );
+      // From now on the write lock is taken without SQLite's busy handler
+      // (see takeWriteLock).
+      this.#writer.exec('PRAGMA busy_timeout=0');
+      // SQLite created the -shm file when the writer read the schema.
+      this.#shm = lockedFileDescriptors.acquire(this.shmPath);
+      undo.push(() => this.#shm.release());
+      this.#capture = new WalCapture({
+        path,
+        pageSize: this.pageSize,
+        opener: this.#opener,
+        wallNow: this.options.wallNow,
+        progress: this.#progress,
+        keptCommits: () => this.#generation?.log.commits ?? 0,
+      });
+      undo.push(() => this.#capture.close());
+      this.#readers = new HeldReaders([first, second]);
+      this.#generation = this.#startGenerationUnderReader();
+    } catch (error) {
+      for (const step of undo.reverse()) {
+        try {
+          step();
+        } catch {
+          // The first error is the one to report.
+        }
+      }
+      throw error;
+    }
     this.#checkpointLock = new CheckpointLockHold(
-      this.#shmFd,
+      this.#shm.fd,
       this.options.holdCheckpointLock
         ? this.options.checkpointLockCall()
         : { unavailable: 'turned off (holdCheckpointLock: false)' },
@@ -362,6 +387,9 @@ export class SqliteTap {
    */
   startGeneration(): string {
     this.#assertOpen();
+    // After a SqliteReaderLostError: the snapshot is read under a reader.
+    this.#readers.holdAgain();
+    this.#readerLost = null;
     this.#capture.reset();
     this.#generation = this.#startGenerationUnderReader();
     return this.#generation.id;
@@ -377,6 +405,7 @@ export class SqliteTap {
    */
   capture(): number {
     this.#assertOpen();
+    if (this.#readerLost !== null) throw this.#readerLost;
     checkDatabaseUnchanged({
       path: this.path,
       identity: this.#identity,
@@ -494,24 +523,33 @@ export class SqliteTap {
     // The checkpoint's own unlock, in this process, drops the hold: take it back after.
     const lockWasHeld = this.#checkpointLock.state === 'held';
     try {
-      return this.#report(
-        runCheckpoint(
-          mode,
-          {
-            options: this.options,
-            readers: this.#readers,
-            writer: this.#writer,
-            capture: this.#capture,
-            progress: this.#progress,
-            advance: () => this.advance(),
-            captureIntoLog: (budgetBytes) => this.#captureIntoLog(budgetBytes),
-          },
-          urgency,
-        ),
-      );
+      return this.#runCheckpoint(mode, urgency);
+    } catch (error) {
+      // Frames may have gone uncaptured: nothing more is captured into this generation.
+      if (SqliteReaderLostError.isInstance(error)) this.#readerLost = error;
+      throw error;
     } finally {
       if (lockWasHeld) this.#checkpointLock.take();
     }
+  }
+
+  #runCheckpoint(mode: 'passive' | 'truncate', urgency: RestartUrgency): CheckpointReport {
+    return this.#report(
+      runCheckpoint(
+        mode,
+        {
+          options: this.options,
+          path: this.path,
+          readers: this.#readers,
+          writer: this.#writer,
+          capture: this.#capture,
+          progress: this.#progress,
+          advance: () => this.advance(),
+          captureIntoLog: (budgetBytes) => this.#captureIntoLog(budgetBytes),
+        },
+        urgency,
+      ),
+    );
   }
 
   /**
@@ -522,7 +560,7 @@ export class SqliteTap {
     this.#assertOpen();
     return snapshotOf(
       this.#generation,
-      { path: this.path, databaseFd: this.#databaseFd, pageSize: this.pageSize },
+      { path: this.path, databaseFd: this.#database.fd, pageSize: this.pageSize },
       this.#pins,
     );
   }
@@ -582,12 +620,20 @@ export class SqliteTap {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#readers.close();
-    this.#writer.close();
-    // Only now: see #databaseFd (closing #shmFd lets the checkpoint lock go).
-    closeSync(this.#databaseFd);
-    closeSync(this.#shmFd);
-    this.#capture.close();
+    // The registry may keep the -shm descriptor open: let the lock go first.
+    this.#checkpointLock.letGo();
+    try {
+      this.#readers.close();
+    } finally {
+      try {
+        this.#writer.close();
+      } finally {
+        // Only now: see #database.
+        this.#capture.close();
+        this.#database.release();
+        this.#shm.release();
+      }
+    }
   }
 
   // ---------------------------------------------------------------------------
@@ -685,7 +731,7 @@ export class SqliteTap {
   #startGenerationUnderReader(): Generation {
     return startGenerationUnderReader({
       path: this.path,
-      databaseFd: this.#databaseFd,
+      databaseFd: this.#database.fd,
       pageSize: this.pageSize,
       maxHeldLogBytes: this.options.maxHeldLogBytes,
       maxHeldLogRecords: this.options.maxHeldLogRecords,

@@ -8,6 +8,10 @@
  *   this cycle (or the first invalid frame), and never skipped: what a call
  *   leaves is read by the next, and {@link WalCapture.caughtUp} says whether
  *   the call reached the end;
+ * - no transaction is too large: one larger than a call's budget is read
+ *   over several calls, each going on after the last frame the one before
+ *   verified (never again from its first frame), its pages held until its
+ *   commit frame is read;
  * - pages are copied out of the very bytes whose checksums were verified,
  *   never read again later by offset;
  * - a `-wal` file replaced underneath, or a cycle of another page size, is a
@@ -18,7 +22,12 @@
 import { closeSync, fstatSync, readSync } from 'node:fs';
 import type { CopyProgress } from './copy-progress.ts';
 import type { HeldLog } from './held-log.ts';
-import { maybeUnlinked, type QuietOpener } from './quiet-descriptors.ts';
+import {
+  lockedFileDescriptors,
+  maybeUnlinked,
+  type QuietOpener,
+  type SharedDescriptor,
+} from './quiet-descriptors.ts';
 import { SqliteCorruptWalFrameError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
 import {
   parseWalHeader,
@@ -28,12 +37,23 @@ import {
   WAL_FRAME_HEADER_BYTES,
   WAL_HEADER_BYTES,
   type WalHeader,
+  type WalPosition,
   type WalTransaction,
   walCycleId,
 } from './wal-file.ts';
 
 /** Frames read from the WAL per piece (about 4 MiB at 4 KiB pages). */
-const READ_CHUNK_FRAMES = 1024;
+export const READ_CHUNK_FRAMES = 1024;
+
+/**
+ * A committed transaction read in part: its frames up to `verified`, whose
+ * checksums were verified, and the newest version of each page they wrote
+ * (copies: the read buffer is reused).
+ */
+interface OpenTransaction {
+  readonly verified: WalPosition;
+  readonly pages: Map<number, Uint8Array>;
+}
 
 /** What a {@link WalCapture} needs from the tap that owns it. */
 export interface WalCaptureContext {
@@ -52,16 +72,16 @@ export interface WalCaptureContext {
 export class WalCapture {
   readonly #context: WalCaptureContext;
   readonly #walPath: string;
-  readonly #shmPath: string;
   /** The `-wal` file, kept open across captures (see quiet-descriptors.ts); `null` until read. */
   #walFd: number | null = null;
+  readonly #shmPath: string;
   /**
-   * The `-shm` file, open for the tap's whole life once opened: closing any
+   * The `-shm` file's descriptor, from the process's registry
+   * (quiet-descriptors.ts) and given back at {@link close}: closing any
    * descriptor of a file drops every POSIX lock this process holds on it,
-   * which would silently end the tap's read transactions (SQLite's read
-   * marks are locks on `-shm`).
+   * SQLite's read marks included.
    */
-  #shmFd: number | null = null;
+  #shm: SharedDescriptor | null = null;
 
   // The WAL cycle being read.
   #walHeader: WalHeader | null = null;
@@ -85,6 +105,16 @@ export class WalCapture {
   #readBuffer = new Uint8Array(0);
   /** See {@link caughtUp}. */
   #caughtUp = true;
+  #closed = false;
+  /**
+   * A transaction larger than the last call's budget, read in part: the next
+   * call goes on from its last verified frame. Only one the wal-index counts
+   * as committed in this cycle (so never rolled back, nor its frames
+   * overwritten before the cycle ends); dropped with the cycle.
+   */
+  #open: OpenTransaction | null = null;
+  /** WAL bytes read since the capture was made (frames and headers; for tests and metrics). */
+  #bytesRead = 0;
 
   constructor(context: WalCaptureContext) {
     this.#context = context;
@@ -119,10 +149,21 @@ export class WalCapture {
 
   /**
    * True when the last read reached every frame the WAL index counted as
-   * committed (false after one that stopped at its byte budget).
+   * committed (false after one that stopped at its byte budget, which
+   * includes one that left a transaction read in part).
    */
   get caughtUp(): boolean {
     return this.#caughtUp;
+  }
+
+  /** Frames past {@link walFrames} read and verified of a transaction not read to its commit yet. */
+  get openFrames(): number {
+    return this.#open === null ? 0 : this.#open.verified.frame - this.#walFrame;
+  }
+
+  /** WAL bytes read from the `-wal` file since this capture was made. */
+  get bytesRead(): number {
+    return this.#bytesRead;
   }
 
   /** The database size before any WAL frame is read (a generation's start: the file's header). */
@@ -139,12 +180,19 @@ export class WalCapture {
     this.#walFrame = 0;
     this.#walChecksum = [0, 0];
     this.#walPages = new Set();
+    this.#open = null;
     this.#context.progress.forget();
   }
 
-  /** Closes the `-shm` and `-wal` descriptors (only after the tap's SQLite connections). */
+  /**
+   * Closes the `-wal` descriptor and stops using the `-shm` one (the tap
+   * gives that back); any later read fails instead of reading a descriptor
+   * number the process may have given to another file since.
+   */
   close(): void {
-    if (this.#shmFd !== null) closeSync(this.#shmFd);
+    this.#closed = true;
+    this.#shm?.release();
+    this.#shm = null;
     this.#closeWal();
   }
 
@@ -159,6 +207,13 @@ export class WalCapture {
    * 0 (the WAL completely checkpointed when it began), the application's next
    * commit may restart the WAL and overwrite its frames at any moment, and a
    * second read could return another page's bytes.
+   *
+   * A transaction larger than the budget is read over several calls: a call
+   * keeps the frames it verified (their pages copied, the running checksum
+   * and offset after them) and the next goes on from there. A transaction
+   * left in part is one the wal-index counts as committed in this cycle;
+   * frames it does not count (still being written, or rolled back) are never
+   * read, or when the index cannot tell, read again by the next call.
    * @returns the number of commits read.
    */
   read(into: HeldLog | Map<number, Uint8Array>, budgetBytes: number): number {
@@ -169,6 +224,7 @@ export class WalCapture {
       return 0;
     }
     const header = parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES));
+    this.#bytesRead += WAL_HEADER_BYTES;
     if (header === null) {
       // Empty (after TRUNCATE) or being created: nothing committed in it.
       this.#walEmptied();
@@ -197,33 +253,48 @@ export class WalCapture {
     const readEnd = indexOfThisCycle
       ? WAL_HEADER_BYTES + index.committedFrames * frameBytes
       : Number.POSITIVE_INFINITY;
-    if (readEnd <= this.#walOffset) return 0;
-    // In pieces, so a large WAL is never read whole into memory; at most
-    // `budgetBytes` per call (whole pieces), so the event loop is not held.
-    let chunkBytes = READ_CHUNK_FRAMES * frameBytes;
+    let open = this.#open;
+    this.#open = null;
+    let position: WalPosition = open?.verified ?? {
+      offset: this.#walOffset,
+      frame: this.#walFrame,
+      checksum: this.#walChecksum,
+    };
+    if (readEnd <= position.offset) {
+      this.#keepOpen(open, indexOfThisCycle ? index.committedFrames : 0);
+      return 0;
+    }
+    // In pieces of one size, so a large WAL is never read whole into
+    // memory; at most `budgetBytes` per call (whole pieces), so the event
+    // loop is not held.
+    const pieceBytes = READ_CHUNK_FRAMES * frameBytes;
     let captured = 0;
     let spent = 0;
     const capturedAt = this.#context.wallNow();
     for (;;) {
-      const start = this.#walOffset;
-      const wanted = Math.min(readEnd - start, chunkBytes);
+      const start = position.offset;
+      const wanted = Math.min(readEnd - start, pieceBytes);
       const bytes = this.#readInto(fd, start, wanted);
-      const scan = scanWalFrames(header, bytes, start, this.#walFrame, this.#walChecksum);
-      for (const transaction of scan.transactions)
-        this.#take(header, transaction, into, capturedAt);
+      const scan = scanWalFrames(header, bytes, position);
+      for (const transaction of scan.transactions) {
+        this.#take(header, withOpenPages(open, transaction), into, capturedAt);
+        open = null;
+      }
       captured += scan.transactions.length;
-      this.#walOffset = scan.endOffset;
-      this.#walFrame = scan.endFrame;
-      this.#walChecksum = scan.checksum;
-      if (scan.badFrame !== null) {
-        if (indexOfThisCycle && index.committedFrames >= scan.badFrame) {
-          throw new SqliteCorruptWalFrameError(
-            this.#context.path,
-            scan.badFrame,
-            scan.endOffset,
-            this.#context.keptCommits(),
-          );
-        }
+      if (scan.committed !== null) {
+        this.#walOffset = scan.committed.offset;
+        this.#walFrame = scan.committed.frame;
+        this.#walChecksum = scan.committed.checksum;
+      }
+      position = scan.verified;
+      if (scan.open.size > 0) open = keepPages(open, scan.open, position);
+      if (scan.badFrame !== null && indexOfThisCycle && index.committedFrames >= scan.badFrame) {
+        throw new SqliteCorruptWalFrameError(
+          this.#context.path,
+          scan.badFrame,
+          WAL_HEADER_BYTES + (scan.badFrame - 1) * frameBytes,
+          this.#context.keptCommits(),
+        );
       }
       // Stop at an invalid frame, at the end asked for, or at the file's end.
       if (scan.stoppedEarly || start + bytes.byteLength >= readEnd || bytes.byteLength < wanted)
@@ -233,10 +304,23 @@ export class WalCapture {
         this.#caughtUp = false;
         break;
       }
-      // A transaction larger than the piece: read a bigger one.
-      if (scan.transactions.length === 0) chunkBytes *= 2;
     }
+    this.#keepOpen(open, indexOfThisCycle ? index.committedFrames : 0);
     return captured;
+  }
+
+  /**
+   * Keeps a transaction read in part for the next call when every frame of
+   * it is one the wal-index counts as committed in this cycle (`committed`
+   * frames; 0 when the index is of another cycle or unreadable): such frames
+   * are never rolled back nor overwritten before the cycle ends. Others are
+   * read again, from the last commit, by the next call. Either way the
+   * capture is not caught up.
+   */
+  #keepOpen(open: OpenTransaction | null, committed: number): void {
+    if (open === null) return;
+    this.#caughtUp = false;
+    if (open.verified.frame <= committed) this.#open = open;
   }
 
   /** One verified transaction: its pages into the overlay (copies), or the transaction into the log. */
@@ -247,9 +331,12 @@ export class WalCapture {
     capturedAt: number,
   ): void {
     const overlay = into instanceof Map ? into : null;
+    const readBuffer = this.#readBuffer.buffer;
     for (const [pageNumber, page] of transaction.pages) {
       this.#walPages.add(pageNumber);
-      if (overlay !== null) overlay.set(pageNumber, page.slice());
+      // Pages kept from earlier pieces are copies already: moved, not copied again.
+      if (overlay !== null)
+        overlay.set(pageNumber, page.buffer === readBuffer ? page.slice() : page);
     }
     this.#databasePages = transaction.databasePages;
     if (!(into instanceof Map)) into.add(header, transaction, capturedAt);
@@ -268,15 +355,16 @@ export class WalCapture {
 
   /** The wal-index header's counts (`null` when the `-shm` file is missing or unreadable). */
   readWalIndex(): ReturnType<typeof readWalIndexCommitted> {
-    if (this.#shmFd === null) {
+    if (this.#closed) throw new Error(`the WAL capture of ${this.#context.path} is closed`);
+    if (this.#shm === null) {
       try {
-        this.#shmFd = this.#context.opener.open(this.#shmPath);
+        this.#shm = lockedFileDescriptors.acquire(this.#shmPath);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
         throw error;
       }
     }
-    return readWalIndexCommitted(this.#shmFd);
+    return readWalIndexCommitted(this.#shm.fd);
   }
 
   /**
@@ -287,6 +375,7 @@ export class WalCapture {
    * @throws SqliteWalRestartedUnderneathError when it was replaced.
    */
   #walDescriptor(): number | null {
+    if (this.#closed) throw new Error(`the WAL capture of ${this.#context.path} is closed`);
     if (this.#walFd !== null) {
       if (!maybeUnlinked(this.#walFd)) return this.#walFd;
       this.#closeWal();
@@ -328,6 +417,7 @@ export class WalCapture {
       if (n === 0) break;
       done += n;
     }
+    this.#bytesRead += done;
     return buffer.subarray(0, done);
   }
 
@@ -335,6 +425,7 @@ export class WalCapture {
     this.#walHeader = null;
     this.#walOffset = WAL_HEADER_BYTES;
     this.#walFrame = 0;
+    this.#open = null;
     this.#context.progress.forget();
   }
 
@@ -358,6 +449,40 @@ export class WalCapture {
     this.#walFrame = 0;
     this.#walChecksum = [header.checksum1, header.checksum2];
     this.#walPages = new Set();
+    // A transaction read in part belongs to the cycle before, and was not
+    // committed in it (a restart waits for every committed frame to be read).
+    this.#open = null;
     this.#context.progress.forget();
   }
+}
+
+/**
+ * `transaction` (its frames of the last piece), completed by the pages its
+ * earlier frames wrote, read by earlier pieces (`open`): a later version of
+ * a page is written over the kept copy.
+ */
+function withOpenPages(open: OpenTransaction | null, transaction: WalTransaction): WalTransaction {
+  if (open === null) return transaction;
+  const pages = open.pages;
+  for (const [pageNumber, page] of transaction.pages) {
+    const kept = pages.get(pageNumber);
+    if (kept !== undefined) kept.set(page);
+    else pages.set(pageNumber, page);
+  }
+  return { ...transaction, pages };
+}
+
+/** `open` extended by the frames after the last commit of one piece (their pages copied out of it). */
+function keepPages(
+  open: OpenTransaction | null,
+  pages: ReadonlyMap<number, Uint8Array>,
+  verified: WalPosition,
+): OpenTransaction {
+  const kept = open?.pages ?? new Map<number, Uint8Array>();
+  for (const [pageNumber, page] of pages) {
+    const copy = kept.get(pageNumber);
+    if (copy !== undefined) copy.set(page);
+    else kept.set(pageNumber, page.slice());
+  }
+  return { verified, pages: kept };
 }

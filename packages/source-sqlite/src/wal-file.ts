@@ -4,8 +4,10 @@
  * salts, cumulative checksums, commit boundaries). A frame is valid only when
  * its salts equal the header's and its checksum, cumulative from the
  * header's, matches; the first invalid frame ends the log. A transaction is
- * the frames up to and including a commit frame; frames after the last commit
- * frame are an unfinished or rolled-back transaction and are never reported.
+ * the frames up to and including a commit frame. Frames after the last commit
+ * frame are reported apart (`open`): the start of a transaction larger than
+ * the bytes scanned, or one unfinished or rolled back; only the wal-index can
+ * tell which (see wal-capture.ts).
  *
  * Also reads the wal-index header from `<db>-shm` (the shared-memory file of
  * the unix VFS), which says how many frames are committed. That is how a
@@ -48,20 +50,40 @@ export interface WalTransaction {
   readonly commitFrame: number;
 }
 
+/** A point in a WAL cycle: right after a valid frame (or the header). */
+export interface WalPosition {
+  /** Byte offset after the frame. */
+  readonly offset: number;
+  /** Frames of the cycle up to and including it. */
+  readonly frame: number;
+  /** The running checksum after it. */
+  readonly checksum: [number, number];
+}
+
 /** Where reading stopped, and why. */
 export interface WalScan {
-  readonly transactions: WalTransaction[];
-  /** Byte offset after the last valid commit frame (where the next read starts). */
-  readonly endOffset: number;
-  /** Frames in the WAL up to `endOffset` (1-based index of the last commit frame). */
-  readonly endFrame: number;
-  /** Running checksum after the last valid commit frame. */
-  readonly checksum: [number, number];
   /**
-   * The frame right after the last commit when it is complete, carries this
-   * cycle's salts and fails its checksum; `null` otherwise. Not by itself
-   * corruption (a rolled-back transaction leaves such frames); compare with
-   * the wal-index's committed frame count.
+   * The transactions whose commit frame `bytes` hold. The first one holds
+   * only its frames from `startOffset` on: when the scan started inside a
+   * transaction, the caller holds the frames before (see `open`).
+   */
+  readonly transactions: WalTransaction[];
+  /** Right after the last commit frame in `bytes`; `null` when they hold none. */
+  readonly committed: WalPosition | null;
+  /** Right after the last valid frame, a commit or not: where the next piece starts. */
+  readonly verified: WalPosition;
+  /**
+   * Pages of the valid frames after the last commit frame (views into
+   * `bytes`, last version of each): a transaction whose commit frame comes
+   * later, or never (still being written, or rolled back).
+   */
+  readonly open: Map<number, Uint8Array>;
+  /**
+   * The first frame (1-based, in the cycle) that is complete, carries this
+   * cycle's salts and fails its checksum; `null` when the scan did not stop
+   * at one. Not by itself corruption (a rolled-back transaction leaves such
+   * frames past the last commit): it is when the wal-index counts it as
+   * committed.
    */
   readonly badFrame: number | null;
   /** True when an invalid frame (not the end of `bytes`) ended the scan. */
@@ -75,51 +97,56 @@ function u32(bytes: Uint8Array, at: number): number {
 }
 
 /**
- * Reads the committed transactions of one WAL cycle from `bytes`, which hold
- * the file from `startOffset` on; `startFrame` frames precede `startOffset`,
- * and `checksum` is the running checksum there.
+ * Reads the frames of one WAL cycle in `bytes`, which hold the file from
+ * `start.offset` on, right after a valid frame (or the header): frame
+ * `start.frame` with the running checksum `start.checksum`. The start may
+ * be inside a transaction; see {@link WalScan.transactions}.
  */
-export function scanWalFrames(
-  header: WalHeader,
-  bytes: Uint8Array,
-  startOffset: number,
-  startFrame: number,
-  checksum: [number, number],
-): WalScan {
+export function scanWalFrames(header: WalHeader, bytes: Uint8Array, start: WalPosition): WalScan {
   const scanner = SqliteWalScanner.resume({
     header,
     headerProblem: null,
-    validLength: startOffset,
+    validLength: start.offset,
     commits: 0,
-    frames: startFrame,
+    frames: start.frame,
     databasePages: 0,
-    checksum,
+    checksum: start.checksum,
     uncommittedFrames: 0,
     end: 'end-of-input',
   });
   scanner.push(bytes);
   const result = scanner.result;
   const frameBytes = WAL_FRAME_HEADER_BYTES + header.pageSize;
+  const validFrames = result.frames + result.uncommittedFrames - start.frame;
+  // The running checksum after a valid frame is the one its header carries.
+  const after = (index: number): WalPosition => {
+    const at = index * frameBytes;
+    return {
+      offset: start.offset + at + frameBytes,
+      frame: start.frame + index + 1,
+      checksum: [u32(bytes, at + 16), u32(bytes, at + 20)],
+    };
+  };
   const transactions: WalTransaction[] = [];
+  let committed: WalPosition | null = null;
   let pending = new Map<number, Uint8Array>();
-  let frame = startFrame;
-  for (let at = 0; at + startOffset < result.validLength; at += frameBytes) {
-    frame += 1;
+  for (let index = 0; index < validFrames; index += 1) {
+    const at = index * frameBytes;
     pending.set(u32(bytes, at), bytes.subarray(at + WAL_FRAME_HEADER_BYTES, at + frameBytes));
     const databasePages = u32(bytes, at + 4);
     if (databasePages !== 0) {
-      transactions.push({ pages: pending, databasePages, commitFrame: frame });
+      committed = after(index);
+      transactions.push({ pages: pending, databasePages, commitFrame: committed.frame });
       pending = new Map();
     }
   }
-  const badFrame =
-    result.end === 'checksum-mismatch' && result.uncommittedFrames === 0 ? result.frames + 1 : null;
   return {
     transactions,
-    endOffset: result.validLength,
-    endFrame: result.frames,
-    checksum: result.checksum,
-    badFrame,
+    committed,
+    verified: validFrames === 0 ? start : after(validFrames - 1),
+    open: pending,
+    badFrame:
+      result.end === 'checksum-mismatch' ? result.frames + result.uncommittedFrames + 1 : null,
     stoppedEarly: result.end !== 'end-of-input',
   };
 }

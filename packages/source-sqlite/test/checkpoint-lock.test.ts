@@ -52,6 +52,7 @@ function setUp(options: { holdCheckpointLock?: boolean } = {}) {
     passiveCheckpointPages: 20,
     truncateCheckpointPages: 100_000,
     monotonicNow: () => clock.now,
+    holdCheckpointLock: true,
     ...options,
   });
   cleanups.push(() => tap.close());
@@ -133,6 +134,7 @@ describe('the checkpoint-lock hold', () => {
     const { path, application } = openApplicationDatabase('backupd-checkpoint-lock-', cleanups);
     const tap = SqliteTap.open(path, {
       passiveCheckpointPages: 20,
+      holdCheckpointLock: true,
       checkpointLockCall: () => loadOnce('darwin', 'arm64'),
     });
     cleanups.push(() => tap.close());

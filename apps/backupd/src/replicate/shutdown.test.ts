@@ -3,7 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { recordingLogger } from '../../test/helpers/recording-logger.ts';
 import type { Daemon, ReplicaShutdown } from '../daemon.ts';
 import { EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK } from '../exit-codes.ts';
-import { shutdownExitCode, stopReplication } from './shutdown.ts';
+import type { DatabaseOnDisk } from './database-on-disk.ts';
+import {
+  reviewShutdown,
+  shutdownExitCode,
+  stoppedIncompleteEvent,
+  stopReplication,
+} from './shutdown.ts';
 
 function replica(complete: boolean): ReplicaShutdown {
   const report: ShutdownReport = {
@@ -83,5 +89,53 @@ describe('stopReplication', () => {
     expect(code).toBe(EXIT_FAILED);
     expect(events().at(-1)).toMatchObject({ event: 'shutdown-failed', level: 50 });
     expect(JSON.stringify(events().at(-1))).toContain('bucket gone');
+  });
+});
+
+describe('reviewShutdown', () => {
+  const neverHeld: ReplicaShutdown = {
+    database: '/srv/app.db',
+    replica: 's3://b/p',
+    report: {
+      complete: false,
+      unrestorableCommits: 0,
+      restorableCommitSeq: null,
+      capturedCommitSeq: null,
+      unrestorableSince: null,
+      unrestorableUntil: null,
+      heldLease: false,
+      shortfall: 'never-held-lease',
+      lastError: 'taking the bucket lease: connect ECONNREFUSED',
+    },
+  };
+  const disk = (state: DatabaseOnDisk['state']): DatabaseOnDisk => ({
+    path: '/srv/app.db',
+    state,
+    databaseBytes: state === 'empty' ? 4096 : 8192,
+    pages: state === 'empty' ? 1 : 2,
+    walBytes: state === 'empty' ? 0 : 8272,
+    walFrames: state === 'empty' ? 0 : 2,
+  });
+
+  it('a never-opened database with content stays incomplete, and the event says how much and why', () => {
+    const reviewed = reviewShutdown(neverHeld, () => disk('content'));
+    expect(reviewed.report.complete).toBe(false);
+    expect(shutdownExitCode([reviewed], EXIT_OK)).toBe(EXIT_INCOMPLETE);
+    const event = stoppedIncompleteEvent(reviewed);
+    expect(event).toMatchObject({
+      shortfall: 'never-held-lease',
+      databaseBytes: 8192,
+      walFrames: 2,
+    });
+    expect(event.reason).toBe(
+      "this replica never held the bucket's lease (last error: taking the bucket lease: connect ECONNREFUSED), so nothing reached the bucket in this run: the database at /srv/app.db has 8192 bytes (2 pages) and its WAL 8272 bytes (up to 2 frames), none of it backed up by this run",
+    );
+  });
+
+  it('a provably empty one is complete; a missing one is not; other reports are left alone', () => {
+    expect(reviewShutdown(neverHeld, () => disk('empty')).report.complete).toBe(true);
+    expect(reviewShutdown(neverHeld, () => disk('missing')).report.complete).toBe(false);
+    const held = replica(false);
+    expect(reviewShutdown(held, () => disk('empty'))).toBe(held);
   });
 });
