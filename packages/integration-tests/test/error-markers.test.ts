@@ -39,6 +39,7 @@ const released: { module: object; namespace: string; classes: string[] }[] = [
       'ObjectCorruptError',
       'ObjectEncodingError',
       'RestoreIncompleteError',
+      'RestoredStateError',
     ],
   },
   {
@@ -59,6 +60,8 @@ const released: { module: object; namespace: string; classes: string[] }[] = [
       'SqliteRestoreTargetExistsError',
       'SqliteRestorePointUnavailableError',
       'SqliteRestoreCorruptError',
+      'SqliteReaderLostError',
+      'SqliteDatabaseUnavailableError',
     ],
   },
 ];
