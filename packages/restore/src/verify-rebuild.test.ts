@@ -267,6 +267,38 @@ describe('verify with rebuild', () => {
     ]);
   });
 
+  it('follows LATEST when a writer retires its target mid-rebuild, and rebuilds the restore point that replaced it', async () => {
+    const { store, keys } = await twoGenerations();
+    const base = fakeCheck([]);
+    let replacement: string | null = null;
+    const check: RestoreCheck = {
+      ...base,
+      recognizes(manifest) {
+        if (replacement === null) {
+          replacement = '';
+          // What a live writer does between verify's checks and its rebuild.
+          void (async () => {
+            replacement = await putRestorePoint(store, 1, 20, [[3, 4, 5], [6], [7]]);
+            await store.delete(keys[3]!);
+          })();
+        }
+        return base.recognizes(manifest);
+      },
+    };
+    const report = await verify(store, PREFIX, {
+      deep: true,
+      rebuild: { check, scratchDirectory: scratch() },
+    });
+    expect(replacement).toMatch(/manifest\/0+25\.json$/);
+    expect(report.latest).toEqual({ manifestKey: replacement, ok: true, problems: [] });
+    expect(report.ok).toBe(true);
+    expect(report.manifests.find((m) => m.key === keys[3])?.status).toBe('vanished');
+    expect(report.manifests.filter((m) => m.rebuilt).map((m) => m.key)).toEqual([
+      keys[1],
+      replacement,
+    ]);
+  });
+
   it('refuses a scratch directory that does not exist before reading anything', async () => {
     const { store } = await twoGenerations();
     await expect(

@@ -121,11 +121,10 @@ export async function rebuildRestorePoint(
     return [];
   } catch (error) {
     if (RestoredStateError.isInstance(error)) return error.findings.map(problemOf);
-    if (ObjectMissingError.isInstance(error)) {
-      const head = await store.head(key, signal === undefined ? {} : { signal });
-      if (head === null) return 'vanished';
-    }
     if (!RestoreError.isInstance(error)) throw error;
+    // Retention may retire the manifest, or an object it names, mid-restore.
+    const head = await store.head(key, signal === undefined ? {} : { signal });
+    if (head === null) return 'vanished';
     return [{ kind: 'rebuild', message: `the restore of ${key} fails: ${error.message}` }];
   } finally {
     await rm(directory, { recursive: true, force: true });

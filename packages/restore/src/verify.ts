@@ -735,26 +735,34 @@ export async function verify(
   // Phase 3e: a LATEST whose target a live writer retired while verify ran
   // is read again, and the restore point it names now is checked too (its
   // objects against that manifest alone) and reported as LATEST's target.
-  const latestReading = await followMovedLatest(
-    store,
-    normalized,
-    listing.latest,
-    async (key) => {
-      if (!states.has(key)) await checkRestorePoints(passOptions, [key]);
-      return states.get(key)?.vanished === false;
-    },
-    signal,
-  );
+  const followLatest = (from: LatestReading) =>
+    followMovedLatest(
+      store,
+      normalized,
+      from,
+      async (key) => {
+        if (!states.has(key)) await checkRestorePoints(passOptions, [key]);
+        return states.get(key)?.vanished === false;
+      },
+      signal,
+    );
+  let latestReading = await followLatest(listing.latest);
 
-  const rebuilt =
-    options.rebuild === undefined || scratch === undefined
-      ? 0
-      : await rebuildChosen(
-          { store, prefix: normalized, states, counters, signal },
-          latestReading.state === 'ok' ? latestReading.manifestKey : null,
-          options.rebuild,
-          scratch,
-        );
+  let rebuilt = 0;
+  if (options.rebuild !== undefined && scratch !== undefined) {
+    const rebuildContext = { store, prefix: normalized, states, counters, signal };
+    rebuilt += await rebuildChosen(rebuildContext, keyOf(latestReading), options.rebuild, scratch);
+    // A writer may retire LATEST's target while it is rebuilt: follow LATEST
+    // to the restore point that replaced it and rebuild that one too.
+    for (let follows = 0; follows < MAX_REBUILD_FOLLOWS; follows += 1) {
+      const latestKey = keyOf(latestReading);
+      if (latestKey === null || states.get(latestKey)?.vanished !== true) break;
+      latestReading = await followLatest(latestReading);
+      const movedTo = keyOf(latestReading);
+      if (movedTo === null || movedTo === latestKey) break;
+      rebuilt += await rebuildChosen(rebuildContext, movedTo, options.rebuild, scratch, movedTo);
+    }
+  }
 
   const latest = latestSection(normalized, { ...listing, latest: latestReading }, states);
   const manifests = manifestEntries(listing, states);
@@ -776,9 +784,17 @@ export async function verify(
   };
 }
 
+/** How often a rebuild follows a LATEST that moved while its target was rebuilt. */
+const MAX_REBUILD_FOLLOWS = 3;
+
+/** The manifest key a LATEST reading names, or `null`. */
+function keyOf(reading: LatestReading): string | null {
+  return reading.state === 'ok' ? reading.manifestKey : null;
+}
+
 /**
  * Phase 5: rebuilds the chosen restore points (those whose checks so far
- * found nothing) one at a time; what a rebuild finds joins the restore
+ * found nothing; with `only`, that one alone) one at a time; what a rebuild finds joins the restore
  * point's problems. Returns how many were rebuilt.
  */
 async function rebuildChosen(
@@ -792,11 +808,13 @@ async function rebuildChosen(
   latestKey: string | null,
   rebuild: VerifyRebuild,
   scratch: string,
+  only?: string,
 ): Promise<number> {
   const { store, prefix, states, counters, signal } = context;
   const candidates: RebuildCandidate[] = [];
   for (const state of states.values()) {
-    if (state.manifest !== undefined && !state.vanished && state.problems.length === 0)
+    const unchecked = state.rebuilt !== true && !state.vanished && state.problems.length === 0;
+    if (state.manifest !== undefined && unchecked && (only === undefined || state.key === only))
       candidates.push({ key: state.key, manifest: state.manifest });
   }
   let rebuilt = 0;
