@@ -16,7 +16,12 @@
  * state file while waiting.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
-import { SqliteNotWalError, SqliteSource, type SqliteSourceOptions } from '@x/source-sqlite';
+import {
+  SqliteDatabaseMissingError,
+  SqliteNotWalError,
+  SqliteSource,
+  type SqliteSourceOptions,
+} from '@x/source-sqlite';
 import type { BackupdConfig } from './config.ts';
 import type { SourceFactory } from './daemon.ts';
 
@@ -54,6 +59,17 @@ export function isWalDatabase(path: string): boolean {
 }
 
 /**
+ * Refuses a database that is missing or not in WAL mode, reading only its
+ * header (it never creates the file).
+ * @throws SqliteDatabaseMissingError | SqliteNotWalError
+ */
+export function assertWalDatabase(path: string): void {
+  const state = sqliteFileState(path);
+  if (state === 'missing') throw new SqliteDatabaseMissingError(path);
+  if (state === 'not-wal') throw new SqliteNotWalError(path, 'delete');
+}
+
+/**
  * Polls `path` until it is a SQLite database in WAL mode (read-only: never
  * creates it). Resolves true then, or false once `gaveUp()` says to stop
  * waiting (checked after a last look at the file).
@@ -75,7 +91,7 @@ export function sqliteSourceFactory(_config: BackupdConfig): SourceFactory {
     // Checked here so `replicate` on a database that is not in WAL mode (or
     // does not exist) fails at start, as opening the source would, without
     // opening it (and without creating an empty file at a mistyped path).
-    if (!isWalDatabase(database.path)) throw new SqliteNotWalError(database.path, 'delete');
+    assertWalDatabase(database.path);
     const options: SqliteSourceOptions = {
       path: database.path,
       passiveCheckpointPages: database.checkpoint.passivePages,

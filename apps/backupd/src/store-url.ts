@@ -23,10 +23,10 @@
  * `file://host/…` URL whose host is neither empty nor `localhost` (it would
  * name another machine, or a relative directory mistyped as `file://dir`).
  * A plain relative path is refused too: the parser has no working directory
- * to resolve it against, and guessing one would put the backup somewhere the
- * operator did not name.
+ * to resolve it against. On the command line it is the caller's working
+ * directory's ({@link commandLineUrl} resolves it before parsing).
  */
-import { isAbsolute } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
 
 export type StoreLocation =
   | {
@@ -144,6 +144,16 @@ function checkedRoot(root: string, text: string): string {
       'the filesystem root cannot be the backup directory; name a directory (file:///path/to/dir)',
     );
   return trimmed;
+}
+
+/**
+ * A store URL as given on the command line: a plain relative path (no
+ * scheme) is resolved against `cwd`, the caller's working directory; every
+ * other text, relative `file:` URLs included, is returned as it is.
+ */
+export function commandLineUrl(text: string, cwd: string): string {
+  const plainRelative = text.trim() !== '' && !text.startsWith('/') && !text.includes(':');
+  return plainRelative ? resolve(cwd, text) : text;
 }
 
 /** Parses a store URL; throws {@link StoreUrlError} with a message naming the problem. */

@@ -5,7 +5,7 @@
  * full table; these prove the CLI surfaces it, for files and for the
  * single-database environment).
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -133,6 +133,11 @@ describe.concurrent('config validation through the CLI', () => {
   });
 });
 
+/** The entries of `directory` whose names contain `name` (the database and anything beside it). */
+function filesNamed(directory: string, name: string): string[] {
+  return readdirSync(directory).filter((entry) => entry.includes(name));
+}
+
 describe.concurrent('refusals at start', () => {
   test('a database that is not in WAL mode: exit 1, saying how to switch', async () => {
     const path = join(directory, 'rollback.db');
@@ -145,13 +150,17 @@ describe.concurrent('refusals at start', () => {
     expect(result.stderr).toContain(
       `backupd replicate: ${path} uses journal_mode=delete; backupd needs WAL mode and does not change it.`,
     );
+    expect(filesNamed(directory, 'rollback.db')).toEqual(['rollback.db']);
   });
 
-  test('a database that does not exist: exit 1, and no empty file is left at that path', async () => {
+  test('a database that does not exist: exit 1 naming it as missing, and nothing is left at or beside that path', async () => {
     const path = join(directory, 'mistyped.db');
     const result = await runCli(['replicate', path, GOOD_URL], { env: baseEnv() });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('backupd needs WAL mode');
-    expect(existsSync(path)).toBe(false);
+    expect(result.stderr).toContain(
+      `backupd replicate: ${path} does not exist; backupd backs up an existing database and never creates one`,
+    );
+    expect(result.stderr).not.toContain('journal_mode');
+    expect(filesNamed(directory, 'mistyped.db')).toEqual([]);
   });
 });

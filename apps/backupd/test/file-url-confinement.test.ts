@@ -11,7 +11,12 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { FileUrlNotAbsoluteError, parseStoreUrl, StoreUrlError } from '../src/store-url.ts';
+import {
+  commandLineUrl,
+  FileUrlNotAbsoluteError,
+  parseStoreUrl,
+  StoreUrlError,
+} from '../src/store-url.ts';
 import { baseEnv, createWalDatabase, runCli, suiteWorkspace } from './helpers/cli.ts';
 
 const ADVICE = 'use file:///absolute/path or a plain absolute path such as /absolute/path';
@@ -146,6 +151,17 @@ describe('parseStoreUrl: file locations', () => {
       );
     },
   );
+
+  test.each([
+    ['backups', '/home/op/backups'],
+    ['./backups', '/home/op/backups'],
+    ['../backups', '/home/backups'],
+    ['/srv/backups', '/srv/backups'],
+    ['file:backups', 'file:backups'],
+    ['s3://bucket/prefix', 's3://bucket/prefix'],
+  ])('on the command line, %s is given as %s', (text, given) => {
+    expect(commandLineUrl(text, '/home/op')).toBe(given);
+  });
 
   test.each(['file:///', 'file://localhost', '/'])('%s (the filesystem root) is refused', (url) => {
     expect(() => parseStoreUrl(url)).toThrow(/the filesystem root cannot be the backup directory/);

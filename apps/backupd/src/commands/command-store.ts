@@ -1,15 +1,16 @@
 /** What several commands share: opening the URL argument, printing JSON or text. */
 import { type CommandContext, UsageError } from '../cli/command.ts';
 import { type OpenedStore, openStore } from '../open-store.ts';
-import { parseStoreUrl } from '../store-url.ts';
+import { commandLineUrl, parseStoreUrl } from '../store-url.ts';
 
 export async function openUrlArgument(
   context: CommandContext,
   position: number,
   what = '<url>',
 ): Promise<OpenedStore & { url: string }> {
-  const url = context.positionals[position];
-  if (url === undefined) throw new UsageError(`missing ${what}`);
+  const given = context.positionals[position];
+  if (given === undefined) throw new UsageError(`missing ${what}`);
+  const url = commandLineUrl(given, context.cwd);
   const opened = await openStore(parseStoreUrl(url), context.env);
   return { ...opened, url };
 }

@@ -20,7 +20,7 @@ import { STORE_URL_HELP } from '../cli/store-url-help.ts';
 import { type BackupdConfig, DATABASE_SETTINGS, environmentVariable } from '../config.ts';
 import { EXIT_DATABASE_IN_USE, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from '../exit-codes.ts';
 import { createLogger, type Logger, parseLogLevel } from '../logger.ts';
-import { isWalDatabase, waitForWalDatabase } from '../open-sqlite.ts';
+import { assertWalDatabase, isWalDatabase, waitForWalDatabase } from '../open-sqlite.ts';
 import { startApplication } from '../replicate/application.ts';
 import { loadReplicateConfig } from '../replicate/config-arguments.ts';
 import {
@@ -123,6 +123,11 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
     ...(values['log-format'] ? { format: values['log-format'] } : {}),
     ...(values['log-level'] ? { level: values['log-level'] } : {}),
   });
+  // A database that is not there (or not in WAL mode) is refused before
+  // anything is written beside it; a first boot restores or awaits it.
+  if (!values['restore-if-missing'])
+    for (const database of config.databases)
+      if (database.type === 'sqlite') assertWalDatabase(database.path);
   // One replicate per database on a host: before anything else (a first
   // boot's restore included), each database's lock beside it is taken or
   // the start is refused, naming the holder. The kernel releases the locks

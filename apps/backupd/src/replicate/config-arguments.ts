@@ -13,6 +13,7 @@ import {
   type SourceKind,
   singleDatabaseConfig,
 } from '../config.ts';
+import { commandLineUrl } from '../store-url.ts';
 
 export interface ReplicateArguments {
   readonly positionals: readonly string[];
@@ -53,7 +54,7 @@ export function loadReplicateConfig(args: ReplicateArguments): BackupdConfig {
   return singleDatabaseConfig(
     {
       path: absolute,
-      url: url ?? defaultBackupUrl(absolute),
+      url: url === undefined ? defaultBackupUrl(absolute) : commandLineUrl(url, args.cwd),
       ...(args.type ? { type: args.type } : {}),
     },
     { env: args.env, baseDir: args.cwd, ...listen },
