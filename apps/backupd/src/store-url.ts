@@ -191,7 +191,7 @@ export function parseStoreUrl(text: string): StoreLocation {
     );
   }
   const allowed = QUERY_KEYS[scheme] ?? [];
-  for (const key of url.searchParams.keys()) {
+  for (const key of new Set(url.searchParams.keys())) {
     if (!allowed.includes(key)) {
       throw problem(
         allowed.length === 0
@@ -199,6 +199,8 @@ export function parseStoreUrl(text: string): StoreLocation {
           : `unknown option "${key}" for ${scheme} (known: ${allowed.join(', ')})`,
       );
     }
+    if (url.searchParams.getAll(key).length > 1)
+      throw problem(`option "${key}" is given more than once; give it once`);
   }
   const option = (key: string) => url.searchParams.get(key) ?? undefined;
   if (scheme === 'file')

@@ -47,6 +47,18 @@ describe('parseStoreUrl: checksums', () => {
     },
   );
 
+  it.each([
+    's3://bucket/db?checksums=when-required&checksums=bogus',
+    's3://bucket/db?region=eu-west-1&region=us-east-1',
+    'gs://bucket/db?project=a&project=a',
+  ])('refuses an option given twice (%s) instead of keeping the first', (url) => {
+    expect(() => parseStoreUrl(url)).toThrow(
+      new StoreUrlError(
+        `option "${new URL(url).searchParams.keys().next().value}" is given more than once; give it once`,
+      ),
+    );
+  });
+
   it('is an s3 option only', () => {
     expect(() => parseStoreUrl('gs://bucket/db?checksums=when-required')).toThrow(
       /unknown option "checksums" for gs/,

@@ -475,10 +475,24 @@ export class BackupWorker {
       delay = Math.max(0, this.#walIntervalMs - (this.#clock.monotonicNow() - startedAt));
     } catch (error) {
       if (WorkerPanicError.isInstance(error)) throw error;
+      if (this.#abandonedByStop()) {
+        // A planned stop cut the step short: the flush that follows ships it.
+        this.#logger.info('backup.step_abandoned', { reason: messageOf(error) });
+        return 0;
+      }
       delay = this.#failed(error);
     }
     await this.#evaluate();
     return delay;
+  }
+
+  /**
+   * Whether the step ended because the worker is stopping: its requests were
+   * aborted on purpose, so whatever it threw is that abort, not a failure.
+   */
+  #abandonedByStop(): boolean {
+    const signal = this.#runAbort.signal;
+    return signal.aborted && ShutdownAbandonedError.isInstance(signal.reason);
   }
 
   /** Count a failed step or lease attempt; return the back-off to wait. */

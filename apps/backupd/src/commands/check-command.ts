@@ -24,6 +24,7 @@ import {
   runConformanceCases,
   type VerdictOutcome,
 } from '@x/store-conformance';
+import { BEST_EFFORT_ADVICE } from '../best-effort-advice.ts';
 import { type CommandContextFor, defineCommand, type NoOptions } from '../cli/command.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { expectPositionals, openUrlArgument, print, printJson, table } from './command-store.ts';
@@ -69,15 +70,29 @@ function notes(probe: ProbeReport): string[] {
   return result;
 }
 
-function unsafeReasons(probe: ProbeReport): string {
+function unsafeReasons(probe: ProbeReport, failedCases: number): string {
   const named: [string, VerdictOutcome][] = [
     ['create-if-absent', probe.create.outcome],
     ['replace-if-version', probe.replace.outcome],
   ];
-  return named
+  const reasons = named
     .filter(([, outcome]) => outcome !== 'honoured')
-    .map(([name, outcome]) => `${name} ${outcome}`)
-    .join(', ');
+    .map(([name, outcome]) => `${name} ${outcome}`);
+  if (failedCases > 0)
+    reasons.push(`${failedCases} conformance case${failedCases === 1 ? '' : 's'} failed`);
+  return reasons.join(', ');
+}
+
+/** The summary's line about the scratch prefix, when its cleanup failed; `undefined` when clean. */
+export function cleanupLine(cleanup: CheckCleanup): string | undefined {
+  if (cleanup.clean) return undefined;
+  const where = `${cleanup.prefix}/`;
+  if (!cleanup.listed && cleanup.left === 0)
+    return `cleanup FAILED: ${where} could not be listed, so objects may be left there; check it and delete that prefix by hand`;
+  const count = `${cleanup.left} object${cleanup.left === 1 ? '' : 's'}`;
+  return cleanup.listed
+    ? `cleanup FAILED: ${count} left under ${where}; delete that prefix by hand`
+    : `cleanup FAILED: at least ${count} left under ${where} (the prefix could not be listed: more may be there); delete that prefix by hand`;
 }
 
 export const checkCommand = defineCommand({
@@ -157,23 +172,28 @@ async function measure(
   return { probe, cases, cleanup };
 }
 
-/** SAFE only when create-if-absent and replace-if-version are honoured; the summary adds what was left behind. */
-function judge(
+/**
+ * SAFE only when create-if-absent and replace-if-version are honoured and
+ * no conformance case failed; the summary adds what was left behind.
+ */
+export function judge(
   url: string,
   probe: ProbeReport,
   cases: readonly CaseResult[],
   cleanup: CheckCleanup,
 ): CheckVerdict {
-  const safe = probe.create.outcome === 'honoured' && probe.replace.outcome === 'honoured';
+  const failedCases = cases.filter((result) => result.outcome === 'failed').length;
+  const safe =
+    probe.create.outcome === 'honoured' &&
+    probe.replace.outcome === 'honoured' &&
+    failedCases === 0;
   const extra = notes(probe);
   const summary = safe
     ? `${url}: SAFE — the service honours create-if-absent and replace-if-version; the lease gives real exclusion${
         extra.length > 0 ? ` (${extra.join('; ')})` : ''
       }`
-    : `${url}: UNSAFE — ${unsafeReasons(probe)}: two writers could corrupt a backup; backupd refuses to run here unless the lease is set best-effort (conditional: false)`;
-  const leftLine = cleanup.clean
-    ? undefined
-    : `cleanup FAILED: ${cleanup.listed ? '' : 'at least '}${cleanup.left} object${cleanup.left === 1 ? '' : 's'} left under ${cleanup.prefix}/${cleanup.listed ? '' : ' (the prefix could not be listed: more may be there)'}; delete that prefix by hand`;
+    : `${url}: UNSAFE — ${unsafeReasons(probe, failedCases)}: two writers could corrupt a backup; backupd refuses to run here unless you ${BEST_EFFORT_ADVICE}`;
+  const leftLine = cleanupLine(cleanup);
   return {
     safe,
     exclusion: safe ? 'conditional' : 'none',

@@ -142,6 +142,20 @@ describe('superviseUntilStopped', () => {
     );
   });
 
+  it('names how to run best-effort, environment variable included, when the service ignores preconditions', async () => {
+    const run = supervise();
+    run.refuse({
+      database: '/data/app.db',
+      replica: 's3://bucket/app',
+      kind: 'preconditions-ignored',
+      reason: 'the service ignores If-None-Match',
+    });
+    expect(await run.done).toBe(EXIT_PERMANENT_REFUSAL + 100);
+    const refused = run.events().find((event) => event.event === 'replica-refused');
+    expect(refused?.fix).toContain('BACKUPD_CONDITIONAL=off');
+    expect(refused?.fix).toContain('conditional: false');
+  });
+
   it('stays up on a refusal while it supervises an application, and says so', async () => {
     const application = new FakeApplication();
     const run = supervise(application);

@@ -10,6 +10,7 @@
  *   stops backupd with code 5 (with one, backupd stays up and logs it).
  * The stop runs once, whatever triggers it first.
  */
+import { BEST_EFFORT_ADVICE } from '../best-effort-advice.ts';
 import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PERMANENT_REFUSAL } from '../exit-codes.ts';
 import { errorFields, type Logger } from '../logger.ts';
 import { type Application, applicationExitCode } from './application.ts';
@@ -75,6 +76,7 @@ export function superviseUntilStopped(supervision: Supervision): Promise<number>
         replica: refusal.replica,
         kind: refusal.kind,
         reason: refusal.reason,
+        ...(refusal.kind === 'preconditions-ignored' ? { fix: BEST_EFFORT_ADVICE } : {}),
       };
       if (application) {
         logger.error({
