@@ -35,6 +35,33 @@ describe.concurrent('backupd check', () => {
     },
   );
 
+  test.skipIf(!versitygw)(
+    'with wrong credentials or a missing bucket: NOT CHECKED, exit 1, one line and no verdict',
+    async () => {
+      const server = versitygw!;
+      const prefix = randomPrefix('backupd-check');
+      const wrongKeys = await runCli(['check', s3Url(server, prefix)], {
+        env: s3Env(server, { AWS_SECRET_ACCESS_KEY: 'not-the-secret' }),
+        timeoutMs: 60_000,
+      });
+      const missingBucket = await runCli(
+        ['check', s3Url({ ...server, bucket: 'no-such-bucket-here' }, prefix)],
+        { env: s3Env(server), timeoutMs: 60_000 },
+      );
+      for (const result of [wrongKeys, missingBucket]) {
+        expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(1);
+        const lines = result.stdout.trim().split('\n');
+        expect(lines, result.stdout).toHaveLength(1);
+        expect(lines[0]).toMatch(
+          /: NOT CHECKED — the first write failed \(.+\): check the credentials, that the bucket exists/,
+        );
+        expect(result.stdout).not.toMatch(/UNSAFE|SAFE —|cleanup FAILED/);
+        expect(result.stdout + result.stderr).not.toContain('not-the-secret');
+      }
+      expect((await directStore(server).list(`${prefix}/`)).objects).toEqual([]);
+    },
+  );
+
   test.skipIf(!versitygw)('reports versitygw SAFE with exit 0', async () => {
     const server = versitygw!;
     const prefix = randomPrefix('backupd-check');

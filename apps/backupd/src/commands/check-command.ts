@@ -114,11 +114,43 @@ service gives real single-writer exclusion. Exit code 0 when it does.`,
 async function checkExclusion(context: CommandContextFor<NoOptions>): Promise<number> {
   expectPositionals(context, 1);
   const opened = await openUrlArgument(context, 0);
+  const unreachable = await firstWriteProblem(opened.store, opened.prefix);
+  if (unreachable !== null) {
+    const summary = `${opened.url}: NOT CHECKED — ${unreachable}; nothing was measured`;
+    if (context.values.json) printJson(context, { checked: false, safe: false, summary });
+    else print(context, summary);
+    return EXIT_FAILED;
+  }
   const { probe, cases, cleanup } = await measure(opened.store, opened.prefix);
   const verdict = judge(opened.url, probe, cases, cleanup);
   if (context.values.json) printJson(context, verdict);
   else print(context, verdictText(verdict));
   return verdict.safe && cleanup.clean ? EXIT_OK : EXIT_FAILED;
+}
+
+/**
+ * One small write and its delete under a scratch key, before anything is
+ * measured: wrong credentials or a missing bucket are then said as such
+ * instead of being read as ignored preconditions. `null` when both work.
+ */
+async function firstWriteProblem(store: ObjectStore, prefix: string): Promise<string | null> {
+  const key = `${prefix}/.backupd-check-${randomBytes(6).toString('hex')}-reach`;
+  const signal = AbortSignal.timeout(60_000);
+  try {
+    await store.put(key, new TextEncoder().encode('backupd check'), { signal });
+  } catch (error) {
+    return `the first write failed (${messageOf(error)}): check the credentials, that the bucket exists, and that they may write under this prefix (nothing was written)`;
+  }
+  try {
+    await store.delete(key, { signal });
+  } catch (error) {
+    return `a write worked but its delete failed (${messageOf(error)}): the credentials may not delete, which retention needs; delete ${key} by hand`;
+  }
+  return null;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** The probe and the cases under a scratch prefix of `prefix`, then the sweep of everything they wrote. */
