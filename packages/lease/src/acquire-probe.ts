@@ -1,9 +1,10 @@
 /**
  * The probe every conditional acquire runs after taking the lease: a
  * create-if-absent and a replace-if-version on a made-up version must both
- * be refused. A store that accepts either (or cannot send one) ignores
- * preconditions: the lease is given up and the acquire fails closed with
- * `PreconditionsIgnoredError`.
+ * be refused, and of a few concurrent replace-if-version writes against the
+ * current version exactly one may succeed. A store that accepts more (or
+ * cannot send one) ignores preconditions: the lease is given up and the
+ * acquire fails closed with `PreconditionsIgnoredError`.
  */
 
 import {
@@ -32,6 +33,52 @@ function makeMadeUpVersion(version: ObjectVersion): ObjectVersion {
     );
   }
   return madeUp;
+}
+
+/** Concurrent writers of the acquire's race (one round: every acquire pays for it). */
+export const ACQUIRE_RACE_WRITERS = 4;
+
+type RaceOutcome =
+  | { kind: 'ok'; record: LeaseRecord; version: ObjectVersion | undefined }
+  | { kind: 'not-atomic'; problem: string }
+  | { kind: 'failed'; error: unknown };
+
+/**
+ * Writes the held record {@link ACQUIRE_RACE_WRITERS} times at once, each
+ * with replace-if-version on the same current version: exactly one may
+ * succeed. A service that checks the version and then writes lets several
+ * through, and two holders could then both renew.
+ */
+async function raceOneVersion(
+  store: ObjectStore,
+  key: string,
+  record: LeaseRecord,
+  version: ObjectVersion,
+  options: CallOptions,
+): Promise<RaceOutcome> {
+  const records = Array.from({ length: ACQUIRE_RACE_WRITERS }, () => ({
+    ...record,
+    nonce: newNonce(),
+  }));
+  const settled = await Promise.allSettled(
+    records.map((raced) =>
+      store.put(key, serializeLeaseRecord(raced), { ...options, mode: { ifMatch: version } }),
+    ),
+  );
+  const won = settled.flatMap((result, index) =>
+    result.status === 'fulfilled'
+      ? [{ record: records[index]!, version: result.value.version }]
+      : [],
+  );
+  if (won.length > 1)
+    return {
+      kind: 'not-atomic',
+      problem: `replace-if-version (If-Match) is not atomic: ${won.length} of ${ACQUIRE_RACE_WRITERS} concurrent writes against one version succeeded`,
+    };
+  const winner = won[0];
+  if (winner !== undefined) return { kind: 'ok', record: winner.record, version: winner.version };
+  const first = settled.find((result) => result.status === 'rejected');
+  return { kind: 'failed', error: (first as PromiseRejectedResult).reason };
 }
 
 /**
@@ -84,6 +131,12 @@ export async function probeOrFailClosed(
       (error) => PreconditionFailedError.isInstance(error),
       'a replace-if-version write (If-Match) naming a made-up version',
     );
+    if (ignored.length === 0 && failure === undefined && hasVersion(latestVersion)) {
+      const raced = await raceOneVersion(store, key, latestRecord, latestVersion, options);
+      if (raced.kind === 'ok') ({ record: latestRecord, version: latestVersion } = raced);
+      else if (raced.kind === 'not-atomic') ignored.push(raced.problem);
+      else failure = raced.error;
+    }
   }
 
   if (ignored.length === 0 && failure === undefined)

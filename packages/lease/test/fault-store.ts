@@ -6,6 +6,8 @@
  * - `acceptStaleIfMatch`: replace-if-version is applied unconditionally;
  * - `acceptSecondCreate`: create-if-absent is applied unconditionally;
  * - `noVersion`: puts answer without a version;
+ * - `checkThenWriteIfMatch`: replace-if-version checks the version, waits,
+ *   then writes (refuses one request at a time, lets a burst through);
  * - `notImplemented`: conditional puts of that kind throw `NotImplementedError`;
  * - `beforePut`: a hook awaited before each put (races, gates, slow answers).
  *
@@ -16,6 +18,7 @@ import {
   NotImplementedError,
   type ObjectStore,
   type ObjectVersion,
+  PreconditionFailedError,
   type PutMode,
   type PutOptions,
   StoreError,
@@ -28,6 +31,7 @@ export interface Faults {
   acceptStaleIfMatch?: boolean;
   acceptSecondCreate?: boolean;
   noVersion?: boolean;
+  checkThenWriteIfMatch?: boolean;
   notImplemented?: 'create' | 'ifMatch' | 'both';
   beforePut?: (key: string, mode: PutMode, signal?: AbortSignal) => Promise<void> | void;
 }
@@ -64,6 +68,14 @@ export class FaultStore extends ForwardingStore {
       throw new NotImplementedError(`put with ${conditionalKind}`);
     let mode: PutMode = requested;
     if (faults.acceptStaleIfMatch && typeof requested === 'object') mode = 'overwrite';
+    if (faults.checkThenWriteIfMatch && typeof requested === 'object') {
+      const current = (await this.head(key, options))?.version;
+      const wanted = requested.ifMatch;
+      if (current?.etag !== wanted.etag || current?.generation !== wanted.generation)
+        throw new PreconditionFailedError(key, { detail: 'not at the version named' });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      mode = 'overwrite';
+    }
     if (faults.acceptSecondCreate && requested === 'create') mode = 'overwrite';
     const result = await super.put(key, body, { ...options, mode });
     if (faults.lostResponses && faults.lostResponses > 0) {

@@ -41,6 +41,12 @@ export function misbehavingStoreScenarios(target: StoreTarget): void {
         leaves: 'released',
       },
       {
+        name: 'checks If-Match and then writes (not atomically)',
+        faults: { checkThenWriteIfMatch: true },
+        ignored: /replace-if-version \(If-Match\) is not atomic: [2-4] of 4 concurrent writes/,
+        leaves: 'released',
+      },
+      {
         name: 'answers not-implemented to conditional writes',
         faults: { notImplemented: 'both' },
         ignored: /not implemented/,

@@ -82,6 +82,14 @@ export interface ProbeOptions {
   readonly uploadPartSize?: number;
   /** Concurrent writers in the race checks (default 8; at least 2). */
   readonly concurrency?: number;
+  /**
+   * Rounds of each race check (default 4; at least 1): a precondition that is
+   * not atomic lets two writers win only when their requests overlap inside
+   * the service, so one round can miss it. The probe stops at the first
+   * round with two winners; a race check costs at most `rounds × (concurrency
+   * + 1)` requests.
+   */
+  readonly rounds?: number;
 }
 
 /** Raised inside a probe step to end it with a verdict. */
@@ -164,29 +172,33 @@ export async function probeConditionalWrites(
   const store = new KeyRecordingStore(target);
   const uploadPartSize = options.uploadPartSize ?? PROBE_UPLOAD_PART_SIZE;
   const concurrency = Math.max(2, options.concurrency ?? 8);
+  const rounds = Math.max(1, options.rounds ?? 4);
   const base = normalizePrefix(prefix);
   const root = `${base === '' ? '' : `${base}/`}conditional-write-probe-${randomSuffix()}`;
   const call = signal ? { signal } : {};
   const keyOf = (name: string) => `${root}/${name}`;
 
+  /** `rounds` rounds of `concurrency` concurrent writes each; exactly one of each round must win. */
   const race = async (
     name: string,
-    write: (index: number) => Promise<unknown>,
+    roundWrites: (round: number) => Promise<(index: number) => Promise<unknown>>,
     refused: (error: unknown) => boolean,
-  ): Promise<number> => {
-    const settled = await Promise.allSettled(
-      Array.from({ length: concurrency }, (_, index) => write(index)),
-    );
-    const unexpected = settled.find(
-      (result) => result.status === 'rejected' && !refused(result.reason),
-    );
-    if (unexpected) throw (unexpected as PromiseRejectedResult).reason;
-    const winners = settled.filter((result) => result.status === 'fulfilled').length;
-    if (winners !== 1)
-      ignored(
-        `honoured one request at a time but not atomically: ${winners} of ${concurrency} concurrent ${name} succeeded`,
+  ): Promise<void> => {
+    for (let round = 1; round <= rounds; round += 1) {
+      const write = await roundWrites(round);
+      const settled = await Promise.allSettled(
+        Array.from({ length: concurrency }, (_, index) => write(index)),
       );
-    return winners;
+      const unexpected = settled.find(
+        (result) => result.status === 'rejected' && !refused(result.reason),
+      );
+      if (unexpected) throw (unexpected as PromiseRejectedResult).reason;
+      const winners = settled.filter((result) => result.status === 'fulfilled').length;
+      if (winners !== 1)
+        ignored(
+          `honoured one request at a time but not atomically: in round ${round} of ${rounds}, ${winners} of ${concurrency} concurrent ${name} succeeded`,
+        );
+    }
   };
 
   try {
@@ -202,11 +214,14 @@ export async function probeConditionalWrites(
         probeError('a create-if-absent was refused but the content changed anyway');
       await race(
         'creates of a fresh key',
-        (index) =>
-          store.put(keyOf('create-race'), text(`writer ${index}`), { ...call, mode: 'create' }),
+        async (round) => (index) =>
+          store.put(keyOf(`create-race-${round}`), text(`writer ${index}`), {
+            ...call,
+            mode: 'create',
+          }),
         (error) => AlreadyExistsError.isInstance(error) || ConflictError.isInstance(error),
       );
-      return `a second create of an existing key was refused with AlreadyExistsError and the content kept; exactly 1 of ${concurrency} concurrent creates of a fresh key succeeded`;
+      return `a second create of an existing key was refused with AlreadyExistsError and the content kept; in each of ${rounds} rounds exactly 1 of ${concurrency} concurrent creates of a fresh key succeeded`;
     }, signal);
 
     const replace = await judge(async () => {
@@ -239,18 +254,21 @@ export async function probeConditionalWrites(
         if (NotImplementedError.isInstance(current.error)) throw current.error;
         probeError(`a write with the current version was refused: ${describeError(current.error)}`);
       }
-      const head = await store.head(keyOf('replace'), call);
-      if (!head) probeError('the object vanished after a write with the current version');
       await race(
         'replace-if-version writes against one version',
-        (index) =>
-          store.put(keyOf('replace'), text(`writer ${index}`), {
-            ...call,
-            mode: { ifMatch: head.version },
-          }),
+        async (round) => {
+          const head = await store.head(keyOf('replace'), call);
+          if (!head) probeError('the object vanished after a write with the current version');
+          // Distinct bytes each round: a content-hash version must change with every win.
+          return (index) =>
+            store.put(keyOf('replace'), text(`round ${round} writer ${index}`), {
+              ...call,
+              mode: { ifMatch: head.version },
+            });
+        },
         (error) => PreconditionFailedError.isInstance(error) || ConflictError.isInstance(error),
       );
-      return `a stale version and a made-up version on a missing key were refused with PreconditionFailedError, the current version accepted; exactly 1 of ${concurrency} concurrent writes against one version succeeded`;
+      return `a stale version and a made-up version on a missing key were refused with PreconditionFailedError, the current version accepted; in each of ${rounds} rounds exactly 1 of ${concurrency} concurrent writes against one version succeeded`;
     }, signal);
 
     const deleteVerdict = await judge(async () => {

@@ -12,6 +12,7 @@ import {
   MemoryStore,
   NotImplementedError,
   type ObjectStore,
+  type PutOptions,
   type StoreCapabilities,
 } from '@x/store';
 import { describe, expect, it } from 'vitest';
@@ -377,7 +378,30 @@ describe('probeConditionalWrites', () => {
       brokenStore(new MemoryStore(), 'not-atomic'),
       'probe',
     );
-    expect(report.create.evidence).toMatch(/not atomically: \d+ of 8 concurrent/);
+    expect(report.create.evidence).toMatch(/not atomically: in round 1 of 4, \d+ of 8 concurrent/);
+  });
+
+  it('races several rounds: a store that double-wins only in a later round is caught, and one round would miss it', async () => {
+    const plain = new MemoryStore();
+    const broken = brokenStore(plain, 'not-atomic');
+    // Atomic except for the third round of the create race.
+    const laterRoundOnly = new Proxy(plain, {
+      get(target, property) {
+        if (property === 'put')
+          return (key: string, body: Uint8Array, options?: PutOptions) =>
+            (key.includes('create-race-3') ? broken : target).put(key, body, options);
+        const value: unknown = Reflect.get(target, property);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const byDefault = await probeConditionalWrites(laterRoundOnly, 'probe', { multipart: false });
+    expect(byDefault.create.outcome).toBe('ignored');
+    expect(byDefault.create.evidence).toMatch(/in round 3 of 4, [2-8] of 8 concurrent creates/);
+    const oneRound = await probeConditionalWrites(laterRoundOnly, 'probe-1', {
+      multipart: false,
+      rounds: 1,
+    });
+    expect(oneRound.create.outcome).toBe('honoured');
   });
 
   it('reports not-implemented for a store that refuses conditional deletes', async () => {

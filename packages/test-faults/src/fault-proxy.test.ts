@@ -314,3 +314,74 @@ describe('startFaultProxy', () => {
     await expect(send(`${proxy.url}/b/k`)).rejects.toThrow();
   });
 });
+
+describe('nonAtomicIfMatch', () => {
+  /** A target whose `If-Match` is atomic: the first PUT against a version wins, the rest get 412. */
+  async function atomicTarget(): Promise<RecordingTarget> {
+    let version = 'v1';
+    let next = 1;
+    return startRecordingTarget(({ method, headers }, _request, response) => {
+      if (method === 'PUT' && headers['if-match'] === version) {
+        next += 1;
+        version = `v${next}`;
+        response.writeHead(200, { etag: version }).end();
+      } else if (method === 'PUT') response.writeHead(412).end('refused');
+      else response.writeHead(200).end();
+    });
+  }
+
+  async function burst(url: string, writers: number): Promise<number[]> {
+    const answers = await Promise.all(
+      Array.from({ length: writers }, (_, index) =>
+        send(`${url}/obj`, { method: 'PUT', headers: { 'if-match': 'v1' }, body: `w${index}` }),
+      ),
+    );
+    return answers.map((answer) => answer.status).sort();
+  }
+
+  it('tells every writer of a burst against one version that it won; the server applied one', async () => {
+    const server = await atomicTarget();
+    const proxy = await startFaultProxy({
+      target: server.url,
+      schedule: { rules: [] },
+      seed: 1,
+      nonAtomicIfMatch: { windowMs: 500 },
+    });
+    try {
+      expect(await burst(proxy.url, 4)).toEqual([200, 200, 200, 200]);
+      expect(server.seen.filter((seen) => seen.method === 'PUT')).toHaveLength(4);
+      const log = proxy.writeLog();
+      expect(log).toHaveLength(4);
+      expect(log.filter((entry) => entry.nonAtomic === true)).toHaveLength(3);
+      // A write after the window against the same stale version is refused, as by the server.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(await burst(proxy.url, 1)).toEqual([412]);
+    } finally {
+      await proxy.close();
+      await server.close();
+    }
+  });
+
+  it('without the mode, one writer of the burst wins and the rest are refused', async () => {
+    const server = await atomicTarget();
+    const proxy = await startFaultProxy({ target: server.url, schedule: { rules: [] }, seed: 1 });
+    try {
+      expect(await burst(proxy.url, 4)).toEqual([200, 412, 412, 412]);
+      expect(proxy.writeLog().some((entry) => entry.nonAtomic === true)).toBe(false);
+    } finally {
+      await proxy.close();
+      await server.close();
+    }
+  });
+
+  it('refuses a window that is not a positive number', async () => {
+    await expect(
+      startFaultProxy({
+        target: targetUrl,
+        schedule: { rules: [] },
+        seed: 1,
+        nonAtomicIfMatch: { windowMs: 0 },
+      }),
+    ).rejects.toThrow(/nonAtomicIfMatch.windowMs/);
+  });
+});

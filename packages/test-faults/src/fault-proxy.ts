@@ -28,6 +28,7 @@
  * - Deterministic in which faults fire given the seed and the order requests
  *   arrive; concurrent clients make arrival order itself a race.
  */
+import { randomBytes } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import {
   Agent,
@@ -37,6 +38,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   afterRequestBody,
@@ -66,6 +68,15 @@ export interface FaultProxyOptions {
   readonly log?: string;
   /** The request header whose value tags the write-log entry. Default `x-fault-caller`. */
   readonly callerHeader?: string;
+  /**
+   * Makes `If-Match` non-atomic, as a service that checks the version and
+   * then writes: a PUT with `If-Match` the server refuses (412) is answered
+   * 200 instead, with a made-up ETag, when another PUT to the same path with
+   * the same `If-Match` arrived within `windowMs` of it and succeeded. So
+   * every writer of a burst against one version is told it won, though the
+   * bucket holds one of them. S3 and Azure (the `If-Match` header) only.
+   */
+  readonly nonAtomicIfMatch?: { readonly windowMs: number };
 }
 
 /** A request that changed the bucket (the server answered it 2xx). */
@@ -86,6 +97,8 @@ export interface WriteLogEntry {
   readonly caller?: string;
   /** True when the proxy then dropped the answer (`lostResponse`): applied, but the client saw an error. */
   readonly lost: boolean;
+  /** True when the server refused it and `nonAtomicIfMatch` answered 200: the client was told it won. */
+  readonly nonAtomic?: boolean;
 }
 
 export interface FaultProxy {
@@ -184,6 +197,72 @@ function answerBody(
   };
 }
 
+/** A 200 answer with an ETag no write has: what a non-atomic `If-Match` tells a writer that lost. */
+function madeUpWin(): IncomingMessage {
+  const answer = Readable.from([]) as unknown as IncomingMessage;
+  const etag = `"${randomBytes(16).toString('hex')}"`;
+  Object.assign(answer, {
+    statusCode: 200,
+    statusMessage: 'OK',
+    rawHeaders: ['ETag', etag, 'Content-Length', '0', 'x-fault-injected', 'nonAtomicIfMatch'],
+  });
+  return answer;
+}
+
+/** A PUT with `If-Match` under `nonAtomicIfMatch`. */
+interface ConditionalWrite {
+  /** Its answer's status (0: none came); the first call counts. */
+  settle(status: number): void;
+  /** Whether another PUT of the burst (same path and `If-Match`, within the window) succeeded. */
+  lostRace(): Promise<boolean>;
+}
+
+/** The PUTs with `If-Match` seen lately, to tell which ones raced one version. */
+class ConditionalWrites {
+  /** How long a seen write is kept beyond its window: the slowest answer a test waits for. */
+  static readonly KEPT_MS = 60_000;
+  readonly #windowMs: number | undefined;
+  #seen: { path: string; ifMatch: string; at: number; status: Promise<number> }[] = [];
+
+  constructor(windowMs: number | undefined) {
+    if (windowMs !== undefined && !(Number.isFinite(windowMs) && windowMs > 0))
+      throw new FaultScheduleError('nonAtomicIfMatch.windowMs must be a positive number of ms');
+    this.#windowMs = windowMs;
+  }
+
+  arrived(method: string, path: string, ifMatch: unknown): ConditionalWrite | undefined {
+    const windowMs = this.#windowMs;
+    if (windowMs === undefined || method !== 'PUT' || typeof ifMatch !== 'string') return undefined;
+    const at = Date.now();
+    this.#seen = this.#seen.filter((seen) => at - seen.at <= windowMs + ConditionalWrites.KEPT_MS);
+    let resolve: (status: number) => void = () => {};
+    const status = new Promise<number>((settle) => {
+      resolve = settle;
+    });
+    const entry = { path, ifMatch, at, status };
+    this.#seen.push(entry);
+    let settled = false;
+    return {
+      settle: (answered) => {
+        if (settled) return;
+        settled = true;
+        resolve(answered);
+      },
+      lostRace: async () => {
+        const burst = this.#seen.filter(
+          (other) =>
+            other !== entry &&
+            other.path === path &&
+            other.ifMatch === ifMatch &&
+            Math.abs(other.at - at) <= windowMs,
+        );
+        const statuses = await Promise.all(burst.map((other) => other.status));
+        return statuses.some((answered) => answered >= 200 && answered < 300);
+      },
+    };
+  }
+}
+
 /** One listening port: its origin, and the caller tag of its requests (extra listeners only). */
 interface Listener {
   readonly server: Server;
@@ -219,6 +298,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   let partitionTimer: NodeJS.Timeout | undefined;
   let closed = false;
   const listeners = new Map<string | undefined, Listener>();
+  const conditionalWrites = new ConditionalWrites(options.nonAtomicIfMatch?.windowMs);
 
   function appendLog(entry: object): void {
     if (options.log === undefined) return;
@@ -336,7 +416,19 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     // exchange; a failure of the target is no injected fault: the client sees
     // its connection drop, as it would without the proxy.
     const upstream = forwardToTarget(target, agent, request, response);
-    upstream.on('response', (answer) => {
+    const conditional = conditionalWrites.arrived(method, path, request.headers['if-match']);
+    upstream.on('close', () => conditional?.settle(0));
+    upstream.on('response', async (served) => {
+      let answer = served;
+      conditional?.settle(served.statusCode ?? 502);
+      if (
+        conditional !== undefined &&
+        served.statusCode === 412 &&
+        (await conditional.lostRace())
+      ) {
+        served.resume();
+        answer = madeUpWin();
+      }
       const status = answer.statusCode ?? 502;
       const lost = fault?.kind === 'lostResponse';
       if (WRITE_METHODS.has(method) && status >= 200 && status < 300) {
@@ -353,6 +445,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
           status,
           ...(caller === undefined ? {} : { caller }),
           lost,
+          ...(answer !== served ? { nonAtomic: true } : {}),
         };
         writes.push(entry);
         appendLog({ event: 'write', ...entry });
