@@ -1,19 +1,10 @@
 /**
- * SQLite sources for the daemon, with each database's checkpoint settings
- * (thresholds, and whether to hold SQLite's checkpoint lock).
- *
- * At start only the database header is read (so a database that is not in
- * WAL mode still fails `replicate` at once); the SQLite source itself — its
- * pinned read transaction, its checkpoints and its commit-count state file
- * beside the database — is opened by the worker (`openSource`) when this
- * instance holds the bucket lease, and closed when it loses or releases it.
- * A standby instance on the same database (a second `backupd replicate`
- * waiting for the lease) therefore never counts commits of its
- * own: when it takes over, it starts from the count the previous holder left
- * in the state file, beyond every restore point that holder wrote, instead of
- * from the lower count it would have reached since it started (which made the
- * worker refuse the prefix as rewound), and it never overwrites the holder's
- * state file while waiting.
+ * SQLite sources for the daemon, with each database's checkpoint settings.
+ * At start only the database header is read, so a missing or non-WAL
+ * database fails `replicate` at once; the source itself (its pinned read,
+ * its checkpoints, its state file) is opened by the worker only while this
+ * instance holds the bucket lease, so a standby never counts commits of its
+ * own nor overwrites the holder's state file.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 import {

@@ -1,30 +1,12 @@
 /**
- * Store URLs, parsed without touching the network or loading any SDK:
- *
- * | URL | store |
- * | --- | --- |
- * | `s3://bucket/prefix?endpoint=…&region=…&forcePathStyle=true&checksums=when-required` | S3 and S3-compatible (R2, MinIO, …) |
- * | `az://container/prefix?account=…&endpoint=…` | Azure Blob Storage |
- * | `gs://bucket/prefix?endpoint=…&project=…` | Google Cloud Storage |
- * | `file:///absolute/path`, or a plain `/absolute/path` | a local directory (FsStore); the prefix is `backup` |
- * | `memory:name` | in-process memory (tests only) |
- *
- * `checksums` (s3 only) is `when-required` or `when-supported`: whether the
- * AWS SDK adds its default checksum headers. Without it the adapter decides
- * (`when-required` with an `endpoint`, the SDK's own setting for AWS).
- *
- * Credentials are never taken from a URL: a URL with a user or password part
- * is refused, so secrets cannot end up in shell history, process lists or logs.
- * They come from the environment or the SDKs' standard chains.
- *
- * A local directory must be named absolutely. A relative file URL
- * (`file:rel`, `file:./x`, `file:../x`) is refused rather than read the way
- * WHATWG URL parsing reads it, as `/rel` under the filesystem root; so is a
- * `file://host/…` URL whose host is neither empty nor `localhost` (it would
- * name another machine, or a relative directory mistyped as `file://dir`).
- * A plain relative path is refused too: the parser has no working directory
- * to resolve it against. On the command line it is the caller's working
- * directory's ({@link commandLineUrl} resolves it before parsing).
+ * Store URLs (`s3://`, `az://`, `gs://`, `file://` or a plain absolute
+ * path, `memory:`), parsed without touching the network or loading any SDK;
+ * the forms and their options are the README's "Store URLs" table.
+ * Credentials are never taken from a URL, so they cannot reach shell
+ * history, process lists or logs. A relative `file:` URL or a `file://host/`
+ * one is refused rather than read as WHATWG parsing reads it (under the
+ * filesystem root, or on another machine); a plain relative path is the
+ * command line's working directory's ({@link commandLineUrl}).
  */
 import { isAbsolute, resolve } from 'node:path';
 
