@@ -2,9 +2,10 @@
  * `backupd ls` reports the restorable window: from the oldest restore
  * point's state start (its snapshot commit and time) to where a restore of
  * the latest state ends (the roll-forward end when there is one, else the
- * newest restore point), and what can be chosen in between. Real processes
- * for the edges a bucket really has; the formatting alone on hand-made
- * restore points for the cases a live bucket does not produce on demand.
+ * newest restore point), and what can be chosen in between, as a table of
+ * the parts of history with a few notes. Real processes for the edges a
+ * bucket really has; the formatting alone on hand-made restore points for
+ * the cases a live bucket does not produce on demand.
  */
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +13,15 @@ import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
 import type { RestorePointInfo } from '@x/restore';
 import { describe, expect, it } from 'vitest';
-import { restorableWindow, windowLine } from '../src/commands/restorable-window.ts';
+import {
+  edgeText,
+  type RestorableWindow,
+  restorableWindow,
+  type WindowRow,
+  windowJson,
+  windowNotes,
+  windowText,
+} from '../src/commands/restorable-window.ts';
 import { baseEnv, runCli, startBackupd, suiteWorkspace, waitFor } from './helpers/cli.ts';
 
 interface ListedPoint {
@@ -26,14 +35,44 @@ interface ListedPoint {
   window?: {
     earliest: { commitSeq: number; time: string | null };
     latest: { commitSeq: number; time: string | null; rolledForwardCommits: number | null };
+    rows: WindowRow[];
+    notes: string[];
     text: string;
   };
 }
 
-const ROLLED_TIME =
-  'time unknown to ls: it is in the rolled-forward segments, which ls does not read';
+const HEADING = 'RESTORABLE WINDOW (GRANULARITY explained in backupd ls --help)';
 
-/** The number of `.seg` objects under `root` (the file store names each `{key}~obj`). */
+/**
+ * The rows of the window table in `text` (`ls` output or `window.text`), as
+ * their four cells, read at the header's column starts; `count` rows.
+ */
+function tableRows(text: string, count: number): string[][] {
+  const lines = text.split('\n');
+  const at = lines.indexOf(HEADING);
+  expect(at, text).toBeGreaterThanOrEqual(0);
+  const header = lines[at + 1]!;
+  expect(header, text).toMatch(/^PART\s+FROM\s+TO\s+GRANULARITY$/);
+  const starts = ['PART', 'FROM', 'TO', 'GRANULARITY'].map((title) => header.indexOf(title));
+  return lines
+    .slice(at + 2, at + 2 + count)
+    .map((line) =>
+      starts.map((start, column) => line.slice(start, starts[column + 1] ?? line.length).trim()),
+    );
+}
+
+/** What the table prints for `rows`. */
+function cellsOf(rows: readonly WindowRow[]): string[][] {
+  return rows.map((row) => [row.part, edgeText(row.from), edgeText(row.to), row.granularity]);
+}
+
+/** The notes: the lines after the table's rows. */
+function notesOf(text: string, rows: number): string[] {
+  const lines = text.split('\n');
+  return lines.slice(lines.indexOf(HEADING) + 2 + rows);
+}
+
+/** The `.seg` objects under `root` (the file store names each `{key}~obj`). */
 function segments(root: string): number {
   try {
     return (readdirSync(root, { recursive: true }) as string[]).filter((name) =>
@@ -61,13 +100,27 @@ describe('backupd ls: the restorable window, through the CLI', () => {
     expect(result.code, result.stderr).toBe(0);
     return JSON.parse(result.stdout) as ListedPoint[];
   };
-  const windowOf = async (): Promise<string> => {
+  /**
+   * `ls` in text, with one window section and every line at most 160
+   * characters, except the restore point table's `points` rows: those grow
+   * with the lineage, the STATE TIMES range and a corrupt point's reason.
+   */
+  const lsText = async (points: number): Promise<string> => {
     const result = await runCli(['ls', backups], { env });
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stdout.trimEnd().split('\n');
-    const found = lines.filter((line) => line.startsWith('WINDOW: '));
-    expect(found, result.stdout).toHaveLength(1);
-    return found[0]!;
+    const header = lines.findIndex((line) => /^LATEST\s+COMMITS/.test(line));
+    expect(header, result.stdout).toBeGreaterThanOrEqual(0);
+    lines.forEach((line, index) => {
+      if (index <= header || index > header + points)
+        expect(line.length, line).toBeLessThanOrEqual(160);
+    });
+    expect(
+      lines.filter((line) => line.startsWith('RESTORABLE WINDOW')),
+      result.stdout,
+    ).toEqual([HEADING]);
+    expect(result.stdout).not.toContain('WINDOW:');
+    return result.stdout;
   };
   const commitShipped = async (db: DatabaseSync, value: number, describe: () => string) => {
     const shipped = segments(bucket);
@@ -79,7 +132,7 @@ describe('backupd ls: the restorable window, through the CLI', () => {
     });
   };
 
-  it('an empty prefix: "no restore points", no WINDOW line, and still an array in JSON', async () => {
+  it('an empty prefix: "no restore points", no window section, and still an array in JSON', async () => {
     const empty = join(directory, 'empty-backups');
     mkdirSync(empty);
     const text = await runCli(['ls', pathToFileURL(empty).href], { env });
@@ -115,16 +168,37 @@ describe('backupd ls: the restorable window, through the CLI', () => {
       time: null,
       rolledForwardCommits: 3,
     });
-    const line = await windowOf();
-    expect(line).toBe(latest.window?.text);
-    expect(
-      line.startsWith(
-        `WINDOW: restorable from commit ${oldest.restorableFrom} (${oldest.snapshotTime}) to commit ${latest.commitSeq + 3} (${ROLLED_TIME}); commit ${latest.commitSeq}, the restore point's, is at ${latest.commitTime}; `,
-      ),
-    ).toBe(true);
-    expect(line).toContain(
-      'exact to the commit where the fine log objects are kept (the newest window, not yet compacted), except commits the replica batched',
-    );
+    // The table: from the oldest state to the restore point's commit (its
+    // commit time), then the rolled-forward commits, time unknown to ls.
+    const rows = latest.window!.rows;
+    expect(rows[0]!.from).toEqual({ commitSeq: oldest.restorableFrom, time: oldest.snapshotTime });
+    // The restore point alone: its snapshot, or its snapshot and fine segments.
+    const own = latest.commitSeq === latest.restorableFrom;
+    expect(rows.at(-2)).toMatchObject({
+      part: own ? 'snapshot' : 'fine segments',
+      to: { commitSeq: latest.commitSeq, time: latest.commitTime },
+      granularity: own ? 'its one state' : 'every commit',
+    });
+    expect(rows.at(-1)).toEqual({
+      part: 'rolled forward',
+      from: { commitSeq: latest.commitSeq + 1, time: null, timeUnknown: 'rolled-forward' },
+      to: { commitSeq: latest.commitSeq + 3, time: null, timeUnknown: 'rolled-forward' },
+      granularity: 'every commit, by --time',
+    });
+    expect(latest.window!.notes).toEqual([]);
+    const text = await lsText(points.length);
+    expect(text).toContain(`${latest.window!.text}\n`);
+    const cells = tableRows(text, rows.length);
+    expect(cells).toEqual(cellsOf(rows));
+    expect(cells[0]![1]).toBe(`commit ${oldest.restorableFrom} (${oldest.snapshotTime})`);
+    expect(cells.at(-2)![2]).toBe(`commit ${latest.commitSeq} (${latest.commitTime})`);
+    expect(cells.at(-1)).toEqual([
+      'rolled forward',
+      `commit ${latest.commitSeq + 1} (time unknown, in rolled segments)`,
+      `commit ${latest.commitSeq + 3} (time unknown, in rolled segments)`,
+      'every commit, by --time',
+    ]);
+    expect(notesOf(latest.window!.text, rows.length)).toEqual([]);
 
     // The latest edge is what a restore of the latest state really holds.
     const restored = await runCli(['restore', backups, join(directory, 'latest.db'), '--json'], {
@@ -156,13 +230,19 @@ describe('backupd ls: the restorable window, through the CLI', () => {
     expect(newest.rolledForward).toBeUndefined();
     const oldest = points.reduce((a, b) => (b.restorableFrom < a.restorableFrom ? b : a));
     expect(newest.commitTime).not.toBeNull();
-    const line = await windowOf();
-    expect(
-      line.startsWith(
-        `WINDOW: restorable from commit ${oldest.restorableFrom} (${oldest.snapshotTime}) to commit ${newest.commitSeq} (${newest.commitTime}); `,
-      ),
-      line,
-    ).toBe(true);
+    const rows = newest.window!.rows;
+    expect(rows[0]!.from).toEqual({ commitSeq: oldest.restorableFrom, time: oldest.snapshotTime });
+    expect(rows.at(-1)!.to).toEqual({ commitSeq: newest.commitSeq, time: newest.commitTime });
+    expect(rows.map((row) => row.part)).not.toContain('rolled forward');
+    const text = await lsText(points.length);
+    expect(text).toContain(`${newest.window!.text}\n`);
+    const cells = tableRows(text, rows.length);
+    expect(cells).toEqual(cellsOf(rows));
+    expect(cells[0]![1]).toBe(`commit ${oldest.restorableFrom} (${oldest.snapshotTime})`);
+    expect(cells.at(-1)![2]).toBe(`commit ${newest.commitSeq} (${newest.commitTime})`);
+    // Every commit between the ends is in a restore point: no notes.
+    expect(newest.window!.notes).toEqual([]);
+    expect(notesOf(newest.window!.text, rows.length)).toEqual([]);
   });
 });
 
@@ -195,48 +275,140 @@ function versionOnePoint(commitSeq: number, restorableFrom: number): RestorePoin
   });
 }
 
-describe('restorableWindow and windowLine', () => {
+/** The window's text with its rows and notes, checked against each other. */
+function shown(window: RestorableWindow): { cells: string[][]; notes: string[] } {
+  const text = windowText(window);
+  for (const line of text.split('\n')) expect(line.length, line).toBeLessThanOrEqual(160);
+  const cells = tableRows(text, window.rows.length);
+  expect(cells).toEqual(cellsOf(window.rows));
+  const notes = notesOf(text, window.rows.length);
+  expect(notes).toEqual(windowNotes(window));
+  expect(windowJson(window)).toMatchObject({ rows: window.rows, notes, text });
+  return { cells, notes };
+}
+
+describe('restorableWindow and windowText', () => {
   const first = point({ commitSeq: 10 });
   const second = point({ commitSeq: 20, latest: true });
 
-  it('from the oldest state start to the newest restore point without a roll-forward', () => {
-    const line = windowLine(restorableWindow([first, second], second, 0));
-    expect(line).toMatch(
-      /^WINDOW: restorable from commit 0 \(2026-12-01T00:00:00.000Z\) to commit 20 \(2026-12-01T00:00:20.000Z\); exact to the commit where the fine log objects are kept \(the newest window, not yet compacted\), except commits the replica batched while behind the application \(restorable together, to the batch's end; /,
+  it('from the oldest state start to the newest restore point without a roll-forward: one row', () => {
+    const window = restorableWindow([first, second], second, 0)!;
+    expect(window.rows).toEqual([
+      {
+        part: 'fine segments',
+        from: { commitSeq: 0, time: '2026-12-01T00:00:00.000Z' },
+        to: { commitSeq: 20, time: '2026-12-01T00:00:20.000Z' },
+        granularity: 'every commit',
+      },
+    ]);
+    const { cells, notes } = shown(window);
+    expect(cells).toEqual([
+      [
+        'fine segments',
+        'commit 0 (2026-12-01T00:00:00.000Z)',
+        'commit 20 (2026-12-01T00:00:20.000Z)',
+        'every commit',
+      ],
+    ]);
+    expect(notes).toEqual([]);
+    expect(windowText(window)).toBe(
+      [
+        HEADING,
+        'PART           FROM                                 TO                                    GRANULARITY',
+        'fine segments  commit 0 (2026-12-01T00:00:00.000Z)  commit 20 (2026-12-01T00:00:20.000Z)  every commit',
+      ].join('\n'),
     );
   });
 
-  it('to the roll-forward end, saying its time is unknown and giving the restore point time', () => {
+  it('a restore point that is its snapshot alone: one "snapshot" row', () => {
+    const alone = point({ commitSeq: 6, restorableFrom: 6, latest: true });
+    const { cells } = shown(restorableWindow([alone], alone, 0)!);
+    expect(cells).toEqual([
+      [
+        'snapshot',
+        'commit 6 (2026-12-01T00:00:00.000Z)',
+        'commit 6 (2026-12-01T00:00:06.000Z)',
+        'its one state',
+      ],
+    ]);
+  });
+
+  it('to the roll-forward end, its time unknown, after the restore point and its commit time', () => {
     const window = restorableWindow([first, second], second, 5)!;
     expect(window.latest).toMatchObject({ commitSeq: 25, time: null, restorePointCommitSeq: 20 });
-    expect(windowLine(window)).toContain(
-      `to commit 25 (${ROLLED_TIME}); commit 20, the restore point's, is at 2026-12-01T00:00:20.000Z;`,
-    );
+    expect(window.rows.at(-1)).toEqual({
+      part: 'rolled forward',
+      from: { commitSeq: 21, time: null, timeUnknown: 'rolled-forward' },
+      to: { commitSeq: 25, time: null, timeUnknown: 'rolled-forward' },
+      granularity: 'every commit, by --time',
+    });
+    const { cells, notes } = shown(window);
+    expect(cells).toEqual([
+      [
+        'fine segments',
+        'commit 0 (2026-12-01T00:00:00.000Z)',
+        'commit 20 (2026-12-01T00:00:20.000Z)',
+        'every commit',
+      ],
+      [
+        'rolled forward',
+        'commit 21 (time unknown, in rolled segments)',
+        'commit 25 (time unknown, in rolled segments)',
+        'every commit, by --time',
+      ],
+    ]);
+    expect(notes).toEqual([]);
   });
 
-  it('a roll-forward that could not be checked is said so, not counted', () => {
-    const line = windowLine(restorableWindow([second], second, null));
-    expect(line).toContain(
-      'to commit 20 (2026-12-01T00:00:20.000Z); the roll-forward past commit 20 could not be checked',
-    );
+  it('a roll-forward that could not be checked is a note, not a row', () => {
+    const window = restorableWindow([second], second, null)!;
+    expect(window.latest.rolledForwardCommits).toBeNull();
+    const { cells, notes } = shown(window);
+    expect(cells.map((row) => row[0])).toEqual(['fine segments']);
+    expect(cells[0]![2]).toBe('commit 20 (2026-12-01T00:00:20.000Z)');
+    expect(notes).toEqual([
+      'the roll-forward past commit 20 was not checked: a restore of the latest state may reach further',
+    ]);
   });
 
-  it('version 1 manifests: "time unknown (written by an older release)", never a made-up time', () => {
+  it('version 1 manifests: "time unknown, older release", never a made-up time', () => {
     const old = versionOnePoint(8, 3);
-    const line = windowLine(restorableWindow([old], old, 0));
-    expect(line).toMatch(
-      /^WINDOW: restorable from commit 3 \(time unknown \(written by an older release\)\) to commit 8 \(time unknown \(written by an older release\)\); exact to the commit, except, in a SQLite backup,/,
-    );
+    const window = restorableWindow([old], old, 0)!;
+    expect(window.rows[0]).toEqual({
+      part: 'fine segments',
+      from: { commitSeq: 3, time: null, timeUnknown: 'older-release' },
+      to: { commitSeq: 8, time: null, timeUnknown: 'older-release' },
+      granularity: 'every commit',
+    });
+    expect(shown(window).cells[0]).toEqual([
+      'fine segments',
+      'commit 3 (time unknown, older release)',
+      'commit 8 (time unknown, older release)',
+      'every commit',
+    ]);
   });
 
-  it('a framed store (version 2, no times): exact to the commit, by commit only', () => {
+  it('a framed store (version 2, no times): "time unknown, not recorded"; rolled forward only at its end', () => {
     const framed = point({ commitSeq: 7, restorableFrom: 2, snapshotTime: null, commitTime: null });
-    expect(windowLine(restorableWindow([framed], framed, 0))).toBe(
-      'WINDOW: restorable from commit 2 (time unknown (this backup records no times)) to commit 7 (time unknown (this backup records no times)); exact to the commit throughout (one frame per commit, compacted objects included); no times recorded: by commit only',
-    );
+    const window = restorableWindow([framed], framed, 2)!;
+    expect(window.engine).toBe('framed');
+    expect(shown(window).cells).toEqual([
+      [
+        'fine segments',
+        'commit 2 (time unknown, not recorded)',
+        'commit 7 (time unknown, not recorded)',
+        'every commit',
+      ],
+      [
+        'rolled forward',
+        'commit 8 (time unknown, in rolled segments)',
+        'commit 9 (time unknown, in rolled segments)',
+        'only its end',
+      ],
+    ]);
   });
 
-  it('corrupt points are left out; the earliest is the lowest state start; gaps and lineages are named', () => {
+  it('corrupt points are left out; older restore points are their own row; gaps and lineages are notes', () => {
     const corrupt: RestorePointInfo = {
       ...point({ commitSeq: 5 }),
       status: 'problems',
@@ -253,14 +425,92 @@ describe('restorableWindow and windowLine', () => {
     expect(window.earliest.commitSeq).toBe(0);
     expect(window.earliest.manifestKey).toBe(first.manifestKey);
     expect(window.gaps).toEqual([{ from: 11, to: 29 }]);
-    const line = windowLine(window);
-    expect(line).toContain(
-      'commits 11..29 are in no restore point: restore --commit refuses them, restore --time reaches them only if',
-    );
-    expect(line).toContain('spans 2 lineages');
+    expect(window.lineages).toEqual(['L1', 'L2']);
+    const { cells, notes } = shown(window);
+    expect(cells).toEqual([
+      [
+        'older restore points',
+        'commit 0 (2026-12-01T00:00:00.000Z)',
+        'commit 10 (2026-12-01T00:00:10.000Z)',
+        'every commit',
+      ],
+      [
+        'fine segments',
+        'commit 30 (2026-12-01T00:01:00.000Z)',
+        'commit 40 (2026-12-01T00:00:40.000Z)',
+        'every commit',
+      ],
+    ]);
+    expect(notes).toEqual([
+      'commits 11..29 are in no restore point (restore --commit refuses them; see ls --help)',
+      'the window spans 2 lineages (restore --commit and --time reach each)',
+    ]);
   });
 
-  it("names the granularity of the latest restore point's compacted log, run by run", () => {
+  it("older restore points reaching past the latest one's snapshot end just below it; compacted ones say so", () => {
+    const older = point({
+      commitSeq: 35,
+      restorableFrom: 0,
+      granularity: [
+        { level: 1, after: 0, to: 30, objects: 3 },
+        { level: 0, after: 30, to: 35, objects: 5 },
+      ],
+    });
+    const newest = point({ commitSeq: 50, restorableFrom: 32, latest: true });
+    const { cells } = shown(restorableWindow([older, newest], newest, 0)!);
+    expect(cells[0]).toEqual([
+      'older restore points',
+      'commit 0 (2026-12-01T00:00:00.000Z)',
+      'commit 31 (time unknown, in the log)',
+      'every commit; compacted: object ends',
+    ]);
+    expect(cells[1]![1]).toBe('commit 32 (2026-12-01T00:00:00.000Z)');
+    const framedOlder = { ...older, snapshotTime: null, commitTime: null };
+    const framedNewest = { ...newest, snapshotTime: null, commitTime: null };
+    expect(shown(restorableWindow([framedOlder, framedNewest], framedNewest, 0)!).cells[0]).toEqual(
+      [
+        'older restore points',
+        'commit 0 (time unknown, not recorded)',
+        'commit 31 (time unknown, not recorded)',
+        'every commit',
+      ],
+    );
+    // Version 1 beside undated: the engine is unknown.
+    const oldOlder: RestorePointInfo = { ...framedOlder, formatVersion: 1 };
+    const unknown = restorableWindow([oldOlder, framedNewest], framedNewest, 0)!;
+    expect(unknown.engine).toBe('unknown');
+    expect(shown(unknown).cells[0]).toEqual([
+      'older restore points',
+      'commit 0 (time unknown, older release)',
+      'commit 31 (time unknown, older release)',
+      'every commit; SQLite compacted: object ends',
+    ]);
+  });
+
+  it('a gap of one commit, and past three gaps one line counts the rest', () => {
+    const points = [0, 1, 2, 3, 4].map((index) =>
+      point({ commitSeq: index * 10 + 5, restorableFrom: index * 10, lineage: 'L1' }),
+    );
+    const single = restorableWindow(
+      [point({ commitSeq: 5 }), point({ commitSeq: 9, restorableFrom: 7, latest: true })],
+      point({ commitSeq: 9, restorableFrom: 7, latest: true }),
+      0,
+    )!;
+    expect(single.gaps).toEqual([{ from: 6, to: 6 }]);
+    expect(shown(single).notes).toEqual([
+      'commit 6 is in no restore point (restore --commit refuses them; see ls --help)',
+    ]);
+    const many = restorableWindow(points, points[4], 0)!;
+    expect(many.gaps).toHaveLength(4);
+    expect(shown(many).notes).toEqual([
+      'commits 6..9 are in no restore point (restore --commit refuses them; see ls --help)',
+      'commits 16..19 are in no restore point (restore --commit refuses them; see ls --help)',
+      'commits 26..29 are in no restore point (restore --commit refuses them; see ls --help)',
+      '1 more commit ranges are in no restore point (ls --json lists them under window.gaps)',
+    ]);
+  });
+
+  it("one row per run of the latest restore point's compacted log, SQLite: only at object ends", () => {
     const compacted = point({
       commitSeq: 40,
       restorableFrom: 4,
@@ -271,15 +521,45 @@ describe('restorableWindow and windowLine', () => {
         { level: 0, after: 30, to: 40, objects: 5 },
       ],
     });
-    const window = restorableWindow([compacted], compacted, 0)!;
+    const window = restorableWindow([compacted], compacted, 3)!;
+    expect(window.engine).toBe('sqlite');
     expect(window.granularity).toEqual(compacted.granularity);
-    expect(windowLine(window)).toContain(
-      "the latest restore point's log after its snapshot: commits 5..20 only at the ends of its 2 objects (level 2), commits 21..30 only at its end (level 1), commits 31..40 exact (fine segments); exact to the commit where",
-    );
-    expect(windowLine(restorableWindow([first, second], second, 0))).not.toContain('log after');
+    expect(window.rows.map((row) => [row.part, row.from.commitSeq, row.to.commitSeq])).toEqual([
+      ['level 2', 4, 20],
+      ['level 1', 21, 30],
+      ['fine segments', 31, 40],
+      ['rolled forward', 41, 43],
+    ]);
+    expect(shown(window).cells).toEqual([
+      [
+        'level 2',
+        'commit 4 (2026-12-01T00:00:00.000Z)',
+        'commit 20 (time unknown, in the log)',
+        'only at the ends of 2 objects',
+      ],
+      [
+        'level 1',
+        'commit 21 (time unknown, in the log)',
+        'commit 30 (time unknown, in the log)',
+        "only at the object's end",
+      ],
+      [
+        'fine segments',
+        'commit 31 (time unknown, in the log)',
+        'commit 40 (2026-12-01T00:00:40.000Z)',
+        'every commit',
+      ],
+      [
+        'rolled forward',
+        'commit 41 (time unknown, in rolled segments)',
+        'commit 43 (time unknown, in rolled segments)',
+        'every commit, by --time',
+      ],
+    ]);
+    expect(restorableWindow([first, second], second, 0)!.granularity).toBeUndefined();
   });
 
-  it("a framed store's compacted runs are said exact: its compacted objects keep every frame", () => {
+  it("a framed store's compacted runs are every commit: its compacted objects keep every frame", () => {
     const framed = point({
       commitSeq: 40,
       restorableFrom: 4,
@@ -292,12 +572,29 @@ describe('restorableWindow and windowLine', () => {
         { level: 0, after: 30, to: 40, objects: 5 },
       ],
     });
-    expect(windowLine(restorableWindow([framed], framed, 0))).toContain(
-      "the latest restore point's log after its snapshot: commits 5..20 exact (2 objects of level 2), commits 21..30 exact (one object of level 1), commits 31..40 exact (fine segments); exact to the commit throughout",
-    );
+    expect(shown(restorableWindow([framed], framed, 0)!).cells).toEqual([
+      [
+        'level 2',
+        'commit 4 (time unknown, not recorded)',
+        'commit 20 (time unknown, not recorded)',
+        'every commit (2 objects)',
+      ],
+      [
+        'level 1',
+        'commit 21 (time unknown, not recorded)',
+        'commit 30 (time unknown, not recorded)',
+        'every commit (1 object)',
+      ],
+      [
+        'fine segments',
+        'commit 31 (time unknown, not recorded)',
+        'commit 40 (time unknown, not recorded)',
+        'every commit',
+      ],
+    ]);
   });
 
-  it('an engine the listing cannot tell (version 1 points beside undated ones): both granularities of a compacted run', () => {
+  it('an engine the listing cannot tell (version 1 points beside undated ones): both granularities', () => {
     const old = versionOnePoint(4, 0);
     const newer = point({
       commitSeq: 40,
@@ -310,19 +607,49 @@ describe('restorableWindow and windowLine', () => {
         { level: 0, after: 30, to: 40, objects: 5 },
       ],
     });
-    const window = restorableWindow([old, newer], newer, 0)!;
+    const window = restorableWindow([old, newer], newer, 1)!;
     expect(window.engine).toBe('unknown');
-    expect(windowLine(window)).toContain(
-      "the latest restore point's log after its snapshot: commits 5..30 exact in a framed store, in a SQLite backup only at the ends of its 2 objects (level 1), commits 31..40 exact (fine segments); exact to the commit, except, in a SQLite backup,",
-    );
+    expect(shown(window).cells).toEqual([
+      [
+        'older restore points',
+        'commit 0 (time unknown, older release)',
+        'commit 3 (time unknown, older release)',
+        'every commit',
+      ],
+      [
+        'level 1',
+        'commit 4 (time unknown, not recorded)',
+        'commit 30 (time unknown, not recorded)',
+        "framed: every commit; SQLite: 2 objects' ends",
+      ],
+      [
+        'fine segments',
+        'commit 31 (time unknown, not recorded)',
+        'commit 40 (time unknown, not recorded)',
+        'every commit',
+      ],
+      [
+        'rolled forward',
+        'commit 41 (time unknown, in rolled segments)',
+        'commit 41 (time unknown, in rolled segments)',
+        'framed: its end; SQLite: by --time',
+      ],
+    ]);
   });
 
-  it('a sound point above what LATEST reaches is named; nothing sound gives no window', () => {
+  it('a sound point above what LATEST reaches is a note; nothing sound gives one line', () => {
     const window = restorableWindow([first, second], first, 0)!;
     expect(window.latest.commitSeq).toBe(10);
-    expect(windowLine(window)).toContain('a restore point LATEST does not name reaches commit 20');
+    expect(window.unnamedAbove).toBe(20);
+    expect(window.rows.at(-1)!.to.commitSeq).toBe(10);
+    expect(shown(window).notes).toEqual([
+      'a restore point LATEST does not name reaches commit 20 (restore --commit 20)',
+    ]);
     const bad: RestorePointInfo = { ...first, status: 'problems', problems: ['x'] };
     expect(restorableWindow([bad], undefined, 0)).toBeNull();
-    expect(windowLine(null)).toBe('WINDOW: nothing restorable (no restore point listed is sound)');
+    expect(windowText(null)).toBe(
+      'RESTORABLE WINDOW: nothing restorable (no restore point listed is sound)',
+    );
+    expect(windowJson(null)).toBeNull();
   });
 });

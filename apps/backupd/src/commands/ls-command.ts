@@ -11,8 +11,9 @@
  * that exists, or names a corrupt point is a PROBLEM line above the table,
  * with the restore point a restore of the latest state falls back to.
  *
- * WINDOW (text) / `window` (JSON) is the restorable window: see
- * `restorable-window.ts`. In JSON it rides on the LATEST entry of the array
+ * RESTORABLE WINDOW (text) / `window` (JSON) is the restorable window: see
+ * `restorable-window.ts`; the granularity it abbreviates is explained in
+ * the `description` below (`ls --help`). In JSON it rides on the LATEST entry of the array
  * (or on the object form's top level), so the array stays an array.
  */
 import { existsSync } from 'node:fs';
@@ -29,7 +30,7 @@ import { EXIT_OK } from '../exit-codes.ts';
 import { formatBytes } from '../format-bytes.ts';
 import { parseStoreUrl } from '../store-url.ts';
 import { expectPositionals, openUrlArgument, print, printJson, table } from './command-store.ts';
-import { restorableWindow, windowJson, windowLine } from './restorable-window.ts';
+import { restorableWindow, windowJson, windowText } from './restorable-window.ts';
 import { newerDataCounts, newerDataJson } from './restore-command.ts';
 
 /** `ls` of a local directory that does not exist. */
@@ -59,9 +60,62 @@ export const lsCommand = defineCommand({
 names and whether LATEST is readable. STATUS says what was checked: "manifest
 checked" (the manifest passed restore's checks; its objects were not read),
 "verified" (--deep: every object it names exists with its size and CRC-32,
-as verify --deep checks), or "corrupt: <why>". WINDOW: the oldest and newest
-restorable commit and time (the newest after the roll-forward a restore of
-the latest state does), and how finely the states between can be chosen.`,
+as verify --deep checks), or "corrupt: <why>".
+
+RESTORABLE WINDOW, after the table, is what a restore can produce, from the
+oldest state a sound restore point restores (its snapshot) to where a
+restore of the latest state ends. Each row is a part of that history, oldest
+first, with the commit and time at each end. "time unknown" says why: "older
+release" (a restore point of manifest format version 1), "not recorded" (a
+store that records no times), "in the log" or "in rolled segments" (the time
+is only in segments, which ls does not read). The parts:
+  older restore points  those whose snapshot is older than the latest
+                        restore point's: earlier generations or lineages
+  snapshot, fine segments, level N
+                        the latest restore point's state and log, run by
+                        run: fine segments are not compacted yet, level N
+                        is compacted objects of that level
+  rolled forward        commits shipped after the restore point in chained
+                        segments; a restore of the latest state holds them
+GRANULARITY says which states of a part a restore can choose:
+  every commit          restore --commit N restores exactly commit N, and
+                        --time T the newest commit at or before T (each
+                        commit dated to the millisecond when backupd first
+                        saw it). In a SQLite backup, commits the replica
+                        batched while behind the application restore
+                        together, to the batch's end; ls does not show
+                        whether any were.
+  its one state         the restore point is its snapshot alone.
+  only at ... end(s), compacted: object ends
+                        a SQLite compacted object keeps only the state at
+                        its end: the end of a window of its level (30 s,
+                        5 min, 1 h by default), or of a merge made before
+                        the window ended under a heavy load. Older restore
+                        points say "compacted: object ends" when one of
+                        them names compacted objects ("SQLite compacted"
+                        when the engine is unknown, see below).
+  every commit (N objects)
+                        a framed store's compacted objects keep every
+                        frame: every commit stays exact at every level. A
+                        framed store records no times: choose by commit.
+  every commit, by --time
+                        rolled-forward commits: restore --commit takes
+                        only commits a restore point names, --time reaches
+                        each one. A framed store's: only its end, which a
+                        restore of the latest state gives.
+  framed: ...; SQLite: ...
+                        the listing cannot tell the engine (version 1
+                        restore points beside undated ones): both are said
+                        ("SQLite: by --time": every commit, by --time).
+Notes under the table, only when they apply: commits in no restore point
+between the ends (restore --commit refuses them; --time reaches them only
+if they were shipped in segments chained to a restore point below them), a
+restore point above the window that LATEST does not name, more than one
+lineage (--commit and --time reach every lineage listed), a roll-forward
+that could not be checked. Corrupt restore points are left out. With --json
+the same facts are the "window" object of the LATEST entry (at the top
+level when LATEST is unusable): earliest, latest, engine, gaps, lineages,
+granularity, rows, notes and text.`,
   options,
   examples: [
     'backupd ls s3://my-bucket/app',
@@ -209,7 +263,7 @@ async function listRestorePointsCommand(
       '"manifest checked": the manifest was read and passed restore\'s checks; its objects were not read (ls --deep reads them)',
     );
   // Above NEWER DATA and ROLL-FORWARD: those stay the last lines, detailing what lies past the restore point.
-  print(context, windowLine(restorable));
+  print(context, windowText(restorable));
   if (newerProblem !== undefined)
     print(context, `PROBLEM: could not check for data newer than LATEST: ${newerProblem}`);
   else if (newer !== null && holdsUnnamedNewerData(newer)) print(context, newerDataLine(newer));

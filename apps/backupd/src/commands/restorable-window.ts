@@ -1,7 +1,9 @@
 /**
  * The restorable window `backupd ls` reports: the oldest state a restore can
  * produce, the newest one a restore of the latest state produces, and how
- * finely the states in between can be chosen.
+ * finely the states in between can be chosen, as a short table of the parts
+ * of history (`rows`) and a few one-line notes. The long explanation of the
+ * granularity per engine is in `ls --help` (ls-command.ts) and the README.
  *
  * Which restore points count: every sound one listed, whatever its lineage
  * or generation. `restore --commit` takes any sound manifest that covers the
@@ -11,11 +13,13 @@
  * points are not: restore skips them.
  *
  * Times come from the manifests only (format version 2 records
- * `snapshotTime`/`commitTime`). Commits a restore rolls forward over live in
- * the rolled segments' commit records, which ls does not download: their
- * time is reported as unknown here, never guessed.
+ * `snapshotTime`/`commitTime`). Commits inside a log (between a restore
+ * point's snapshot and its newest commit) and the commits a restore rolls
+ * forward over are dated in the segments' commit records, which ls does not
+ * download: their time is reported as unknown here, never guessed.
  */
 import type { GranularityRun, RestorePointInfo } from '@x/restore';
+import { table } from './command-store.ts';
 
 /** What the listing tells about the engine, from the times its manifests record. */
 export type WindowEngine = 'sqlite' | 'framed' | 'unknown';
@@ -28,6 +32,28 @@ export interface WindowEdge {
   readonly timeUnknown?: 'older-release' | 'not-recorded' | 'rolled-forward';
   /** The restore point this edge belongs to. */
   readonly manifestKey: string;
+}
+
+/** A FROM or TO cell of the window table. */
+export interface WindowRowEdge {
+  readonly commitSeq: number;
+  /** RFC 3339, or `null` when not known (see `timeUnknown`). */
+  readonly time: string | null;
+  /**
+   * Why `time` is `null`; `in-log`: the commit is inside a SQLite log, whose
+   * commit records date it, and ls does not read them.
+   */
+  readonly timeUnknown?: NonNullable<WindowEdge['timeUnknown']> | 'in-log';
+}
+
+/** One part of the restorable history: a row of the window table. */
+export interface WindowRow {
+  /** `older restore points`, `snapshot`, `fine segments`, `level N` or `rolled forward`. */
+  readonly part: string;
+  readonly from: WindowRowEdge;
+  readonly to: WindowRowEdge;
+  /** Which states of the part a restore can choose, in a few words (ls --help explains them). */
+  readonly granularity: string;
 }
 
 export interface RestorableWindow {
@@ -49,6 +75,8 @@ export interface RestorableWindow {
   readonly unnamedAbove?: number;
   /** The granularity of the latest restore point's commit log, when it names compacted objects. */
   readonly granularity?: readonly GranularityRun[];
+  /** The parts of history from `earliest` to `latest`, oldest first. */
+  readonly rows: readonly WindowRow[];
 }
 
 type SoundPoint = RestorePointInfo & { readonly restorableFrom: number };
@@ -107,12 +135,13 @@ export function restorableWindow(
     : sound.every((point) => point.formatVersion === 2)
       ? 'framed'
       : 'unknown';
+  const earliest: WindowEdge = {
+    commitSeq: oldest.restorableFrom,
+    ...edgeTime(oldest, oldest.snapshotTime),
+    manifestKey: oldest.manifestKey,
+  };
   return {
-    earliest: {
-      commitSeq: oldest.restorableFrom,
-      ...edgeTime(oldest, oldest.snapshotTime),
-      manifestKey: oldest.manifestKey,
-    },
+    earliest,
     latest: {
       commitSeq: latestCommit,
       ...latestTime,
@@ -126,85 +155,181 @@ export function restorableWindow(
     lineages,
     ...(above > latestCommit ? { unnamedAbove: above } : {}),
     ...(base.granularity === undefined ? {} : { granularity: base.granularity }),
+    rows: windowRows(sound, base, earliest, engine, rolled),
   };
 }
 
+/** The time of a commit inside `point`'s log, which its manifest does not record. */
+function innerTime(
+  point: RestorePointInfo,
+  engine: WindowEngine,
+): Pick<WindowRowEdge, 'time' | 'timeUnknown'> {
+  if (point.formatVersion === 1) return { time: null, timeUnknown: 'older-release' };
+  return { time: null, timeUnknown: engine === 'sqlite' ? 'in-log' : 'not-recorded' };
+}
+
 /**
- * One run of the latest restore point's log, as `windowLine` says it. A
- * framed store's compacted objects hold every frame they merged, so its
- * runs of any level stay exact; a SQLite one's only at their ends. When the
- * listing cannot tell the engine (version 1 restore points beside newer
- * ones), both are said.
+ * The rows: the older restore points' part (below the base's snapshot), the
+ * base's log run by run (one fine-segments row when it names no compacted
+ * object), and the rolled-forward tail.
  */
-function runText(run: GranularityRun, engine: WindowEngine): string {
-  const range = `commits ${run.after + 1}..${run.to}`;
-  if (run.level === 0) return `${range} exact (fine segments)`;
-  const objects = run.objects === 1 ? 'one object' : `${run.objects} objects`;
-  if (engine === 'framed') return `${range} exact (${objects} of level ${run.level})`;
-  const ends = run.objects === 1 ? 'its end' : `the ends of its ${run.objects} objects`;
-  if (engine === 'unknown')
-    return `${range} exact in a framed store, in a SQLite backup only at ${ends} (level ${run.level})`;
-  return `${range} only at ${ends} (level ${run.level})`;
+function windowRows(
+  sound: readonly SoundPoint[],
+  base: SoundPoint,
+  earliest: WindowEdge,
+  engine: WindowEngine,
+  rolled: number,
+): WindowRow[] {
+  const rows: WindowRow[] = [];
+  const start = base.restorableFrom;
+  const older = sound.filter((point) => point !== base && point.restorableFrom < start);
+  if (older.length > 0 && earliest.commitSeq < start) {
+    let top = older[0]!;
+    for (const point of older) if (point.commitSeq > top.commitSeq) top = point;
+    const compacted = older.some((point) => point.granularity?.some((run) => run.level > 0));
+    rows.push({
+      part: 'older restore points',
+      from: { commitSeq: earliest.commitSeq, time: earliest.time, ...unknownOf(earliest) },
+      // Where they reach past the base's snapshot, the base's rows go on.
+      to:
+        top.commitSeq < start
+          ? { commitSeq: top.commitSeq, ...edgeTime(top, top.commitTime) }
+          : { commitSeq: start - 1, ...innerTime(top, engine) },
+      granularity: !compacted ? 'every commit' : OLDER_COMPACTED[engine],
+    });
+  }
+  const from = (run: number, after: number): WindowRowEdge =>
+    run === 0
+      ? { commitSeq: start, ...edgeTime(base, base.snapshotTime) }
+      : { commitSeq: after + 1, ...innerTime(base, engine) };
+  const to = (commitSeq: number): WindowRowEdge =>
+    commitSeq === base.commitSeq
+      ? { commitSeq, ...edgeTime(base, base.commitTime) }
+      : { commitSeq, ...innerTime(base, engine) };
+  if (base.granularity !== undefined)
+    base.granularity.forEach((run, index) => {
+      rows.push({
+        part: run.level === 0 ? 'fine segments' : `level ${run.level}`,
+        from: from(index, run.after),
+        to: to(run.to),
+        granularity: runGranularity(run, engine),
+      });
+    });
+  else
+    rows.push({
+      part: base.commitSeq === start ? 'snapshot' : 'fine segments',
+      from: from(0, start),
+      to: to(base.commitSeq),
+      granularity: base.commitSeq === start ? 'its one state' : 'every commit',
+    });
+  if (rolled > 0)
+    rows.push({
+      part: 'rolled forward',
+      from: { commitSeq: base.commitSeq + 1, time: null, timeUnknown: 'rolled-forward' },
+      to: { commitSeq: base.commitSeq + rolled, time: null, timeUnknown: 'rolled-forward' },
+      granularity: ROLLED[engine],
+    });
+  return rows;
 }
 
-const UNKNOWN: Record<NonNullable<WindowEdge['timeUnknown']>, string> = {
-  'older-release': 'time unknown (written by an older release)',
-  'not-recorded': 'time unknown (this backup records no times)',
-  'rolled-forward':
-    'time unknown to ls: it is in the rolled-forward segments, which ls does not read',
-};
-
-function edgeText(edge: WindowEdge): string {
-  return `commit ${edge.commitSeq} (${edge.time ?? UNKNOWN[edge.timeUnknown ?? 'not-recorded']})`;
+function unknownOf(edge: WindowEdge): Pick<WindowRowEdge, 'timeUnknown'> {
+  return edge.timeUnknown === undefined ? {} : { timeUnknown: edge.timeUnknown };
 }
 
-/** What a restore can choose between the edges, per engine (docs/format.md). */
-const GRANULARITY: Record<WindowEngine, string> = {
-  sqlite:
-    "exact to the commit where the fine log objects are kept (the newest window, not yet compacted), except commits the replica batched while behind the application (restorable together, to the batch's end; this listing does not show whether any were); inside a compacted object (`.L{level}` key) only at its end, the end of a window of its level (30 s, 5 min, 1 h by default); by time, the newest restorable commit at or before it, each commit dated to the millisecond when backupd first saw it",
-  framed:
-    'exact to the commit throughout (one frame per commit, compacted objects included); no times recorded: by commit only',
-  unknown:
-    "exact to the commit, except, in a SQLite backup, commits the replica batched while behind the application (restorable together, to the batch's end) and inside compacted objects (only at their end); by time only where commit records date the commits",
+/**
+ * A run of the latest restore point's log. A framed store's compacted
+ * objects hold every frame they merged, so its runs of any level stay
+ * exact; a SQLite one's only at their ends. When the listing cannot tell
+ * the engine (version 1 restore points beside undated ones), both are said.
+ */
+function runGranularity(run: GranularityRun, engine: WindowEngine): string {
+  if (run.level === 0) return 'every commit';
+  const objects = run.objects === 1 ? '1 object' : `${run.objects} objects`;
+  if (engine === 'framed') return `every commit (${objects})`;
+  if (engine === 'sqlite')
+    return run.objects === 1 ? "only at the object's end" : `only at the ends of ${objects}`;
+  return `framed: every commit; SQLite: ${run.objects === 1 ? "the object's end" : `${objects}' ends`}`;
+}
+
+/** Older restore points of which one names compacted objects. */
+const OLDER_COMPACTED: Record<WindowEngine, string> = {
+  sqlite: 'every commit; compacted: object ends',
+  framed: 'every commit',
+  unknown: 'every commit; SQLite compacted: object ends',
 };
 
-/** The `WINDOW:` line of `backupd ls`. */
-export function windowLine(window: RestorableWindow | null): string {
-  // ls prints no window for an empty prefix; null here means every point listed is corrupt.
-  if (window === null) return 'WINDOW: nothing restorable (no restore point listed is sound)';
-  const { earliest, latest } = window;
-  const parts = [`restorable from ${edgeText(earliest)} to ${edgeText(latest)}`];
+/** The rolled-forward commits: `restore --commit` takes only commits a restore point names. */
+const ROLLED: Record<WindowEngine, string> = {
+  sqlite: 'every commit, by --time',
+  framed: 'only its end',
+  unknown: 'framed: its end; SQLite: by --time',
+};
+
+const UNKNOWN: Record<NonNullable<WindowRowEdge['timeUnknown']>, string> = {
+  'older-release': 'older release',
+  'not-recorded': 'not recorded',
+  'rolled-forward': 'in rolled segments',
+  'in-log': 'in the log',
+};
+
+/** A FROM or TO cell. */
+export function edgeText(edge: WindowRowEdge): string {
+  return `commit ${edge.commitSeq} (${edge.time ?? `time unknown, ${UNKNOWN[edge.timeUnknown ?? 'not-recorded']}`})`;
+}
+
+/** The gaps named one by one; past that, one line counts the rest. */
+const GAPS_NAMED = 3;
+
+/** The one-line notes under the window table, only those that apply. */
+export function windowNotes(window: RestorableWindow): string[] {
+  const notes: string[] = [];
+  const { latest } = window;
   if (latest.rolledForwardCommits === null)
-    parts.push(
-      `the roll-forward past commit ${latest.restorePointCommitSeq} could not be checked, so a restore of the latest state may reach further`,
-    );
-  else if (latest.rolledForwardCommits > 0)
-    parts.push(
-      `commit ${latest.restorePointCommitSeq}, the restore point's, is at ${latest.restorePointTime ?? 'an unknown time'}`,
+    notes.push(
+      `the roll-forward past commit ${latest.restorePointCommitSeq} was not checked: a restore of the latest state may reach further`,
     );
   if (window.unnamedAbove !== undefined)
-    parts.push(
-      `a restore point LATEST does not name reaches commit ${window.unnamedAbove} (restore --commit)`,
+    notes.push(
+      `a restore point LATEST does not name reaches commit ${window.unnamedAbove} (restore --commit ${window.unnamedAbove})`,
     );
   // Typically a generation's tail shipped after its newest restore point:
   // restorePointForCommit cannot serve it, the time search rolls forward into it.
-  for (const gap of window.gaps)
-    parts.push(
-      `${gap.from === gap.to ? `commit ${gap.from} is` : `commits ${gap.from}..${gap.to} are`} in no restore point: restore --commit refuses them, restore --time reaches them only if they were shipped in segments chained to the restore point below`,
+  for (const gap of window.gaps.slice(0, GAPS_NAMED))
+    notes.push(
+      `${gap.from === gap.to ? `commit ${gap.from} is` : `commits ${gap.from}..${gap.to} are`} in no restore point (restore --commit refuses them; see ls --help)`,
+    );
+  if (window.gaps.length > GAPS_NAMED)
+    notes.push(
+      `${window.gaps.length - GAPS_NAMED} more commit ranges are in no restore point (ls --json lists them under window.gaps)`,
     );
   if (window.lineages.length > 1)
-    parts.push(
-      `spans ${window.lineages.length} lineages (restore --commit and --time reach every lineage listed)`,
+    notes.push(
+      `the window spans ${window.lineages.length} lineages (restore --commit and --time reach each)`,
     );
-  if (window.granularity !== undefined)
-    parts.push(
-      `the latest restore point's log after its snapshot: ${window.granularity.map((run) => runText(run, window.engine)).join(', ')}`,
-    );
-  parts.push(GRANULARITY[window.engine]);
-  return `WINDOW: ${parts.join('; ')}`;
+  return notes;
 }
 
-/** The window for `ls --json`: the same facts, plus the line. */
+/** The restorable window section of `backupd ls`: a heading, the table, the notes. */
+export function windowText(window: RestorableWindow | null): string {
+  // ls prints no window for an empty prefix; null here means every point listed is corrupt.
+  if (window === null)
+    return 'RESTORABLE WINDOW: nothing restorable (no restore point listed is sound)';
+  const rows = window.rows.map((row) => [
+    row.part,
+    edgeText(row.from),
+    edgeText(row.to),
+    row.granularity,
+  ]);
+  return [
+    'RESTORABLE WINDOW (GRANULARITY explained in backupd ls --help)',
+    table(['PART', 'FROM', 'TO', 'GRANULARITY'], rows),
+    ...windowNotes(window),
+  ].join('\n');
+}
+
+/** The window for `ls --json`: the same facts, the notes and the text. */
 export function windowJson(window: RestorableWindow | null): object | null {
-  return window === null ? null : { ...window, text: windowLine(window) };
+  return window === null
+    ? null
+    : { ...window, notes: windowNotes(window), text: windowText(window) };
 }
