@@ -58,7 +58,11 @@ module.exports = {
       severity: 'error',
       comment:
         "The format packages (@x/manifest, @x/wal-segment) are pure formats: no store package, except @x/store's key rules (@x/store/keys: pure functions), so a key a format builds is one every store takes.",
-      from: { path: '^packages/(manifest|wal-segment)/' },
+      // README examples (examples/) are user code: they write a format to a store.
+      from: {
+        path: '^packages/(manifest|wal-segment)/',
+        pathNot: '^packages/(manifest|wal-segment)/examples/',
+      },
       to: {
         path: ['^packages/store[^/]*/', '^packages/test-servers/', '^packages/test-faults/'],
         pathNot: '^packages/store/src/(keys|errors|error-marker)[.]ts$',
