@@ -64,7 +64,7 @@ describe.concurrent('backupd check cleanup', () => {
       const { result, verdict } = await checkThrough(
         server,
         prefix,
-        /\/probe\/conditional-write-probe-[^/]+\/(create-race|upload)$/,
+        /\/probe\/conditional-write-probe-[^/]+\/(create-race-1|upload)$/,
       );
       const direct = directStore(server);
       const left = (await direct.list(`${prefix}/`)).objects.map((info) => info.key);

@@ -59,7 +59,7 @@ const M7 = manifestKey(PREFIX, 7);
 const M9 = manifestKey(PREFIX, 9);
 /** The worker backs up (the helper's text says commit 5 whatever the baseline holds; LATEST's is commit 6). */
 const RESUMES = passes('backed up commit');
-const LS_FINE = passes('*       0..6', 'commits 1..4 exact (one object of level 1)');
+const LS_FINE = passes('*       0..6', 'every commit (1 object)');
 const SHALLOW_FINE = passes('verified 5 restore point(s) (sizes; add --deep for CRC-32)');
 const NO_LEASE = { lease: passes('no lease'), acquire: passes('acquired generation 1') };
 const BUCKET_FINE = {

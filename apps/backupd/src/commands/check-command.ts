@@ -204,9 +204,17 @@ async function measure(
   return { probe, cases, cleanup };
 }
 
+/** The conformance groups whose failure means two writers could both win. */
+const EXCLUSION_GROUPS = new Set<CaseResult['group']>([
+  'create',
+  'replace',
+  'races',
+  'multipart-create',
+]);
+
 /**
  * SAFE only when create-if-absent and replace-if-version are honoured and
- * no conformance case failed; the summary adds what was left behind.
+ * no case of those preconditions (or their races) failed; the summary adds what was left behind.
  */
 export function judge(
   url: string,
@@ -214,7 +222,10 @@ export function judge(
   cases: readonly CaseResult[],
   cleanup: CheckCleanup,
 ): CheckVerdict {
-  const failedCases = cases.filter((result) => result.outcome === 'failed').length;
+  // SAFE is about exclusion: the cases of the preconditions the lease rests on.
+  const failedCases = cases.filter(
+    (result) => result.outcome === 'failed' && EXCLUSION_GROUPS.has(result.group),
+  ).length;
   const safe =
     probe.create.outcome === 'honoured' &&
     probe.replace.outcome === 'honoured' &&

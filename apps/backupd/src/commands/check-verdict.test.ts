@@ -62,3 +62,23 @@ describe('check: the verdict', () => {
     expect(verdict.summary).toContain('BACKUPD_CONDITIONAL=off');
   });
 });
+
+describe('check: a failed conditional-delete case', () => {
+  it('does not make the service UNSAFE: backupd never deletes conditionally', () => {
+    const honoured = { outcome: 'honoured', evidence: '' } as const;
+    const failed = {
+      group: 'delete',
+      name: 'conditional delete with a stale version',
+      outcome: 'failed',
+      detail: 'it succeeded',
+      durationMs: 1,
+    } as const;
+    const verdict = judge(
+      's3://b/p',
+      { create: honoured, replace: honoured, delete: { outcome: 'ignored', evidence: '' } },
+      [failed],
+      { clean: true, prefix: 'p', left: 0, listed: true, failures: [] },
+    );
+    expect(verdict.safe).toBe(true);
+  });
+});
