@@ -99,6 +99,31 @@ describe('backupd replicate restarted on an unchanged database', () => {
     expect(databaseHash(target)).toBe(databaseHash(database));
   }, 180_000);
 
+  it('a restart stopped before its first step is complete: the continued count is the goal (exit 0)', async () => {
+    const database = createDatabase('early-stop.db');
+    const bucket = join(directory, 'early-stop-backups');
+    const url = pathToFileURL(bucket).href;
+    expect((await (await life(database, bucket)).stop('SIGTERM', 60_000)).code).toBe(0);
+    // The stop lands between the start and the step that continues the
+    // generation: three tries, as the two race.
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const backupd = startBackupd(['replicate', database, url, '--log-format', 'json'], { env });
+      running.push(backupd);
+      // Logged just before the signals are handled, well before the lease
+      // is taken and the first step runs.
+      await waitFor(
+        'the replica to start',
+        () => backupd.logEvents().some((e) => e.event === 'cpu-priority') || undefined,
+        { describe: () => backupd.describe(), timeoutMs: 30_000, intervalMs: 1 },
+      );
+      await new Promise((resolve) => setTimeout(resolve, 15));
+      const exit = await backupd.stop('SIGTERM', 60_000);
+      expect(exit, backupd.describe()).toEqual({ code: 0, signal: null });
+      expect(backupd.logEvents().some((e) => e.event === 'backup.shutdown_incomplete')).toBe(false);
+    }
+    expect(snapshots(bucketFiles(bucket))).toHaveLength(1);
+  }, 180_000);
+
   for (const [label, rows, continued] of [
     ['a few rows', 3, true],
     ['every row', 512, false],

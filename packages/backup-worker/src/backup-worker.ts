@@ -201,7 +201,7 @@ export class BackupWorker {
       requests: this.#requests,
       runSignal: () => this.#runAbort.signal,
       started: () => this.#started,
-      failed: (error) => this.#failed(error),
+      failed: (error) => (this.#abandonedByStop() ? this.#abandoned(error) : this.#failed(error)),
       onNewTenure: () => {
         // Forget everything known about the bucket: another writer may have changed it.
         this.#tenure = new Tenure();
@@ -475,11 +475,8 @@ export class BackupWorker {
       delay = Math.max(0, this.#walIntervalMs - (this.#clock.monotonicNow() - startedAt));
     } catch (error) {
       if (WorkerPanicError.isInstance(error)) throw error;
-      if (this.#abandonedByStop()) {
-        // A planned stop cut the step short: the flush that follows ships it.
-        this.#logger.info('backup.step_abandoned', { reason: messageOf(error) });
-        return 0;
-      }
+      // A planned stop cut the step short: the flush that follows ships it.
+      if (this.#abandonedByStop()) return this.#abandoned(error);
       delay = this.#failed(error);
     }
     await this.#evaluate();
@@ -493,6 +490,12 @@ export class BackupWorker {
   #abandonedByStop(): boolean {
     const signal = this.#runAbort.signal;
     return signal.aborted && ShutdownAbandonedError.isInstance(signal.reason);
+  }
+
+  /** A step or lease attempt the stop cut short: no failure, nothing to wait for. */
+  #abandoned(error: unknown): number {
+    this.#logger.info('backup.step_abandoned', { reason: messageOf(error) });
+    return 0;
   }
 
   /** Count a failed step or lease attempt; return the back-off to wait. */
@@ -520,6 +523,16 @@ export class BackupWorker {
   async flush(): Promise<void> {
     // What is durable now, with the engine's latest commits captured.
     const source = await this.#source.ensureOpen({ signal: this.#runAbort.signal });
+    // A stop before the tenure's first step: that step decides whether this
+    // run continues the bucket's generation, which sets the commit count the
+    // goal is counted in. A failure here is retried below.
+    if (this.#tenure.current === null) {
+      try {
+        await this.runOnce();
+      } catch (error) {
+        if (WorkerPanicError.isInstance(error)) throw error;
+      }
+    }
     await source.catchUp();
     await source.observe();
     const goal = await source.durablePosition();
