@@ -5,7 +5,7 @@
  * `on` or `off` is a usage error before anything starts.
  */
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
@@ -28,7 +28,7 @@ describe('BACKUPD_DATABASE_LOCK', () => {
     });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('BACKUPD_DATABASE_LOCK must be "on" or "off", got "maybe"');
-    expect(existsSync(`${database}-backupd.lock`)).toBe(false);
+    expect(existsSync(join(directory, `.${basename(database)}-backupd`, 'lock'))).toBe(false);
   });
 
   it('off: two replicates of one database both start, and nothing is written beside it', async () => {
@@ -54,8 +54,10 @@ describe('BACKUPD_DATABASE_LOCK', () => {
         },
         { describe: () => replicate.describe() },
       );
-    expect(existsSync(`${database}-backupd.lock`)).toBe(false);
-    expect(existsSync(`${database}-backupd.json`)).toBe(false);
+    expect(existsSync(join(directory, `.${basename(database)}-backupd`, 'lock'))).toBe(false);
+    expect(existsSync(join(directory, `.${basename(database)}-backupd`, 'holder.json'))).toBe(
+      false,
+    );
     expect(await first.stop('SIGTERM'), first.describe()).toEqual({ code: 0, signal: null });
     expect(await second.stop('SIGTERM'), second.describe()).toEqual({ code: 0, signal: null });
   });

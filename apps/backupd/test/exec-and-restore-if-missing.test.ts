@@ -91,8 +91,8 @@ setInterval(() => {}, 1000);`,
     rmSync(database, { force: true });
     rmSync(`${database}-wal`, { force: true });
     rmSync(`${database}-shm`, { force: true });
-    for (const suffix of ['-backupd.state', '-backupd.lineage', '-backupd.parent'])
-      rmSync(`${database}${suffix}`, { force: true });
+    for (const name of ['state', 'lineage', 'parent'])
+      rmSync(join(directory, '.app.db-backupd', name), { force: true });
     const app = application(
       `${insertRows(database, 100, 5)}\nsetTimeout(() => process.exit(0), 300);`,
     );

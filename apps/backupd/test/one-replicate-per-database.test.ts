@@ -15,7 +15,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
 import { randomPrefix } from '@x/test-servers';
@@ -188,8 +188,13 @@ describe.skipIf(!versitygw)('one replicate per database on a host', () => {
     expect(refusedExec.code, refusedExec.stderr).toBe(6);
     expect(existsSync(marker)).toBe(false);
 
-    // The holder record beside the database names the holder.
-    const record = JSON.parse(readFileSync(`${databasePath}-backupd.json`, 'utf8')) as {
+    // The holder record in the sidecar directory names the holder.
+    const record = JSON.parse(
+      readFileSync(
+        join(dirname(databasePath), `.${basename(databasePath)}-backupd`, 'holder.json'),
+        'utf8',
+      ),
+    ) as {
       pid: number;
       instanceId: string;
     };

@@ -10,7 +10,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { BackupWorker } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
 import { FramedDirSource, LINEAGE_FILE } from '@x/source-framed';
-import { SqliteSource } from '@x/source-sqlite';
+import { SqliteSource, sqliteSidecarFiles } from '@x/source-sqlite';
 import { MemoryStore } from '@x/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkBucket } from './helpers/check-bucket.ts';
@@ -60,9 +60,9 @@ describe('SqliteSource.createLineage', () => {
     const second = SqliteSource.open({ path, captureIntervalMs: 0 });
     try {
       for (let round = 0; round < ROUNDS; round += 1) {
-        await rm(`${path}-backupd.lineage`, { force: true });
+        await rm(sqliteSidecarFiles(path).lineage, { force: true });
         await Promise.all([first.createLineage(`a-${round}`), second.createLineage(`b-${round}`)]);
-        const onDisk = (await readFile(`${path}-backupd.lineage`, 'utf8')).trim();
+        const onDisk = (await readFile(sqliteSidecarFiles(path).lineage, 'utf8')).trim();
         expect([`a-${round}`, `b-${round}`]).toContain(onDisk);
         expect(await first.readLineage()).toBe(onDisk);
         expect(await second.readLineage()).toBe(onDisk);

@@ -106,6 +106,16 @@ export interface RestoreMaterializer {
     options: { readonly signal?: AbortSignal },
   ): Promise<readonly string[]>;
   /**
+   * A hidden directory in the target that holds the layout's own small
+   * files beside the restored ones (SQLite's `.<db>-backupd`). Names that
+   * {@link finish} returns, {@link parentRecordName} and the names
+   * {@link ownsName} is asked about may then be `<companionDirectory>/<name>`;
+   * restore creates the directory, never follows it when it is a symbolic
+   * link, and with `force` removes the owned files in it that it does not
+   * write. Absent: every file is a plain name in the target.
+   */
+  readonly companionDirectory?: string;
+  /**
    * Name of the parent record restore writes last (the framed store's is
    * `backup.parent`); its presence marks a completed restore, and the
    * engine's source reads it to adopt the prefix it came from.

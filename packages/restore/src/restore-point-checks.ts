@@ -32,6 +32,33 @@ export function fileNameProblem(name: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * Why `name` cannot be a layout's companion directory (see
+ * `RestoreMaterializer.companionDirectory`), or `undefined` when it can: a
+ * plain name that starts with `.` and is not restore's staging directory's.
+ */
+export function companionDirectoryProblem(name: unknown): string | undefined {
+  const problem = plainNameProblem(name);
+  if (problem !== undefined) return problem;
+  if (!(name as string).startsWith('.')) return 'does not start with "."';
+  if ((name as string).startsWith('.restore-staging-')) return "is named like restore's staging";
+  return undefined;
+}
+
+/**
+ * Why `name` is not a file restore may place in its target, or `undefined`:
+ * a plain name ({@link fileNameProblem}), or `<companion>/<plain name>` when
+ * the layout has a companion directory.
+ */
+export function placedNameProblem(
+  name: string,
+  companionDirectory: string | undefined,
+): string | undefined {
+  if (companionDirectory !== undefined && name.startsWith(`${companionDirectory}/`))
+    return fileNameProblem(name.slice(companionDirectory.length + 1));
+  return fileNameProblem(name);
+}
+
 /** True when `key` is a valid object key strictly under `${prefix}/${directory}/`. */
 function isKeyUnder(key: unknown, prefix: string, directory: string): boolean {
   return (

@@ -41,7 +41,12 @@ import {
   RestoreOptionsError,
   RestorePointRejectedError,
 } from './restore-errors.ts';
-import { fileNameProblem, messageOf } from './restore-point-checks.ts';
+import {
+  companionDirectoryProblem,
+  fileNameProblem,
+  messageOf,
+  placedNameProblem,
+} from './restore-point-checks.ts';
 import {
   type LatestFallback,
   type LoadedRestorePoint,
@@ -360,8 +365,18 @@ async function restoreOnce(
     );
   }
   const normalizedPrefix = validateOptions(prefix, options);
-  for (const name of [materializer.walFileName, materializer.parentRecordName]) {
-    const problem = fileNameProblem(name);
+  const companion = materializer.companionDirectory;
+  const companionProblem =
+    companion === undefined ? undefined : companionDirectoryProblem(companion);
+  if (companionProblem !== undefined)
+    throw new RestoreOptionsError(
+      'materializer',
+      `companion directory ${JSON.stringify(companion)} ${companionProblem}`,
+    );
+  for (const [name, problem] of [
+    [materializer.walFileName, fileNameProblem(materializer.walFileName)],
+    [materializer.parentRecordName, placedNameProblem(materializer.parentRecordName, companion)],
+  ] as const) {
     if (problem !== undefined) {
       throw new RestoreOptionsError('materializer', `file name ${JSON.stringify(name)} ${problem}`);
     }
@@ -372,6 +387,7 @@ async function restoreOnce(
     targetDir,
     force,
     materializer.sharesDirectory ? (name) => materializer.ownsName(name) : undefined,
+    companion,
   );
   signal?.throwIfAborted();
 
@@ -472,7 +488,7 @@ async function restoreOnce(
     report('download', expected.key, name);
   };
 
-  const staging = await createStaging(target);
+  const staging = await createStaging(target, companion);
   try {
     await inParallel(files, PARALLEL_FILES, async (file) => {
       const writer = await createStagedFile(staging, file.name);
@@ -510,7 +526,7 @@ async function restoreOnce(
       ];
       const parentName = materializer.parentRecordName;
       for (const name of names) {
-        const problem = fileNameProblem(name);
+        const problem = placedNameProblem(name, companion);
         if (problem !== undefined || name === parentName) {
           throw new RestoreError(
             `materializer ${materializer.name} produced an unusable file name ${JSON.stringify(name)}`,

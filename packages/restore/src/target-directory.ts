@@ -24,7 +24,7 @@ import { constants } from 'node:fs';
 import { lstat, mkdir, mkdtemp, open, readdir, rename, rm, rmdir, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { RestoreTargetNotEmptyError, RestoreTargetUnsafeError } from './restore-errors.ts';
-import { fileNameProblem } from './restore-point-checks.ts';
+import { placedNameProblem } from './restore-point-checks.ts';
 
 /** Staging directories are named with this and a random suffix. */
 export const STAGING_PREFIX = '.restore-staging-';
@@ -55,6 +55,8 @@ export async function prepareTarget(
   force: boolean,
   /** For a layout that shares its directory: the names that count (see `RestoreMaterializer.sharesDirectory`). */
   occupies?: (name: string) => boolean,
+  /** The layout's companion directory: its entries count as `<companion>/<name>`. */
+  companion?: string,
 ): Promise<PreparedTarget> {
   const directory = resolve(targetDir);
   let stats: Awaited<ReturnType<typeof lstat>>;
@@ -72,11 +74,23 @@ export async function prepareTarget(
   }
   if (!stats.isDirectory()) throw new RestoreTargetUnsafeError(directory, 'it is not a directory');
   const all = await readdir(directory, { withFileTypes: true });
-  const entries = occupies ? all.filter((entry) => occupies(entry.name)) : all;
+  let entries = all.map((entry) => ({ name: entry.name, link: entry.isSymbolicLink() }));
+  const companionEntry = all.find((entry) => entry.name === companion);
+  if (companion !== undefined && companionEntry !== undefined) {
+    if (!companionEntry.isDirectory())
+      throw new RestoreTargetUnsafeError(
+        directory,
+        `${companion} in it is ${companionEntry.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}, which a restore could write through`,
+      );
+    entries = entries.filter((entry) => entry.name !== companion);
+    for (const entry of await readdir(join(directory, companion), { withFileTypes: true }))
+      entries.push({ name: `${companion}/${entry.name}`, link: entry.isSymbolicLink() });
+  }
+  if (occupies) entries = entries.filter((entry) => occupies(entry.name));
   if (entries.length > 0 && !force) {
     throw new RestoreTargetNotEmptyError(directory, entries.map((entry) => entry.name).sort());
   }
-  const links = entries.filter((entry) => entry.isSymbolicLink()).map((entry) => entry.name);
+  const links = entries.filter((entry) => entry.link).map((entry) => entry.name);
   if (links.length > 0) {
     throw new RestoreTargetUnsafeError(
       directory,
@@ -89,12 +103,14 @@ export async function prepareTarget(
 export interface Staging {
   readonly target: PreparedTarget;
   readonly directory: string;
+  /** The layout's companion directory (see `RestoreMaterializer.companionDirectory`). */
+  readonly companion?: string;
   /** Whether restore created the target directory (and removes it again on failure). */
   readonly createdTarget: boolean;
 }
 
 /** Creates the target (when missing) and a fresh staging directory inside it. */
-export async function createStaging(target: PreparedTarget): Promise<Staging> {
+export async function createStaging(target: PreparedTarget, companion?: string): Promise<Staging> {
   let createdTarget = false;
   if (!target.exists) {
     // Creates missing parents too; `undefined` when the directory already existed.
@@ -110,11 +126,11 @@ export async function createStaging(target: PreparedTarget): Promise<Staging> {
     }
   }
   const directory = await mkdtemp(join(target.directory, STAGING_PREFIX));
-  return { target, directory, createdTarget };
+  return { target, directory, createdTarget, ...(companion === undefined ? {} : { companion }) };
 }
 
-function checkedName(name: string): string {
-  const problem = fileNameProblem(name);
+function checkedName(name: string, companion: string | undefined): string {
+  const problem = placedNameProblem(name, companion);
   if (problem !== undefined) {
     // Names are checked when the restore point is accepted; this is the
     // last line, for names a materializer produced.
@@ -139,7 +155,9 @@ const EARLY_FLUSH_BYTES = 32 * 1024 * 1024;
 
 /** Creates `name` in the staging directory, exclusively. */
 export async function createStagedFile(staging: Staging, name: string): Promise<StagedFileWriter> {
-  const handle = await open(join(staging.directory, checkedName(name)), CREATE_FLAGS, FILE_MODE);
+  const path = join(staging.directory, checkedName(name, staging.companion));
+  if (dirname(path) !== staging.directory) await mkdir(dirname(path), { recursive: true });
+  const handle = await open(path, CREATE_FLAGS, FILE_MODE);
   let closed = false;
   let unflushed = 0;
   let flushing: Promise<void> | undefined;
@@ -187,7 +205,7 @@ export async function createStagedFile(staging: Staging, name: string): Promise<
 
 /** Fsyncs a file already in the staging directory (one a materializer wrote). */
 export async function syncStagedFile(staging: Staging, name: string): Promise<void> {
-  const path = join(staging.directory, checkedName(name));
+  const path = join(staging.directory, checkedName(name, staging.companion));
   const stats = await lstat(path);
   if (!stats.isFile()) {
     throw new RestoreTargetUnsafeError(staging.directory, `staged ${name} is not a regular file`);
@@ -223,8 +241,9 @@ async function writeFileAtomically(
     await writer.abandon();
     throw error;
   }
-  await rename(join(staging.directory, name), join(staging.target.directory, name));
-  await syncDirectory(staging.target.directory);
+  const placed = join(staging.target.directory, name);
+  await rename(join(staging.directory, name), placed);
+  await syncDirectory(dirname(placed));
 }
 
 export interface CommitPlan {
@@ -247,10 +266,11 @@ export interface CommitPlan {
 export async function checkCommit(staging: Staging, plan: CommitPlan): Promise<void> {
   const target = staging.target.directory;
   const occupied: string[] = [];
+  await checkCompanion(staging);
   for (const name of [...plan.names, plan.parentRecord.name]) {
     let stats: Awaited<ReturnType<typeof lstat>>;
     try {
-      stats = await lstat(join(target, checkedName(name)));
+      stats = await lstat(join(target, checkedName(name, staging.companion)));
     } catch (error) {
       if (isCode(error, 'ENOENT')) continue;
       throw error;
@@ -269,6 +289,23 @@ export async function checkCommit(staging: Staging, plan: CommitPlan): Promise<v
   }
 }
 
+/** The companion directory in the target, when there is one, is a directory and no link. */
+async function checkCompanion(staging: Staging): Promise<void> {
+  if (staging.companion === undefined) return;
+  let stats: Awaited<ReturnType<typeof lstat>>;
+  try {
+    stats = await lstat(join(staging.target.directory, staging.companion));
+  } catch (error) {
+    if (isCode(error, 'ENOENT')) return;
+    throw error;
+  }
+  if (!stats.isDirectory())
+    throw new RestoreTargetUnsafeError(
+      staging.target.directory,
+      `${staging.companion} in it is ${stats.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}`,
+    );
+}
+
 /**
  * Moves the staged files into the target, then writes the parent record,
  * then removes the staging directory. With `force`, first removes the old
@@ -277,23 +314,43 @@ export async function checkCommit(staging: Staging, plan: CommitPlan): Promise<v
  */
 export async function commitStaged(staging: Staging, plan: CommitPlan): Promise<void> {
   const target = staging.target.directory;
+  const companion = staging.companion;
   const restored = new Set([...plan.names, plan.parentRecord.name]);
+  await checkCompanion(staging);
   if (plan.force) {
     await unlinkIfPresent(join(target, plan.parentRecord.name));
     for (const entry of await readdir(target, { withFileTypes: true })) {
       const path = join(target, entry.name);
       if (entry.isDirectory() && entry.name.startsWith(STAGING_PREFIX)) {
         if (path !== staging.directory) await rm(path, { recursive: true, force: true });
+      } else if (entry.isDirectory() && entry.name === companion) {
+        for (const inner of await readdir(path, { withFileTypes: true })) {
+          const name = `${companion}/${inner.name}`;
+          if (inner.isFile() && !restored.has(name) && plan.ownsName?.(name))
+            await unlinkIfPresent(join(target, name));
+        }
       } else if (entry.isFile() && !restored.has(entry.name) && plan.ownsName?.(entry.name)) {
         await unlinkIfPresent(path);
       }
     }
   }
+  const placesCompanion = [...restored].some((name) => dirname(name) !== '.');
+  if (companion !== undefined && placesCompanion) {
+    // Created once, with its entry in the target made durable.
+    if ((await mkdir(join(target, companion), { recursive: true })) !== undefined)
+      await syncDirectory(target);
+  }
   for (const name of plan.names) {
-    await rename(join(staging.directory, checkedName(name)), join(target, name));
+    const staged = checkedName(name, companion);
+    await rename(join(staging.directory, staged), join(target, staged));
   }
   await syncDirectory(target);
-  await writeFileAtomically(staging, checkedName(plan.parentRecord.name), plan.parentRecord.bytes);
+  if (companion !== undefined && placesCompanion) await syncDirectory(join(target, companion));
+  await writeFileAtomically(
+    staging,
+    checkedName(plan.parentRecord.name, companion),
+    plan.parentRecord.bytes,
+  );
   // What is left is what a materializer's last step did not keep.
   await rm(staging.directory, { recursive: true, force: true });
 }

@@ -12,12 +12,7 @@ import type { Manifest } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
 import type { RestoreCheck } from './materializer.ts';
 import { restore } from './restore.ts';
-import {
-  ObjectMissingError,
-  RestoredStateError,
-  RestoreError,
-  RestoreOptionsError,
-} from './restore-errors.ts';
+import { RestoredStateError, RestoreError, RestoreOptionsError } from './restore-errors.ts';
 
 export interface VerifyRebuild {
   /** The engine's check (e.g. `@x/source-sqlite`'s `sqliteRestoreCheck()`). */

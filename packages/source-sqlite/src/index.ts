@@ -26,6 +26,17 @@ export {
 export { sqliteRestoreCheck } from './restore-check.ts';
 export { type SqliteCommitAtTime, sqliteCommitAtTime } from './restore-point-at-time.ts';
 export {
+  type AdoptedSidecar,
+  adoptLegacySidecars,
+  ensureSidecarDirectory,
+  SQLITE_LEGACY_SIDECAR_SUFFIXES,
+  SQLITE_SIDECAR_NAMES,
+  type SqliteSidecarFiles,
+  type SqliteSidecarKind,
+  sqliteSidecarDirectoryName,
+  sqliteSidecarFiles,
+} from './sidecar-files.ts';
+export {
   SqliteBackupError,
   type SqliteBackupErrorCode,
   SqliteCorruptWalFrameError,

@@ -9,6 +9,7 @@ import { accessSync, constants, readSync, type Stats, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { SharedDescriptor } from './quiet-descriptors.ts';
+import { sqliteSidecarFiles } from './sidecar-files.ts';
 import {
   SqliteDatabaseMissingError,
   SqliteDatabaseUnreadableError,
@@ -98,6 +99,7 @@ function checkHeaderAndLocation(path: string, fd: number): void {
   };
   writable(dirname(path));
   writable(path);
+  writable(sqliteSidecarFiles(path).directory);
   writable(`${path}-shm`);
 }
 

@@ -1,6 +1,6 @@
 /**
- * The record a graceful stop leaves beside the database
- * (`<db>-backupd.resume`), so the next start can continue the bucket's
+ * The record a graceful stop leaves in the database's sidecar directory
+ * (`.<db>-backupd/resume`, see sidecar-files.ts), so the next start can continue the bucket's
  * generation instead of uploading the database again: which restore point
  * holds the database's state (lineage, generation, where its log ends, its
  * commit count) and a SHA-256 of that state's page image.
@@ -23,7 +23,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import { copyOf } from './page-patch.ts';
+import { ensureSidecarDirectory, sqliteSidecarFiles } from './sidecar-files.ts';
 
+/** The record's name beside the database up to release 0.2 (moved into the sidecar directory since). */
 export const SQLITE_RESUME_SUFFIX = '-backupd.resume';
 
 export interface ResumeRecord {
@@ -47,7 +49,7 @@ function isCount(value: unknown): value is number {
 export function readResumeRecord(databasePath: string): ResumeRecord | null {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(`${databasePath}${SQLITE_RESUME_SUFFIX}`, 'utf8'));
+    parsed = JSON.parse(readFileSync(sqliteSidecarFiles(databasePath).resume, 'utf8'));
   } catch {
     return null;
   }
@@ -90,7 +92,8 @@ export function readResumeRecord(databasePath: string): ResumeRecord | null {
 
 /** Writes the record (a temporary file, then a rename: a reader sees the old one or the new one). */
 export async function writeResumeRecord(databasePath: string, record: ResumeRecord): Promise<void> {
-  const path = `${databasePath}${SQLITE_RESUME_SUFFIX}`;
+  ensureSidecarDirectory(databasePath);
+  const path = sqliteSidecarFiles(databasePath).resume;
   const temporary = `${path}.tmp-${process.pid}`;
   await writeFile(temporary, `${JSON.stringify(record)}\n`);
   await rename(temporary, path);

@@ -4,6 +4,7 @@
  * check survives two copies of the package.
  */
 import { errorMarker, hasErrorMarker, markError } from '@x/store';
+import { sqliteSidecarFiles } from './sidecar-files.ts';
 
 const MARKER_NAMESPACE = 'x.backup-worker.sqlite.error';
 
@@ -177,8 +178,8 @@ export class SqliteDatabaseUnreadableError extends SqliteBackupError {
 const READ_ONLY_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteReadOnlyLocationError');
 
 /**
- * backupd cannot write the files it keeps beside the database
- * (`<db>-backupd.state`, `<db>-backupd.lineage`, and SQLite's own `-shm`):
+ * backupd cannot write the files it keeps beside the database (its sidecar
+ * directory `.<db>-backupd/`, and SQLite's own `-shm`):
  * the directory or the file is on a read-only filesystem or not writable.
  */
 export class SqliteReadOnlyLocationError extends SqliteBackupError {
@@ -189,7 +190,7 @@ export class SqliteReadOnlyLocationError extends SqliteBackupError {
     const code = (options.cause as NodeJS.ErrnoException | undefined)?.code;
     super(
       `${path}: cannot write ${location}${code === undefined ? '' : ` (${code})`}; backupd keeps ` +
-        `${path}-backupd.state, ${path}-backupd.lineage and SQLite's ${path}-shm beside the ` +
+        `its directory ${sqliteSidecarFiles(path).directory} and SQLite's ${path}-shm beside the ` +
         'database and needs that directory writable (not a read-only filesystem or mount)',
       path,
       options,

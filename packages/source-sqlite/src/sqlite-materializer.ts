@@ -7,17 +7,19 @@
  * commit (staged as `<name>-backupd.log`); `finish` applies the log onto the
  * snapshot with {@link restoreSqliteDatabase} (which runs
  * `PRAGMA integrity_check`), drops both staged inputs, and hands restore the
- * database and its state file (`<name>-backupd.state`, the commit count, so a
- * `SqliteSource` opened on the restored file continues the count). Restore
- * then writes the parent record `<name>-backupd.parent` and moves the files
- * into the target directory.
+ * database and its state file (`state` in the sidecar directory
+ * `.<name>-backupd/`, the commit count, so a `SqliteSource` opened on the
+ * restored file continues the count). Restore then writes the parent record
+ * (`parent` in that directory) and moves the files into the target directory.
  *
- * A forced restore over an existing database removes its old `-wal`, `-shm`
- * and `-backupd.*` files (they are this layout's names): an old WAL left
- * beside the restored file would be replayed onto it by SQLite.
+ * A forced restore over an existing database removes its old `-wal`, `-shm`,
+ * `lineage` and `state` files, under today's names and an earlier
+ * release's (they are this layout's): an old WAL left beside the restored
+ * file would be replayed onto it by SQLite. The replicate command's `lock`
+ * and `holder.json` stay.
  */
 import { createReadStream } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stateTimes } from '@x/manifest';
 import type { RestoreMaterializer } from '@x/restore';
@@ -25,11 +27,11 @@ import { FramedWalCutter, RestorePointRejectedError } from '@x/restore';
 import { COMMIT_RECORD_HEADER_BYTES, commitsOfRecordHeader } from './commit-record.ts';
 import { restoreSqliteDatabase } from './rebuild-database.ts';
 import {
-  SQLITE_LINEAGE_SUFFIX,
-  SQLITE_PARENT_SUFFIX,
-  SQLITE_SNAPSHOT_NAME,
-  SQLITE_STATE_SUFFIX,
-} from './sqlite-source.ts';
+  SQLITE_LEGACY_SIDECAR_SUFFIXES,
+  SQLITE_SIDECAR_NAMES,
+  sqliteSidecarDirectoryName,
+} from './sidecar-files.ts';
+import { SQLITE_SNAPSHOT_NAME } from './sqlite-source.ts';
 
 export interface SqliteMaterializerOptions {
   /** File name of the restored database in the target directory, e.g. `app.db`. */
@@ -48,7 +50,10 @@ export function sqliteMaterializer(options: SqliteMaterializerOptions): RestoreM
   const name = options.databaseName;
   const snapshotName = `${name}-backupd.snapshot`;
   const logName = `${name}-backupd.log`;
-  const stateName = `${name}${SQLITE_STATE_SUFFIX}`;
+  const sidecars = sqliteSidecarDirectoryName(name);
+  const stateName = `${sidecars}/${SQLITE_SIDECAR_NAMES.state}`;
+  // Not `resume`: a stale record is never trusted (its digest must match the image).
+  const restorable = ['lineage', 'state', 'parent'] as const;
   const owned = new Set([
     name,
     `${name}-wal`,
@@ -56,16 +61,16 @@ export function sqliteMaterializer(options: SqliteMaterializerOptions): RestoreM
     `${name}-journal`,
     snapshotName,
     logName,
-    stateName,
-    `${name}${SQLITE_LINEAGE_SUFFIX}`,
-    `${name}${SQLITE_PARENT_SUFFIX}`,
+    ...restorable.map((kind) => `${sidecars}/${SQLITE_SIDECAR_NAMES[kind]}`),
+    ...restorable.map((kind) => `${name}${SQLITE_LEGACY_SIDECAR_SUFFIXES[kind]}`),
   ]);
   return {
     name: 'sqlite',
     // A database file lives in the application's directory, beside its other files.
     sharesDirectory: true,
+    companionDirectory: sidecars,
     walFileName: logName,
-    parentRecordName: `${name}${SQLITE_PARENT_SUFFIX}`,
+    parentRecordName: `${sidecars}/${SQLITE_SIDECAR_NAMES.parent}`,
     targetName(entry, manifest) {
       if (entry.name === SQLITE_SNAPSHOT_NAME) return snapshotName;
       throw new RestorePointRejectedError(`commit ${manifest.commitSeq}`, [
@@ -103,6 +108,7 @@ export function sqliteMaterializer(options: SqliteMaterializerOptions): RestoreM
       });
       await rm(join(directory, snapshotName), { force: true });
       await rm(join(directory, logName), { force: true });
+      await mkdir(join(directory, sidecars), { recursive: true });
       await writeFile(
         join(directory, stateName),
         `${JSON.stringify({ commitCount: staged.commitSeq })}\n`,

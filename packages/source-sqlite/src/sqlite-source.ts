@@ -21,16 +21,17 @@
  *   page, read under the tap's pinned reader); the worker ships the log from
  *   offset 0 beside it.
  * - Commit count: `generationBase + commits captured`, where `generationBase`
- *   is one more than the count this database last reported (kept in
- *   `<db>-backupd.state`, written before any commit it counts can be
+ *   is one more than the count this database last reported (kept in the
+ *   sidecar directory's `state`, written before any commit it counts can be
  *   shipped). A database whose state file was lost reports fewer commits
  *   than its restore points, and the worker refuses the prefix instead of
  *   burying newer history.
  *
- * Files it keeps beside the database (never inside it; no tables):
- * `<db>-backupd.lineage` (the lineage id), `<db>-backupd.state` (the commit
- * count), and it reads `<db>-backupd.parent` (the parent record a restore
- * left). Side files: none.
+ * Files it keeps beside the database (never inside it; no tables), in its
+ * sidecar directory `.<db>-backupd/` (sidecar-files.ts): `lineage` (the
+ * lineage id), `state` (the commit count), `resume`, and it reads `parent`
+ * (the parent record a restore left). Files an earlier release left under
+ * the old names are moved in when it opens. Side files: none.
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
@@ -53,6 +54,12 @@ import { CommitLogMerger } from './commit-log-merge.ts';
 import { lastCommitTimeOf } from './commit-record.ts';
 import { restorePointPageHashes } from './restore-point-page-hashes.ts';
 import { imageDigest, readResumeRecord, writeResumeRecord } from './resume-record.ts';
+import {
+  adoptLegacySidecars,
+  ensureSidecarDirectory,
+  type SqliteSidecarFiles,
+  sqliteSidecarFiles,
+} from './sidecar-files.ts';
 import {
   SqliteDatabaseReplacedError,
   SqliteDatabaseUnavailableError,
@@ -109,7 +116,7 @@ export function nextCaptureDelayMs(tick: {
 
 /** Name the snapshot travels under (the manifest's file entry). */
 export const SQLITE_SNAPSHOT_NAME = 'sqlite.snapshot';
-/** Suffixes of the files kept beside the database. */
+/** Names of files kept beside the database up to release 0.2 (moved into its sidecar directory since). */
 export const SQLITE_LINEAGE_SUFFIX = '-backupd.lineage';
 export const SQLITE_STATE_SUFFIX = '-backupd.state';
 export const SQLITE_PARENT_SUFFIX = '-backupd.parent';
@@ -204,6 +211,8 @@ export class SqliteSource implements BackupSource {
   #logOffset = 0;
   /** The tap's generation when the source opened (the only one that may continue a bucket's). */
   readonly #openedGenerationId: string;
+  /** Where its sidecar files are. */
+  readonly #files: SqliteSidecarFiles;
   /** What the worker last said is in the bucket (for the record a graceful stop leaves). */
   #lastShipped: ShippedProgress | null = null;
 
@@ -211,12 +220,20 @@ export class SqliteSource implements BackupSource {
     this.#options = options;
     this.path = options.path;
     this.description = `sqlite:${options.path}`;
-    const state = readJson(`${options.path}${SQLITE_STATE_SUFFIX}`) as PersistedState | null;
+    this.#tap = SqliteTap.open(options.path, options);
+    this.#files = sqliteSidecarFiles(options.path);
+    try {
+      adoptLegacySidecars(options.path, ['lineage', 'state', 'resume', 'parent']);
+      ensureSidecarDirectory(options.path);
+    } catch (error) {
+      this.#tap.close();
+      throw error;
+    }
+    const state = readJson(this.#files.state) as PersistedState | null;
     const last =
       state !== null && Number.isSafeInteger(state.commitCount) && state.commitCount >= 0
         ? state.commitCount
         : null;
-    this.#tap = SqliteTap.open(options.path, options);
     this.#openedGenerationId = this.#tap.generationId;
     // A new generation counts one commit for the break, so its restore
     // points never share a commit count with the previous generation's.
@@ -312,10 +329,7 @@ export class SqliteSource implements BackupSource {
     const write = this.#persisting.then(async () => {
       const count = this.#commitCount;
       if (count === this.#persistedCount) return;
-      await writeAtomically(
-        `${this.path}${SQLITE_STATE_SUFFIX}`,
-        `${JSON.stringify({ commitCount: count })}\n`,
-      );
+      await writeAtomically(this.#files.state, `${JSON.stringify({ commitCount: count })}\n`);
       this.#persistedCount = count;
     });
     // A failed write fails its callers; the next one tries again.
@@ -541,7 +555,7 @@ export class SqliteSource implements BackupSource {
 
   async readLineage(): Promise<string | null> {
     try {
-      const text = readFileSync(`${this.path}${SQLITE_LINEAGE_SUFFIX}`, 'utf8').trim();
+      const text = readFileSync(this.#files.lineage, 'utf8').trim();
       return text === '' ? null : text;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
@@ -550,16 +564,16 @@ export class SqliteSource implements BackupSource {
   }
 
   /**
-   * Writes `<db>-backupd.lineage` unless one is already there (another
+   * Writes the sidecar `lineage` unless one is already there (another
    * backupd on this database created it first: its lineage stands, and the
    * worker reads it back; see {@link BackupSource.createLineage}).
    */
   async createLineage(lineage: string): Promise<void> {
-    await createExclusively(`${this.path}${SQLITE_LINEAGE_SUFFIX}`, `${lineage}\n`);
+    await createExclusively(this.#files.lineage, `${lineage}\n`);
   }
 
   async readParent(): Promise<ParentRecord | null> {
-    const record = readJson(`${this.path}${SQLITE_PARENT_SUFFIX}`) as ParentRecord | null;
+    const record = readJson(this.#files.parent) as ParentRecord | null;
     if (
       record === null ||
       typeof record.lineage !== 'string' ||

@@ -1,6 +1,6 @@
 /**
  * Restarts without a full re-upload: a graceful stop leaves a record beside
- * the database (`<db>-backupd.resume`: the restore point that holds its
+ * the database (`.<db>-backupd/resume`: the restore point that holds its
  * state and a SHA-256 of its page image); the next start whose database
  * still hashes to it continues that restore point's generation, uploading
  * no snapshot. Without a usable record (a stop without one: a crash; a
@@ -20,7 +20,7 @@ import { listRestorePoints, restore } from '@x/restore';
 import { MemoryStore } from '@x/store';
 import { describe, expect, it } from 'vitest';
 import { sqliteContentHash } from '../src/content-hash.ts';
-import { SQLITE_RESUME_SUFFIX } from '../src/resume-record.ts';
+import { sqliteSidecarFiles } from '../src/sidecar-files.ts';
 import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
 import { hashOf as contentHashOf, testWorkspace } from './harness.ts';
@@ -128,7 +128,7 @@ describe('a restart continues the generation when the database is provably uncha
       const context = setUp();
       const expected = new Map<number, string>();
       const before = await firstLife(context, expected);
-      expect(readFileSync(`${context.path}${SQLITE_RESUME_SUFFIX}`, 'utf8')).toContain('"sha256"');
+      expect(readFileSync(sqliteSidecarFiles(context.path).resume, 'utf8')).toContain('"sha256"');
       if (closeApplication) context.reopenApplication();
       const objectsBefore = await objects(context.store);
       const databaseBytes = readFileSync(context.path).byteLength;
@@ -177,7 +177,7 @@ describe('a restart continues the generation when the database is provably uncha
 
 describe('a record without page hashes (as the first release of the record wrote it)', () => {
   const withoutPageHashes = (context: ReturnType<typeof setUp>) => {
-    const path = `${context.path}${SQLITE_RESUME_SUFFIX}`;
+    const path = sqliteSidecarFiles(context.path).resume;
     const record = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
     delete record.pageSize;
     delete record.pageHashes;
@@ -276,7 +276,7 @@ describe('a restart takes a new snapshot when the proof fails', () => {
     [
       'a record whose digest is not the database’s',
       (context) => {
-        const path = `${context.path}${SQLITE_RESUME_SUFFIX}`;
+        const path = sqliteSidecarFiles(context.path).resume;
         const record = JSON.parse(readFileSync(path, 'utf8')) as { sha256: string };
         record.sha256 = record.sha256.replace(/^./, (c) => (c === '0' ? '1' : '0'));
         writeFileSync(path, JSON.stringify(record));
@@ -300,7 +300,7 @@ describe('a restart takes a new snapshot when the proof fails', () => {
     // Captured and maybe shipped, but the worker never said it is in a
     // restore point LATEST names: no record.
     await source.close();
-    expect(() => readFileSync(`${context.path}${SQLITE_RESUME_SUFFIX}`)).toThrow(/ENOENT/);
+    expect(() => readFileSync(sqliteSidecarFiles(context.path).resume)).toThrow(/ENOENT/);
   });
 });
 
@@ -309,14 +309,14 @@ describe('a restart without a usable record proves its state against the bucket'
     [
       'a record that names another log end',
       (context) => {
-        const path = `${context.path}${SQLITE_RESUME_SUFFIX}`;
+        const path = sqliteSidecarFiles(context.path).resume;
         const record = JSON.parse(readFileSync(path, 'utf8')) as { logEnd: number };
         record.logEnd -= 1;
         writeFileSync(path, JSON.stringify(record));
       },
     ],
-    ['a damaged record', (context) => writeFileSync(`${context.path}${SQLITE_RESUME_SUFFIX}`, '{')],
-    ['no record', (context) => rmSync(`${context.path}${SQLITE_RESUME_SUFFIX}`)],
+    ['a damaged record', (context) => writeFileSync(sqliteSidecarFiles(context.path).resume, '{')],
+    ['no record', (context) => rmSync(sqliteSidecarFiles(context.path).resume)],
   ];
   for (const [name, breakProof] of cases) {
     it(`${name}: reads the restore point back and continues its generation, no snapshot, every restore point exact`, async () => {

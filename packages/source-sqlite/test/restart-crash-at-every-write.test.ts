@@ -1,6 +1,6 @@
 /**
  * Crash at every write of a restart that continues a generation: a first
- * life stops gracefully (leaving `<db>-backupd.resume`), the application
+ * life stops gracefully (leaving `.<db>-backupd/resume`), the application
  * commits while backupd is stopped, and a second life continues the
  * generation with one record of the changed pages, then ships more. For
  * n = 0, 1, 2, … the second life is killed before its n-th bucket write

@@ -27,7 +27,7 @@ import { decodeCommitRecord, encodeCommitFrame, splitLogFrames } from '../src/co
 import { sqliteContentHash } from '../src/content-hash.ts';
 import { HeldLog } from '../src/held-log.ts';
 import { restoreSqliteDatabase } from '../src/rebuild-database.ts';
-import { SQLITE_RESUME_SUFFIX } from '../src/resume-record.ts';
+import { sqliteSidecarFiles } from '../src/sidecar-files.ts';
 import { SqliteRestoreCorruptError } from '../src/sqlite-errors.ts';
 import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
@@ -438,7 +438,7 @@ async function runScenario(
         await ship();
         await life.source.close();
         // A crash leaves no record: the next start reads the restore point back.
-        if (action.crash) rmSync(`${path}${SQLITE_RESUME_SUFFIX}`, { force: true });
+        if (action.crash) rmSync(sqliteSidecarFiles(path).resume, { force: true });
         for (let i = 0; i < action.commitsWhileStopped; i += 1)
           apply({ kind: 'insert', rows: 2, size: 5000 });
         const before = (await listRestorePoints(store, 'p')).at(-1)?.walGeneration;

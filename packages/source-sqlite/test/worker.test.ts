@@ -17,6 +17,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteContentHash as contentHash } from '../src/content-hash.ts';
 import { integrityCheck } from '../src/rebuild-database.ts';
 import { sqliteCommitAtTime } from '../src/restore-point-at-time.ts';
+import { sqliteSidecarFiles } from '../src/sidecar-files.ts';
 import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
 import { hashOf } from './harness.ts';
@@ -102,9 +103,8 @@ describe('SqliteSource with the BackupWorker', () => {
         const restored = join(target, 'app.db');
         expect(integrityCheck(restored)).toBe('ok');
         expect(hashOf(restored, contentHash), `commit ${commitSeq}`).toBe(hashes[commitSeq]);
-        expect(readdirSync(target).sort()).toEqual(
-          ['app.db', 'app.db-backupd.parent', 'app.db-backupd.state'].sort(),
-        );
+        expect(readdirSync(target).sort()).toEqual(['.app.db-backupd', 'app.db']);
+        expect(readdirSync(join(target, '.app.db-backupd')).sort()).toEqual(['parent', 'state']);
       }
 
       // To a time: the newest commit seen at or before it.
@@ -135,7 +135,7 @@ describe('SqliteSource with the BackupWorker', () => {
     // The timer captures; no worker step runs in between.
     const source = SqliteSource.open({ path, captureIntervalMs: 5 });
     const persisted = () =>
-      (JSON.parse(readFileSync(`${path}-backupd.state`, 'utf8')) as { commitCount: number })
+      (JSON.parse(readFileSync(sqliteSidecarFiles(path).state, 'utf8')) as { commitCount: number })
         .commitCount;
     try {
       for (let i = 0; i < 3; i += 1)

@@ -18,7 +18,13 @@ import {
 } from '../cli/command.ts';
 import { STORE_URL_HELP } from '../cli/store-url-help.ts';
 import { type BackupdConfig, DATABASE_SETTINGS, environmentVariable } from '../config.ts';
-import { EXIT_DATABASE_IN_USE, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from '../exit-codes.ts';
+import {
+  EXIT_DATABASE_IN_USE,
+  EXIT_FAILED,
+  EXIT_INTERRUPTED,
+  EXIT_OK,
+  EXIT_USAGE,
+} from '../exit-codes.ts';
 import { createLogger, type Logger, parseLogLevel } from '../logger.ts';
 import { assertWalDatabase, isWalDatabase, waitForWalDatabase } from '../open-sqlite.ts';
 import { startApplication } from '../replicate/application.ts';
@@ -32,7 +38,11 @@ import {
 import { restoreMissingDatabases } from '../replicate/first-boot-restore.ts';
 import { watchRefusals } from '../replicate/refusals.ts';
 import { stopReplication } from '../replicate/shutdown.ts';
-import { superviseUntilStopped } from '../replicate/signals.ts';
+import {
+  type EarlySignals,
+  holdEarlySignals,
+  superviseUntilStopped,
+} from '../replicate/signals.ts';
 import {
   announceBackups,
   lowerCpuPriority,
@@ -123,6 +133,25 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
     ...(values['log-format'] ? { format: values['log-format'] } : {}),
     ...(values['log-level'] ? { level: values['log-level'] } : {}),
   });
+  const early = holdEarlySignals(process, (signal) => {
+    logger.warn({ event: 'second-signal', signal, note: 'exiting before the start finished' });
+    process.exit(EXIT_INTERRUPTED);
+  });
+  try {
+    return await replicateWithLocks(context, config, logger, early);
+  } finally {
+    early.release();
+  }
+}
+
+/** `replicate` once its settings are read: the local locks, then the run. */
+async function replicateWithLocks(
+  context: CommandContextFor<typeof options>,
+  config: BackupdConfig,
+  logger: Logger,
+  early: EarlySignals,
+): Promise<number> {
+  const { values } = context;
   // A database that is not there (or not in WAL mode) is refused before
   // anything is written beside it; a first boot restores or awaits it.
   if (!values['restore-if-missing'])
@@ -148,7 +177,7 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
       note: 'BACKUPD_DATABASE_LOCK=off: a second replicate of the same database is not refused; the bucket lease alone keeps writers apart, and a restart waits out the lease TTL',
     });
     locks = config.databases.map((database) => unlockedDatabase(database.path));
-    return await replicateLocked(context, { config, logger, locks });
+    return await replicateLocked(context, { config, logger, locks, early });
   }
   try {
     locks = lockDatabases(
@@ -170,7 +199,7 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
     return EXIT_DATABASE_IN_USE;
   }
   try {
-    return await replicateLocked(context, { config, logger, locks });
+    return await replicateLocked(context, { config, logger, locks, early });
   } finally {
     for (const lock of locks) lock.release();
   }
@@ -179,7 +208,12 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
 /** `replicate` once every database's local lock is held. */
 async function replicateLocked(
   context: CommandContextFor<typeof options>,
-  run: { readonly config: BackupdConfig; readonly logger: Logger; readonly locks: DatabaseLock[] },
+  run: {
+    readonly config: BackupdConfig;
+    readonly logger: Logger;
+    readonly locks: DatabaseLock[];
+    readonly early: EarlySignals;
+  },
 ): Promise<number> {
   const { values } = context;
   const { config, logger } = run;
@@ -219,6 +253,7 @@ async function replicateLocked(
         command: values.exec,
         awaited: awaited.map((database) => database.path),
         instanceIds,
+        early: run.early,
       });
     const replication = await startReplication(config, { ...context, logger, instanceIds });
     const application = values.exec !== undefined ? startApplication(values.exec) : undefined;
@@ -227,6 +262,7 @@ async function replicateLocked(
     return await superviseUntilStopped({
       logger,
       signals: process,
+      early: run.early,
       ...(application ? { application } : {}),
       stop: (code) => stopReplication(replication, logger, code),
       exit: (code) => process.exit(code),
@@ -253,6 +289,7 @@ async function firstBootReplicate(
     readonly command: string;
     readonly awaited: readonly string[];
     readonly instanceIds: ReadonlyMap<string, string>;
+    readonly early: EarlySignals;
   },
 ): Promise<number> {
   const { logger } = run;
@@ -287,6 +324,7 @@ async function firstBootReplicate(
   const code = await superviseUntilStopped({
     logger,
     signals: process,
+    early: run.early,
     application,
     watchRefusals: (onRefused) => {
       let replication: Replication | undefined;

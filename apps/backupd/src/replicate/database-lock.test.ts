@@ -4,9 +4,9 @@
  * replicate is refused, is tested through the command with real processes
  * (test/one-replicate-per-database.test.ts).
  */
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { lockDatabase, lockFiles } from './database-lock.ts';
 
@@ -20,8 +20,8 @@ describe('the database lock beside the database', () => {
     symlinkSync(database, join(directory, 'link.db'));
     const files = lockFiles(join(directory, 'link.db'));
     expect(files).toEqual(lockFiles(database));
-    expect(files.lock.endsWith('/app.db-backupd.lock')).toBe(true);
-    expect(files.holder.endsWith('/app.db-backupd.json')).toBe(true);
+    expect(files.lock.endsWith('/.app.db-backupd/lock')).toBe(true);
+    expect(files.holder.endsWith('/.app.db-backupd/holder.json')).toBe(true);
   });
 
   it('keeps the instance id of an earlier holder on this host, and a new one for a record of another host', () => {
@@ -52,6 +52,7 @@ describe('the database lock beside the database', () => {
 
   it('a holder record that is not one is replaced, with a new id', () => {
     const database = join(directory, 'garbled.db');
+    mkdirSync(dirname(lockFiles(database).holder), { recursive: true });
     writeFileSync(lockFiles(database).holder, '{"instanceId": 5}');
     const lock = lockDatabase(database, []);
     expect(lock.reused).toBe(false);

@@ -3,9 +3,11 @@
  * the kernel releases when its holder dies, and the lease instance id kept
  * with it across restarts.
  *
- * Two files beside the database `<db>` (the same directory, names derived
- * from its own; the directory is created when missing, as a restore would):
- * - `<db>-backupd.lock`: an empty SQLite file, held by an open
+ * Two files in the database's sidecar directory `.<db>-backupd/` beside it
+ * (`@x/source-sqlite`'s sidecar-files.ts; created when missing, as a restore
+ * would; an earlier release's `<db>-backupd.lock` and `<db>-backupd.json`
+ * are moved in first):
+ * - `lock`: an empty SQLite file, held by an open
  *   `BEGIN EXCLUSIVE` transaction (and `locking_mode=EXCLUSIVE`, so nothing
  *   downgrades it) through `node:sqlite`. SQLite takes POSIX `fcntl` locks,
  *   which belong to the process: the kernel drops them when it exits, however
@@ -17,7 +19,7 @@
  *   file, a socket file, `mkdir`) or are not beside the database (an
  *   abstract Unix socket is per network namespace, so two containers sharing
  *   the volume would not see each other, while `fcntl` locks are per kernel).
- * - `<db>-backupd.json`: who holds the lock (pid, host, since, the replicas'
+ * - `holder.json`: who holds the lock (pid, host, since, the replicas'
  *   URLs without credentials) and the lease instance id, written by the
  *   holder after taking the lock (to a temporary name, then renamed). The
  *   next holder on the same host keeps the instance id, so its worker can
@@ -35,20 +37,19 @@
  * (an image of the disk) carries the instance id along; it is reused only
  * under the same host name, so a clone with the same host name and the same
  * id could reclaim the original's lease: give clones their own host names,
- * or delete `<db>-backupd.json` in the image.
+ * or delete `.<db>-backupd/holder.json` in the image.
  */
-import {
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  realpathSync,
-  renameSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { newInstanceId } from '@x/lease';
+import {
+  adoptLegacySidecars,
+  ensureSidecarDirectory,
+  SQLITE_LEGACY_SIDECAR_SUFFIXES,
+  sqliteSidecarFiles,
+} from '@x/source-sqlite';
 
 /** Who holds (or last held) a database's lock, as its holder wrote it. */
 export interface LockHolder {
@@ -111,13 +112,18 @@ export class DatabaseInUseError extends Error {
  * one file by symlink share one lock.
  */
 export function lockFiles(database: string): LockFiles {
+  const real = realDatabasePath(database);
+  const files = sqliteSidecarFiles(real);
+  return { lock: files.lock, holder: files.holder };
+}
+
+/** The database's path with symbolic links resolved (as far as it exists). */
+function realDatabasePath(database: string): string {
   const absolute = resolve(database);
-  let real: string;
-  if (existsSync(absolute)) real = realpathSync(absolute);
-  else if (existsSync(dirname(absolute)))
-    real = join(realpathSync(dirname(absolute)), basename(absolute));
-  else real = absolute;
-  return { lock: `${real}-backupd.lock`, holder: `${real}-backupd.json` };
+  if (existsSync(absolute)) return realpathSync(absolute);
+  if (existsSync(dirname(absolute)))
+    return join(realpathSync(dirname(absolute)), basename(absolute));
+  return absolute;
 }
 
 /** A held lock. `release()` gives it up (also done by the kernel at exit). */
@@ -137,8 +143,11 @@ export interface DatabaseLock {
  * @throws DatabaseInUseError — another live process holds it; nothing was written.
  */
 export function lockDatabase(database: string, replicas: readonly string[]): DatabaseLock {
+  const real = realDatabasePath(database);
   const files = lockFiles(database);
-  mkdirSync(dirname(files.lock), { recursive: true });
+  // An earlier release's lock moves in first (a holder of it keeps holding it).
+  adoptLegacySidecars(real, ['lock']);
+  ensureSidecarDirectory(real);
   const connection = new DatabaseSync(files.lock, { timeout: BUSY_TIMEOUT_MS });
   try {
     // Nothing is ever written to it: the journal in memory keeps an
@@ -150,6 +159,13 @@ export function lockDatabase(database: string, replicas: readonly string[]): Dat
     connection.close();
     if (!isBusy(error)) throw error;
     throw new DatabaseInUseError(database, files, awaitHolderRecord(files));
+  }
+  // Holding the lock: no replicate of an earlier release runs on this database.
+  try {
+    adoptLegacySidecars(real, ['holder']);
+  } catch (error) {
+    connection.close();
+    throw error;
   }
   const previous = readHolder(files);
   const reused = previous !== undefined && previous.host === hostname();
@@ -233,7 +249,7 @@ export interface LockState {
  * release it (POSIX locks).
  */
 export function inspectDatabaseLock(database: string): LockState {
-  const files = lockFiles(database);
+  const files = existingLockFiles(database);
   const holder = readHolder(files);
   if (!existsSync(files.lock)) return { files, state: 'free', holder };
   let connection: DatabaseSync | undefined;
@@ -247,6 +263,18 @@ export function inspectDatabaseLock(database: string): LockState {
   } finally {
     connection?.close();
   }
+}
+
+/** The lock files, or an earlier release's when only those exist (it may be running). */
+function existingLockFiles(database: string): LockFiles {
+  const files = lockFiles(database);
+  if (existsSync(files.lock)) return files;
+  const real = realDatabasePath(database);
+  const legacy = {
+    lock: `${real}${SQLITE_LEGACY_SIDECAR_SUFFIXES.lock}`,
+    holder: `${real}${SQLITE_LEGACY_SIDECAR_SUFFIXES.holder}`,
+  };
+  return existsSync(legacy.lock) ? legacy : files;
 }
 
 /** Whether `pid` names a running process on this host (one of another user counts). */

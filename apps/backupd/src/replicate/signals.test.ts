@@ -4,7 +4,12 @@ import { recordingLogger } from '../../test/helpers/recording-logger.ts';
 import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PERMANENT_REFUSAL } from '../exit-codes.ts';
 import type { Application } from './application.ts';
 import type { ReplicaRefusal } from './refusals.ts';
-import { type SignalSource, superviseUntilStopped } from './signals.ts';
+import {
+  type EarlySignals,
+  holdEarlySignals,
+  type SignalSource,
+  superviseUntilStopped,
+} from './signals.ts';
 
 class FakeSignals extends EventEmitter implements SignalSource {
   send(signal: 'SIGTERM' | 'SIGINT' | 'SIGHUP'): void {
@@ -25,8 +30,8 @@ class FakeApplication extends EventEmitter implements Application {
   }
 }
 
-function supervise(application?: FakeApplication) {
-  const signals = new FakeSignals();
+function supervise(application?: FakeApplication, early?: EarlySignals, given?: FakeSignals) {
+  const signals = given ?? new FakeSignals();
   let refuse: ((refusal: ReplicaRefusal) => void) | undefined;
   let watching = false;
   const stops: number[] = [];
@@ -41,6 +46,7 @@ function supervise(application?: FakeApplication) {
       return code + 100;
     },
     exit: (code) => void exits.push(code),
+    ...(early ? { early } : {}),
     watchRefusals: (onRefused) => {
       refuse = onRefused;
       watching = true;
@@ -76,6 +82,32 @@ describe('superviseUntilStopped', () => {
       expect(run.stops).toEqual([EXIT_OK]);
       expect(run.exits).toEqual([]);
     }
+  });
+
+  it('acts on a signal held while replicate started, once supervision begins: a graceful stop', async () => {
+    const signals = new FakeSignals();
+    const seconds: NodeJS.Signals[] = [];
+    const early = holdEarlySignals(signals, (signal) => seconds.push(signal));
+    signals.send('SIGTERM');
+    expect(seconds).toEqual([]);
+    const run = supervise(undefined, early, signals);
+    expect(await run.done).toBe(EXIT_OK + 100);
+    expect(run.stops).toEqual([EXIT_OK]);
+    expect(run.events().some((event) => event.event === 'signal-during-start')).toBe(true);
+    // Held no longer: one listener per signal, supervision's own.
+    expect(signals.listenerCount('SIGTERM')).toBe(1);
+  });
+
+  it('a second signal while replicate starts calls onSecond (the command exits at once)', () => {
+    const signals = new FakeSignals();
+    const seconds: NodeJS.Signals[] = [];
+    const early = holdEarlySignals(signals, (signal) => seconds.push(signal));
+    signals.send('SIGTERM');
+    signals.send('SIGINT');
+    expect(seconds).toEqual(['SIGINT']);
+    expect(early.received).toEqual(['SIGTERM', 'SIGINT']);
+    early.release();
+    expect(signals.listenerCount('SIGINT')).toBe(0);
   });
 
   it('exits at once with 130 on a second signal, and stops only once', async () => {

@@ -8,7 +8,10 @@
  *   (1 when it could not be started);
  * - without an application, a replica's refusal that no retry can clear
  *   stops backupd with code 5 (with one, backupd stays up and logs it).
- * The stop runs once, whatever triggers it first.
+ * The stop runs once, whatever triggers it first. Signals that arrive
+ * while replicate starts (locks, a first boot's restore, opening the
+ * replicas) are held ({@link holdEarlySignals}) and acted on once the
+ * supervision begins, so a stop asked for at any moment is a graceful one.
  */
 import { BEST_EFFORT_ADVICE } from '../best-effort-advice.ts';
 import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PERMANENT_REFUSAL } from '../exit-codes.ts';
@@ -19,6 +22,42 @@ import type { ReplicaRefusal } from './refusals.ts';
 /** Where signals arrive: `process` in the command. */
 export interface SignalSource {
   on(signal: 'SIGTERM' | 'SIGINT' | 'SIGHUP', listener: (signal: NodeJS.Signals) => void): unknown;
+}
+
+/** Stop signals received before the supervision began. */
+export interface EarlySignals {
+  /** The signals received so far, in order. */
+  readonly received: readonly NodeJS.Signals[];
+  /** Stops holding: later signals go to whoever listens then. */
+  release(): void;
+}
+
+/**
+ * Holds SIGTERM and SIGINT from now until {@link superviseUntilStopped}
+ * takes over (or `release()`): without a listener, SIGTERM's default action
+ * would end the process before any stop could run. A second one meanwhile
+ * calls `onSecond` (the command exits at once, as under supervision).
+ */
+export function holdEarlySignals(
+  signals: SignalSource & {
+    off(signal: 'SIGTERM' | 'SIGINT', listener: (signal: NodeJS.Signals) => void): unknown;
+  },
+  onSecond: (signal: NodeJS.Signals) => void,
+): EarlySignals {
+  const received: NodeJS.Signals[] = [];
+  const listener = (signal: NodeJS.Signals) => {
+    received.push(signal);
+    if (received.length > 1) onSecond(signal);
+  };
+  signals.on('SIGTERM', listener);
+  signals.on('SIGINT', listener);
+  return {
+    received,
+    release() {
+      signals.off('SIGTERM', listener);
+      signals.off('SIGINT', listener);
+    },
+  };
 }
 
 export interface Supervision {
@@ -35,6 +74,8 @@ export interface Supervision {
    * replicate stays up (unhealthy, with the reason) and says so once.
    */
   readonly watchRefusals?: (onRefused: (refusal: ReplicaRefusal) => void) => () => void;
+  /** Signals held while replicate started: acted on as soon as supervision begins. */
+  readonly early?: EarlySignals;
 }
 
 /** Resolves with the exit code once the stop has finished. */
@@ -69,6 +110,7 @@ export function superviseUntilStopped(supervision: Supervision): Promise<number>
     };
     signals.on('SIGTERM', onSignal);
     signals.on('SIGINT', onSignal);
+    supervision.early?.release();
     stopWatching = supervision.watchRefusals?.((refusal) => {
       const fields = {
         event: 'replica-refused',
@@ -88,6 +130,14 @@ export function superviseUntilStopped(supervision: Supervision): Promise<number>
       logger.error({ ...fields, note: `stopping with exit code ${EXIT_PERMANENT_REFUSAL}` });
       stopOnce(EXIT_PERMANENT_REFUSAL);
     });
+    const held = supervision.early?.received ?? [];
+    if (held.length > 0)
+      logger.info({
+        event: 'signal-during-start',
+        signal: held[0],
+        note: 'received while replicate was starting; acted on now',
+      });
+    for (const signal of held) onSignal(signal);
     if (!application) return;
     signals.on('SIGHUP', () => application.kill('SIGHUP'));
     application.on('exit', (code, signal) => {
