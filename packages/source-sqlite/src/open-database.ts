@@ -5,7 +5,7 @@
  * connections, which never checkpoint by themselves, and the check that the
  * database is in WAL mode (the tap never switches a journal mode).
  */
-import { accessSync, constants, readSync, type Stats, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readSync, type Stats, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { SharedDescriptor } from './quiet-descriptors.ts';
@@ -99,7 +99,12 @@ function checkHeaderAndLocation(path: string, fd: number): void {
   };
   writable(dirname(path));
   writable(path);
-  writable(sqliteSidecarFiles(path).directory);
+  const sidecars = sqliteSidecarFiles(path).directory;
+  writable(sidecars);
+  if (existsSync(sidecars) && !statSync(sidecars).isDirectory())
+    throw new SqliteReadOnlyLocationError(path, sidecars, {
+      cause: Object.assign(new Error(`${sidecars} is not a directory`), { code: 'ENOTDIR' }),
+    });
   writable(`${path}-shm`);
 }
 

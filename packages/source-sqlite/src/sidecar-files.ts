@@ -79,6 +79,13 @@ export function ensureSidecarDirectory(databasePath: string): string {
     mkdirSync(directory, { mode: 0o700 });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    if (!statSync(directory).isDirectory())
+      throw Object.assign(
+        new Error(
+          `${directory} is not a directory: backupd keeps its files for ${databasePath} there; move that file away`,
+        ),
+        { code: 'ENOTDIR' },
+      );
   }
   return directory;
 }

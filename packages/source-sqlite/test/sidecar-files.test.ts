@@ -115,6 +115,15 @@ describe('an earlier release’s sidecar files', () => {
     }
   });
 
+  it('a file where the sidecar directory belongs is refused by name, before anything is written', () => {
+    const database = join(workspace(), 'app.db');
+    walDatabase(database);
+    writeFileSync(sqliteSidecarFiles(database).directory, 'not a directory');
+    expect(() => SqliteSource.open({ path: database, captureIntervalMs: 0 })).toThrow(
+      /cannot write .*\.app\.db-backupd \(ENOTDIR\)/,
+    );
+  });
+
   it('a missing database leaves no sidecar directory behind', () => {
     const database = join(workspace(), 'missing.db');
     expect(() => SqliteSource.open({ path: database, captureIntervalMs: 0 })).toThrow(

@@ -107,7 +107,7 @@ export class DatabaseInUseError extends Error {
 }
 
 /**
- * The lock files of `database`: beside it, named after it. Symbolic links
+ * The lock files of `database`: in its sidecar directory. Symbolic links
  * (of the database or of its directory) are resolved first, so two names of
  * one file by symlink share one lock.
  */
