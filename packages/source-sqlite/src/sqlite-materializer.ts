@@ -1,22 +1,13 @@
 /**
  * The SQLite materializer for the package's `restore`: a restore point of a
- * {@link SqliteSource} becomes one database file.
- *
- * Restore downloads and verifies the snapshot (staged as
- * `<name>-backupd.snapshot`) and rebuilds the commit log cut after the wanted
- * commit (staged as `<name>-backupd.log`); `finish` applies the log onto the
- * snapshot with {@link restoreSqliteDatabase} (which runs
- * `PRAGMA integrity_check`), drops both staged inputs, and hands restore the
- * database and its state file (`state` in the sidecar directory
- * `.<name>-backupd/`, the commit count, so a `SqliteSource` opened on the
- * restored file continues the count). Restore then writes the parent record
- * (`parent` in that directory) and moves the files into the target directory.
- *
- * A forced restore over an existing database removes its old `-wal`, `-shm`,
- * `lineage` and `state` files, under today's names and an earlier
- * release's (they are this layout's): an old WAL left beside the restored
- * file would be replayed onto it by SQLite. The replicate command's `lock`
- * and `holder.json` stay.
+ * {@link SqliteSource} becomes one database file. The staged snapshot and
+ * commit log (`<name>-backupd.snapshot`, `.log`) are rebuilt into the
+ * database by {@link restoreSqliteDatabase} (with `integrity_check`); the
+ * commit count goes to `state` and restore's parent record to `parent`, both
+ * in the sidecar directory `.<name>-backupd/`. A forced restore removes the
+ * old `-wal` (SQLite would replay it onto the restored file), `-shm`,
+ * `lineage` and `state`, under today's names and release 0.2's; the replicate
+ * command's `lock` and `holder.json` stay.
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';

@@ -1,43 +1,15 @@
 /**
- * One `replicate` per database on a host: a lock beside the database that
- * the kernel releases when its holder dies, and the lease instance id kept
- * with it across restarts.
- *
- * Two files in the database's sidecar directory `.<db>-backupd/` beside it
- * (`@x/source-sqlite`'s sidecar-files.ts; created when missing, as a restore
- * would; an earlier release's `<db>-backupd.lock` and `<db>-backupd.json`
- * are moved in first):
- * - `lock`: an empty SQLite file, held by an open
- *   `BEGIN EXCLUSIVE` transaction (and `locking_mode=EXCLUSIVE`, so nothing
- *   downgrades it) through `node:sqlite`. SQLite takes POSIX `fcntl` locks,
- *   which belong to the process: the kernel drops them when it exits, however
- *   it exits (SIGKILL, a crash, the host's power). So a free lock proves that
- *   no live process holds it, and a held one that one does: there is no stale
- *   lock to guess about, no pid file to trust. Why this and not another:
- *   Node has no `flock`/`fcntl` of its own, native addons are not wanted,
- *   and the alternatives without them are not released by the kernel (a pid
- *   file, a socket file, `mkdir`) or are not beside the database (an
- *   abstract Unix socket is per network namespace, so two containers sharing
- *   the volume would not see each other, while `fcntl` locks are per kernel).
- * - `holder.json`: who holds the lock (pid, host, since, the replicas'
- *   URLs without credentials) and the lease instance id, written by the
- *   holder after taking the lock (to a temporary name, then renamed). The
- *   next holder on the same host keeps the instance id, so its worker can
- *   reclaim a lease record naming that id at once (`@x/lease`'s
- *   `ownRecord: 'reclaim'`): holding the lock proves that no other live
- *   replicate of this database on this host uses the id.
- *
- * Limits: POSIX locks are released when the holding process closes *any*
- * descriptor of the file, so nothing in the holder may open the lock file
- * but the connection that holds it (this module keeps that one connection
- * and nothing else reads the lock file). The lock is per file name: a hard
- * link to the database under another name, or a copy, gets its own lock
- * (symbolic links are resolved). On a network file system the lock is as
- * good as that file system's `fcntl` locks. A JSON copied to another host
- * (an image of the disk) carries the instance id along; it is reused only
- * under the same host name, so a clone with the same host name and the same
- * id could reclaim the original's lease: give clones their own host names,
- * or delete `.<db>-backupd/holder.json` in the image.
+ * One `replicate` per database on a host: a lock the kernel releases when
+ * its holder dies, and the lease instance id kept with it across restarts.
+ * Both live in the database's sidecar directory `.<db>-backupd/` (an earlier
+ * release's `<db>-backupd.lock` and `.json` are moved in first):
+ * - `lock`: an empty SQLite file held by an open `BEGIN EXCLUSIVE`
+ *   transaction, so a POSIX `fcntl` lock that dies with the process;
+ * - `holder.json`: pid, host, since, the replicas' URLs (no credentials)
+ *   and the instance id, which the next holder on the same host keeps.
+ * Nothing else in the holder may open the lock file: closing any descriptor
+ * of it drops the lock. Why this design, and its limits:
+ * docs/decisions/2026-12-06-database-lock.md.
  */
 import { existsSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';

@@ -8,10 +8,8 @@
  *   (1 when it could not be started);
  * - without an application, a replica's refusal that no retry can clear
  *   stops backupd with code 5 (with one, backupd stays up and logs it).
- * The stop runs once, whatever triggers it first. Signals that arrive
- * while replicate starts (locks, a first boot's restore, opening the
- * replicas) are held ({@link holdEarlySignals}) and acted on once the
- * supervision begins, so a stop asked for at any moment is a graceful one.
+ * The stop runs once, whatever triggers it first; a signal received while
+ * replicate started is acted on as supervision begins ({@link holdEarlySignals}).
  */
 import { BEST_EFFORT_ADVICE } from '../best-effort-advice.ts';
 import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PERMANENT_REFUSAL } from '../exit-codes.ts';
