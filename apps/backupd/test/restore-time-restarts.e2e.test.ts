@@ -113,7 +113,10 @@ describe('restore --time around SIGKILLs and restarts', () => {
       // A sample in the middle of the run.
       await sleep(400);
       await command('pause', 'paused');
-      await sleep(300);
+      // A commit's time is when backupd captured it (SQLite records none):
+      // the quiet second lets a capture delayed by a loaded machine land
+      // before the sample.
+      await sleep(1000);
       const middle = Date.now();
       samples.push({ time: middle });
       await sleep(150);
