@@ -1,23 +1,11 @@
 /**
- * The record a graceful stop leaves in the database's sidecar directory
- * (`.<db>-backupd/resume`, see sidecar-files.ts), so the next start can continue the bucket's
- * generation instead of uploading the database again: which restore point
- * holds the database's state (lineage, generation, where its log ends, its
- * commit count) and a SHA-256 of that state's page image.
- *
- * The record is a claim, never trusted alone: the next start continues only
- * when the bucket's newest restore point is the one it names AND the image
- * the tap opened on hashes to the digest it holds (the proof that nothing
- * changed the database while backupd was not running). A missing, damaged
- * or unreadable record is no record: a new snapshot, as before.
- *
- * Format (JSON, one object): `version` 1, `lineage`, `walGeneration`,
- * `logEnd`, `commitSeq`, `imageBytes`, `sha256` (64 lowercase hex),
- * `pageSize`, `pageHashes` (base64: the first 8 bytes of each page's
- * SHA-256, in page order). With the page hashes, a start whose database
- * changed in a few pages ships those pages as one commit instead of a
- * snapshot: the pages whose hash is the record's are the restore point's
- * (a 64-bit hash: two different pages collide with a chance of 2^-64).
+ * The record a graceful stop leaves in the sidecar directory
+ * (`.<db>-backupd/resume`), so the next start can continue the bucket's
+ * generation instead of uploading the database again. It is a claim, never
+ * trusted alone: the next start continues only when the bucket's newest
+ * restore point is the one it names AND the image the tap opened on matches
+ * its digest; a missing or damaged record is no record (a new snapshot).
+ * Its fields: docs/format.md, "Local files beside a SQLite database".
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';

@@ -1,37 +1,17 @@
 /**
  * `SqliteSource`: a live SQLite database in WAL mode as the backup worker's
  * source, built on {@link SqliteTap}.
- *
- * What the worker sees:
- * - The "WAL" it ships is the tap's commit log (one framed record per SQLite
- *   commit, see `commit-record.ts`), not the `-wal` file: SQLite restarts its
- *   WAL after every complete checkpoint, the commit log runs on across those
- *   restarts, so one snapshot serves a whole generation.
- * - A generation is one unbroken run of captured commits. It starts when the
- *   source opens, and again when continuity breaks (the `-wal` file replaced
- *   underneath, the database file replaced, or the worker asking for a
- *   restore point the tap no longer holds). `engineGeneration`, `snapshot`
- *   and `wal` all carry the generation's id, so any break is a new restore
- *   point for the worker.
- * - A replaced database file: the old file's tap is closed at once, and the
- *   file now at the path opened as a new generation; when that cannot be
- *   opened (not a database in WAL mode, missing), every call throws
- *   `SqliteDatabaseUnavailableError` and tries again, until one opens.
- * - The snapshot is the database image at the generation's start (page for
- *   page, read under the tap's pinned reader); the worker ships the log from
- *   offset 0 beside it.
- * - Commit count: `generationBase + commits captured`, where `generationBase`
- *   is one more than the count this database last reported (kept in the
- *   sidecar directory's `state`, written before any commit it counts can be
- *   shipped). A database whose state file was lost reports fewer commits
- *   than its restore points, and the worker refuses the prefix instead of
- *   burying newer history.
- *
- * Files it keeps beside the database (never inside it; no tables), in its
- * sidecar directory `.<db>-backupd/` (sidecar-files.ts): `lineage` (the
- * lineage id), `state` (the commit count), `resume`, and it reads `parent`
- * (the parent record a restore left). Files an earlier release left under
- * the old names are moved in when it opens. Side files: none.
+ * - The "WAL" it ships is the tap's commit log (one framed record per commit,
+ *   `commit-record.ts`), which runs on across SQLite's WAL restarts, so one
+ *   snapshot serves a whole generation: an unbroken run of captured commits,
+ *   started when the source opens and again when continuity breaks (the
+ *   `-wal` or the database file replaced, or a restore point the tap no
+ *   longer holds). A replaced database file that cannot be opened makes
+ *   every call throw `SqliteDatabaseUnavailableError` until one opens.
+ * - Commit count: one more than the count last persisted in the sidecar
+ *   `state` file, plus the commits captured; a lost state file makes the
+ *   worker refuse the prefix rather than bury newer history.
+ * - Its files live in `.<db>-backupd/` (sidecar-files.ts; docs/format.md).
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';

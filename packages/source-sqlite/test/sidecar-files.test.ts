@@ -6,23 +6,19 @@
 import {
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
-  rmSync,
   statSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { BackupWorker } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
 import { RestoreTargetUnsafeError, restore } from '@x/restore';
 import { MemoryStore } from '@x/store';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   adoptLegacySidecars,
   SQLITE_LEGACY_SIDECAR_SUFFIXES,
@@ -30,24 +26,10 @@ import {
 } from '../src/sidecar-files.ts';
 import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
+import { createDatabase, testWorkspace } from './harness.ts';
 
-const directories: string[] = [];
-afterEach(() => {
-  for (const directory of directories.splice(0))
-    rmSync(directory, { recursive: true, force: true });
-});
-
-function workspace(): string {
-  const directory = mkdtempSync(join(tmpdir(), 'backupd-sidecars-'));
-  directories.push(directory);
-  return directory;
-}
-
-function walDatabase(path: string): void {
-  const db = new DatabaseSync(path);
-  db.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);');
-  db.close();
-}
+const workspaces = testWorkspace();
+const workspace = () => workspaces.directory('sidecars');
 
 const legacy = (database: string, kind: keyof typeof SQLITE_LEGACY_SIDECAR_SUFFIXES) =>
   `${database}${SQLITE_LEGACY_SIDECAR_SUFFIXES[kind]}`;
@@ -97,7 +79,7 @@ describe('an earlier release’s sidecar files', () => {
 
   it('SqliteSource.open moves them in and continues the commit count and the lineage they hold', async () => {
     const database = join(workspace(), 'app.db');
-    walDatabase(database);
+    createDatabase(database);
     writeFileSync(legacy(database, 'lineage'), 'lineage-from-0.2\n');
     writeFileSync(legacy(database, 'state'), '{"commitCount":41}\n');
     const source = SqliteSource.open({ path: database, captureIntervalMs: 0 });
@@ -117,7 +99,7 @@ describe('an earlier release’s sidecar files', () => {
 
   it('a file where the sidecar directory belongs is refused by name, before anything is written', () => {
     const database = join(workspace(), 'app.db');
-    walDatabase(database);
+    createDatabase(database);
     writeFileSync(sqliteSidecarFiles(database).directory, 'not a directory');
     expect(() => SqliteSource.open({ path: database, captureIntervalMs: 0 })).toThrow(
       /cannot write .*\.app\.db-backupd \(ENOTDIR\)/,
@@ -136,7 +118,7 @@ describe('an earlier release’s sidecar files', () => {
 describe('restore with the sidecar directory', () => {
   async function backedUp(): Promise<{ store: MemoryStore; database: string }> {
     const database = join(workspace(), 'app.db');
-    walDatabase(database);
+    createDatabase(database);
     const source = SqliteSource.open({ path: database, captureIntervalMs: 0 });
     const store = new MemoryStore();
     const worker = new BackupWorker({
@@ -173,7 +155,7 @@ describe('restore with the sidecar directory', () => {
   it('forced over a database: removes stale lineage and state, old names included', async () => {
     const { store } = await backedUp();
     const target = workspace();
-    walDatabase(join(target, 'app.db'));
+    createDatabase(join(target, 'app.db'));
     mkdirSync(join(target, '.app.db-backupd'));
     writeFileSync(join(target, '.app.db-backupd', 'lineage'), 'stale\n');
     writeFileSync(join(target, '.app.db-backupd', 'holder.json'), '{}');
