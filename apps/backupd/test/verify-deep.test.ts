@@ -1,10 +1,12 @@
 /**
  * `backupd verify --deep` proves restorability: it rebuilds SQLite restore
  * points into a temporary directory and checks them (integrity_check, page
- * hashes), through the real command. Prefixes: the fixtures in
+ * hashes recorded at capture and predicted by the objects), through the
+ * real command. Prefixes: the fixtures in
  * fixtures/*-prefix (see fixtures/README.md; the shrink-regrow one is the
- * damage a plain `verify --deep` called ok), and one built here whose every
- * CRC agrees but whose rebuilt database SQLite calls corrupt.
+ * damage a plain `verify --deep` called ok), and two built here whose every
+ * CRC agrees: one whose rebuilt database SQLite calls corrupt, one whose
+ * rebuilt page 2 SQLite accepts but its record says was captured otherwise.
  */
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +24,7 @@ import {
   snapshotKey,
 } from '@x/manifest';
 import type { VerifyReport } from '@x/restore';
-import { encodeCommitFrame } from '@x/source-sqlite';
+import { encodeCommitFrame, pageHash } from '@x/source-sqlite';
 import { FsStore } from '@x/store';
 import { afterAll, describe, expect, it } from 'vitest';
 import { baseEnv, runCli } from './helpers/cli.ts';
@@ -122,6 +124,31 @@ describe('backupd verify --deep', () => {
     expect(shallow.code).toBe(0);
   });
 
+  it('fails on a page rebuilt from a patch other than the tap captured, where integrity_check and the objects agree', async () => {
+    const directory = mkdtempSync(join(root, 'stale-base-'));
+    await writePrefix(directory, staleBasePatch);
+    const result = await verifyCli([`file://${directory}`, '--deep', '--json']);
+    expect(result.code).toBe(1);
+    const report = JSON.parse(result.stdout) as VerifyReport;
+    const point = report.manifests.find(
+      (m) => m.key === 'backup/manifest/00000000000000000001.json',
+    )!;
+    expect(point).toMatchObject({ status: 'problems', rebuilt: true });
+    expect(point.problems).toHaveLength(1);
+    expect(point.problems[0]).toMatchObject({ kind: 'page-hash', page: 2 });
+    expect(point.problems[0]!.message).toMatch(
+      /page 2 of the rebuilt database hashes [0-9a-f]{16}, and commit 1 of the log recorded [0-9a-f]{16}/,
+    );
+    // The objects are intact, and `restore` refuses the same restore point.
+    expect((await verifyCli([`file://${directory}`])).code).toBe(0);
+    const restored = await runCli(['restore', `file://${directory}`, join(directory, 'out.db')], {
+      env,
+      timeoutMs: 60_000,
+    });
+    expect(restored.code).not.toBe(0);
+    expect(restored.stderr).toMatch(/page 2 rebuilt from a patch hashes/);
+  });
+
   it('refuses --all or --scratch without --deep, and a scratch directory that does not exist', async () => {
     const url = `file://${copyOf('healthy-prefix')}`;
     const all = await verifyCli([url, '--all']);
@@ -137,7 +164,52 @@ describe('backupd verify --deep', () => {
  * A restore point of a real database and one commit that rewrites its
  * table's root page with garbage: size and CRC-32 of every object agree.
  */
-async function corruptPrefix(directory: string): Promise<void> {
+function corruptPrefix(directory: string): Promise<void> {
+  return writePrefix(directory, (snapshot, pageSize) =>
+    encodeCommitFrame({
+      ...RECORD_FIELDS,
+      pageSize,
+      databasePages: snapshot.byteLength / pageSize,
+      pages: new Map([[2, new Uint8Array(pageSize).fill(0x55)]]),
+    }),
+  );
+}
+
+const RECORD_FIELDS = {
+  commitTime: Date.parse('2026-12-05T00:00:00Z'),
+  walSalt1: 0,
+  walSalt2: 0,
+  commitFrame: 0,
+};
+
+/**
+ * One commit that patches a digit of a row on page 2, recorded with the
+ * hash of the page the patch gave over another version of it (one digit
+ * further on differs): what a tap that kept a wrong base would ship. The
+ * rebuilt database is sound to SQLite, and its objects predict it.
+ */
+function staleBasePatch(snapshot: Buffer, pageSize: number): Uint8Array {
+  const page = snapshot.subarray(pageSize, 2 * pageSize);
+  const digits = page.indexOf('0'.repeat(100));
+  const patch = { offset: digits, bytes: Buffer.from('7') };
+  const captured = Buffer.from(page);
+  captured[digits + 10] = '1'.charCodeAt(0);
+  captured.set(patch.bytes, patch.offset);
+  return encodeCommitFrame({
+    ...RECORD_FIELDS,
+    pageSize,
+    databasePages: snapshot.byteLength / pageSize,
+    pages: new Map(),
+    patches: new Map([[2, [patch]]]),
+    patchHashes: new Map([[2, pageHash(captured)]]),
+  });
+}
+
+/** A prefix `backup` holding one restore point (LATEST): a real database's snapshot and `logOf`'s one commit over it. */
+async function writePrefix(
+  directory: string,
+  logOf: (snapshot: Buffer, pageSize: number) => Uint8Array,
+): Promise<void> {
   const path = join(directory, 'source.db');
   const db = new DatabaseSync(path);
   db.exec('PRAGMA journal_mode = DELETE; CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
@@ -146,16 +218,7 @@ async function corruptPrefix(directory: string): Promise<void> {
   db.close();
   const snapshot = readFileSync(path);
   rmSync(path);
-  const pageSize = 4096;
-  const log = encodeCommitFrame({
-    pageSize,
-    databasePages: snapshot.byteLength / pageSize,
-    commitTime: Date.parse('2026-12-05T00:00:00Z'),
-    walSalt1: 0,
-    walSalt2: 0,
-    commitFrame: 0,
-    pages: new Map([[2, new Uint8Array(pageSize).fill(0x55)]]),
-  });
+  const log = logOf(snapshot, snapshot.readUInt16BE(16));
   const store = new FsStore({ root: directory });
   const prefix = 'backup';
   const lineage = 'verify-deep-test';

@@ -50,6 +50,7 @@ import {
   decodeCommitRecord,
   encodeCommitFrame,
   LOG_FRAME_HEADER_BYTES,
+  PAGE_HASH_BYTES,
   splitLogFrames,
 } from './commit-record.ts';
 import { PageWrites, type PatchOverlay } from './page-patch.ts';
@@ -219,7 +220,7 @@ export class CommitLogMerger {
         `${input}: the run touches ${pageCount} distinct ${size}-byte pages (${pageBytes} bytes), more than maxPageBytes (${this.#maxPageBytes})`,
       );
     // At most: a whole page, or a patch of runs no shorter than a byte apart, each.
-    const payloadBytes = COMMIT_RECORD_HEADER_BYTES + pageCount * (9 + 5 * size);
+    const payloadBytes = COMMIT_RECORD_HEADER_BYTES + pageCount * (9 + PAGE_HASH_BYTES + 5 * size);
     if (payloadBytes > MAX_FRAME_PAYLOAD_BYTES)
       throw new CommitLogMergeError(
         `${input}: the merged record would be ${payloadBytes} bytes, more than one frame carries (${MAX_FRAME_PAYLOAD_BYTES})`,
@@ -230,7 +231,8 @@ export class CommitLogMerger {
     const writes = this.#writes ?? new PageWrites(size);
     for (const record of records) {
       for (const [pageNumber, page] of record.pages) writes.whole(pageNumber, page);
-      for (const [pageNumber, runs] of record.patches ?? []) writes.patch(pageNumber, runs);
+      for (const [pageNumber, runs] of record.patches ?? [])
+        writes.patch(pageNumber, runs, record.patchHashes?.get(pageNumber));
     }
     this.#writes = writes;
     this.#patchable = patchable;
@@ -266,7 +268,8 @@ export class CommitLogMerger {
 
   /**
    * The merged run as one frame: SBC1 for a single commit, an SBC2 batch of
-   * {@link commits} otherwise, SBC3 when a page of it is only patched. Ends
+   * {@link commits} otherwise, SBC4 when a page of it is only patched (SBC3
+   * when such a page's last patch came without its hash). Ends
    * the merger (its pages are let go; `add` and `finish` throw from now on;
    * {@link commits} and {@link lastCommitTime} still answer).
    * @throws CommitLogMergeError when nothing was added, or when called twice.
@@ -291,6 +294,11 @@ export class CommitLogMerger {
         pages: this.#writes?.pages ?? new Map(),
         patches: new Map(
           [...(this.#writes?.patches ?? [])].map(([pageNumber, o]) => [pageNumber, o.runs()]),
+        ),
+        patchHashes: new Map(
+          [...(this.#writes?.patches ?? [])].flatMap(([pageNumber, o]) =>
+            o.hash === null ? [] : [[pageNumber, o.hash] as const],
+          ),
         ),
         commits: this.#commits,
       });

@@ -51,11 +51,21 @@
  * version 1 or 2 as before, byte for byte. A reader that predates it
  * refuses it (bad magic).
  *
+ * Version 4 (magic `0x34434253`, "SBC4"): version 3 followed by one
+ * 8-byte page hash per patched page, in the patch entries' order: the first
+ * 8 bytes of the SHA-256 of the page as the tap captured it (the version
+ * the patch gives over the right base). A restore compares each page it
+ * rebuilt from a patch with its hash, so a patch put over a wrong base is
+ * found even where SQLite's own checks read nothing wrong. The tap writes
+ * version 4 for every record with a patch; a merged record is version 4
+ * when every patch it keeps has a hash, else version 3.
+ *
  * Why this layout: a merged record (commit-log-merge.ts) is then never
  * longer than the run it replaces (each whole page and each patch entry
  * costs what it cost in the inputs, or less; one header replaces two or
  * more), which a reader of compacted objects relies on.
  */
+import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { crc32Combine, FRAME_HEADER_BYTES } from '@x/wal-segment';
 import { type PatchRun, patchEncodedBytes, patchProblem } from './page-patch.ts';
@@ -65,6 +75,10 @@ export const COMMIT_RECORD_MAGIC = 0x31434253;
 export const BATCH_RECORD_MAGIC = 0x32434253;
 /** Magic of a record that may hold page patches (version 3): one commit or a batch. */
 export const PATCHED_RECORD_MAGIC = 0x33434253;
+/** Magic of a record of patches with the hash of each patched page (version 4). */
+export const HASHED_PATCH_RECORD_MAGIC = 0x34434253;
+/** Bytes of a page hash: the first 8 of the page's SHA-256. */
+export const PAGE_HASH_BYTES = 8;
 export const COMMIT_RECORD_HEADER_BYTES = 40;
 /** Bytes before each frame's payload: length and CRC-32 (the `@x/wal-segment` frame). */
 export const LOG_FRAME_HEADER_BYTES = FRAME_HEADER_BYTES;
@@ -85,6 +99,11 @@ export interface CommitRecord {
    * Absent or empty: every page is whole.
    */
   readonly patches?: ReadonlyMap<number, readonly PatchRun[]>;
+  /**
+   * Page number → the hash ({@link pageHash}) of the page each patch gives,
+   * as captured (version 4). Encoded only when every patched page has one.
+   */
+  readonly patchHashes?: ReadonlyMap<number, Uint8Array>;
   /**
    * Consecutive commits the record stands for: 1 (the default) for one
    * commit, more for a batch (whose time and size are its last commit's).
@@ -108,6 +127,11 @@ export function encodeCommitFrame(record: CommitRecord): Uint8Array {
         `page ${pageNumber} is ${page.byteLength} bytes, not ${record.pageSize}`,
       );
   const patched = patches.size > 0;
+  const hashes = record.patchHashes;
+  const hashed =
+    patched &&
+    hashes !== undefined &&
+    [...patches.keys()].every((page) => hashes.get(page)?.byteLength === PAGE_HASH_BYTES);
   let payloadBytes = COMMIT_RECORD_HEADER_BYTES + record.pages.size * (4 + record.pageSize);
   if (patched) {
     payloadBytes += 4;
@@ -118,15 +142,18 @@ export function encodeCommitFrame(record: CommitRecord): Uint8Array {
       if (problem !== null) throw new RangeError(`the patch of page ${pageNumber}: ${problem}`);
       payloadBytes += 4 + patchEncodedBytes(runs);
     }
+    if (hashed) payloadBytes += patches.size * PAGE_HASH_BYTES;
   }
   const frame = new Uint8Array(LOG_FRAME_HEADER_BYTES + payloadBytes);
   const view = new DataView(frame.buffer);
   const p = LOG_FRAME_HEADER_BYTES;
-  const magic = patched
-    ? PATCHED_RECORD_MAGIC
-    : commits === 1
-      ? COMMIT_RECORD_MAGIC
-      : BATCH_RECORD_MAGIC;
+  const magic = hashed
+    ? HASHED_PATCH_RECORD_MAGIC
+    : patched
+      ? PATCHED_RECORD_MAGIC
+      : commits === 1
+        ? COMMIT_RECORD_MAGIC
+        : BATCH_RECORD_MAGIC;
   view.setUint32(p, magic, true);
   view.setUint32(p + 4, record.pageSize, true);
   view.setUint32(p + 8, record.databasePages, true);
@@ -157,6 +184,11 @@ export function encodeCommitFrame(record: CommitRecord): Uint8Array {
         offset += 8 + run.bytes.byteLength;
       }
     }
+    if (hashed)
+      for (const pageNumber of [...patches.keys()].sort((x, y) => x - y)) {
+        frame.set(hashes!.get(pageNumber)!, offset);
+        offset += PAGE_HASH_BYTES;
+      }
   }
   const payload = frame.subarray(LOG_FRAME_HEADER_BYTES);
   view.setUint32(0, payloadBytes, true);
@@ -168,6 +200,11 @@ function u32le(bytes: Uint8Array, at: number): number {
   return (
     (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) >>> 0
   );
+}
+
+/** A page's hash as records carry it: the first {@link PAGE_HASH_BYTES} bytes of its SHA-256. */
+export function pageHash(page: Uint8Array): Buffer {
+  return createHash('sha256').update(page).digest().subarray(0, PAGE_HASH_BYTES);
 }
 
 /**
@@ -221,7 +258,9 @@ export function decodeCommitRecord(payload: Uint8Array): CommitRecord {
   const commits = commitsOfRecordHeader(payload);
   const pageSize = view.getUint32(4, true);
   const count = view.getUint32(12, true);
-  const patched = view.getUint32(0, true) === PATCHED_RECORD_MAGIC;
+  const magic = view.getUint32(0, true);
+  const hashed = magic === HASHED_PATCH_RECORD_MAGIC;
+  const patched = hashed || magic === PATCHED_RECORD_MAGIC;
   const wholeEnd = COMMIT_RECORD_HEADER_BYTES + count * (4 + pageSize);
   if (patched ? payload.byteLength < wholeEnd + 4 : payload.byteLength !== wholeEnd)
     throw new RangeError('commit record length does not match its page count');
@@ -233,7 +272,8 @@ export function decodeCommitRecord(payload: Uint8Array): CommitRecord {
     pages.set(pageNumber, payload.subarray(offset + 4, offset + 4 + pageSize));
     offset += 4 + pageSize;
   }
-  const patches = patched ? decodePatches(payload, view, offset, pageSize, pages) : null;
+  const decoded = patched ? decodePatches(payload, view, offset, pageSize, pages, hashed) : null;
+  const patches = decoded?.patches ?? null;
   return {
     pageSize,
     databasePages: view.getUint32(8, true),
@@ -243,18 +283,20 @@ export function decodeCommitRecord(payload: Uint8Array): CommitRecord {
     commitFrame: view.getUint32(32, true),
     pages,
     ...(patches !== null && patches.size > 0 ? { patches } : {}),
+    ...(decoded?.hashes != null ? { patchHashes: decoded.hashes } : {}),
     commits,
   };
 }
 
-/** The patch section of a version 3 record, from `offset` (its count) to the payload's end. */
+/** The patch section of a version 3 or 4 record, from `offset` (its count) to the payload's end. */
 function decodePatches(
   payload: Uint8Array,
   view: DataView,
   start: number,
   pageSize: number,
   pages: ReadonlyMap<number, Uint8Array>,
-): Map<number, PatchRun[]> {
+  hashed: boolean,
+): { patches: Map<number, PatchRun[]>; hashes: Map<number, Uint8Array> | null } {
   const short = (what: string) =>
     new RangeError(`commit record ends inside ${what} (${payload.byteLength} bytes)`);
   const patches = new Map<number, PatchRun[]>();
@@ -289,11 +331,22 @@ function decodePatches(
       throw new RangeError(`commit record's patch of page ${pageNumber}: ${problem}`);
     patches.set(pageNumber, runs);
   }
+  let hashes: Map<number, Uint8Array> | null = null;
+  if (hashed) {
+    if (count === 0) throw new RangeError('an SBC4 record holds no patch');
+    if (offset + count * PAGE_HASH_BYTES > payload.byteLength)
+      throw short(`the hashes of its ${count} patched pages`);
+    hashes = new Map();
+    for (const pageNumber of patches.keys()) {
+      hashes.set(pageNumber, payload.subarray(offset, offset + PAGE_HASH_BYTES));
+      offset += PAGE_HASH_BYTES;
+    }
+  }
   if (offset !== payload.byteLength)
     throw new RangeError(
-      `commit record holds ${payload.byteLength - offset} bytes after its ${count} patches`,
+      `commit record holds ${payload.byteLength - offset} bytes after its ${count} patches${hashed ? ' and their hashes' : ''}`,
     );
-  return patches;
+  return { patches, hashes };
 }
 
 /**
@@ -309,7 +362,7 @@ export function commitsOfRecordHeader(header: Uint8Array): number {
   const magic = view.getUint32(0, true);
   if (magic === COMMIT_RECORD_MAGIC) return 1;
   const commits = view.getUint32(36, true);
-  if (magic === PATCHED_RECORD_MAGIC) {
+  if (magic === PATCHED_RECORD_MAGIC || magic === HASHED_PATCH_RECORD_MAGIC) {
     if (commits < 1) throw new RangeError('a patched record stands for 0 commits, not 1 or more');
     return commits;
   }

@@ -17,7 +17,13 @@
  * record by binary search, so their cost does not grow with the records
  * held; a read returns whole records only.
  */
-import { type CommitRecord, commitsOfFrame, encodeCommitFrame, logCrc32 } from './commit-record.ts';
+import {
+  type CommitRecord,
+  commitsOfFrame,
+  encodeCommitFrame,
+  logCrc32,
+  pageHash,
+} from './commit-record.ts';
 import { copyOf, diffPage, PageBases, type PatchRun } from './page-patch.ts';
 import type { WalHeader, WalTransaction } from './wal-file.ts';
 
@@ -198,6 +204,7 @@ export class HeldLog {
     if (!this.#patching || record.pageSize !== this.#pageSize) return encodeCommitFrame(record);
     const whole = new Map<number, Uint8Array>();
     const patches = new Map<number, PatchRun[]>();
+    const patchHashes = new Map<number, Uint8Array>();
     let shrunk = record.databasePages < this.#basesDatabasePages;
     for (const [pageNumber, page] of record.pages) {
       // An aligned copy of our own: compared word by word, then kept as the next base.
@@ -205,7 +212,10 @@ export class HeldLog {
       const base = this.#bases.get(pageNumber);
       const runs = base === undefined ? null : diffPage(base, version, this.#pageSize);
       if (runs === null) whole.set(pageNumber, version);
-      else patches.set(pageNumber, runs);
+      else {
+        patches.set(pageNumber, runs);
+        patchHashes.set(pageNumber, pageHash(version));
+      }
       this.#bases.set(pageNumber, version);
       if (pageNumber > record.databasePages) shrunk = true;
     }
@@ -213,7 +223,7 @@ export class HeldLog {
     // base per commit would cost the hot path.
     if (shrunk) this.#bases.dropAbove(record.databasePages);
     this.#basesDatabasePages = record.databasePages;
-    return encodeCommitFrame({ ...record, pages: whole, patches });
+    return encodeCommitFrame({ ...record, pages: whole, patches, patchHashes });
   }
 
   #appendRecord(frame: Uint8Array, commits: number): void {

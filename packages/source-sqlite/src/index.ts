@@ -11,7 +11,10 @@ export {
   type CommitRecord,
   decodeCommitRecord,
   encodeCommitFrame,
+  HASHED_PATCH_RECORD_MAGIC,
+  PAGE_HASH_BYTES,
   PATCHED_RECORD_MAGIC,
+  pageHash,
   splitLogFrames,
 } from './commit-record.ts';
 export { sqliteContentHash } from './content-hash.ts';
@@ -23,6 +26,7 @@ export {
   type SqliteRestoreOptions,
   type SqliteRestoreResult,
 } from './rebuild-database.ts';
+export type { PageHashMismatch } from './recorded-page-hashes.ts';
 export { sqliteRestoreCheck } from './restore-check.ts';
 export { type SqliteCommitAtTime, sqliteCommitAtTime } from './restore-point-at-time.ts';
 export {

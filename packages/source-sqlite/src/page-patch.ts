@@ -155,18 +155,25 @@ export function patchProblem(runs: readonly PatchRun[], pageSize: number): strin
 export class PatchOverlay {
   readonly bytes: Uint8Array;
   readonly #written: Uint8Array;
+  #hash: Uint8Array | null = null;
 
   constructor(pageSize: number) {
     this.bytes = new Uint8Array(pageSize);
     this.#written = new Uint8Array(pageSize);
   }
 
-  /** Overlays a later patch of the page. */
-  add(runs: readonly PatchRun[]): void {
+  /** The hash of the page the last patch gives, as its record carried it (copied); `null`: it carried none. */
+  get hash(): Uint8Array | null {
+    return this.#hash;
+  }
+
+  /** Overlays a later patch of the page, with the hash of the page it gives when its record has one. */
+  add(runs: readonly PatchRun[], hash?: Uint8Array): void {
     for (const run of runs) {
       this.bytes.set(run.bytes, run.offset);
       this.#written.fill(1, run.offset, run.offset + run.bytes.byteLength);
     }
+    this.#hash = hash === undefined ? null : copyOf(hash);
   }
 
   /** `base` with every byte written so far put over it: the page's version after the patches. */
@@ -308,8 +315,11 @@ export class PageWrites {
     else held.set(page);
   }
 
-  /** A later patch of a page: over its whole version when held, else over its earlier patches. */
-  patch(pageNumber: number, runs: readonly PatchRun[]): void {
+  /**
+   * A later patch of a page: over its whole version when held, else over
+   * its earlier patches (with `hash`, the hash of the page it gives).
+   */
+  patch(pageNumber: number, runs: readonly PatchRun[], hash?: Uint8Array): void {
     const held = this.#pages.get(pageNumber);
     if (held !== undefined) {
       applyPatch(held, runs);
@@ -320,7 +330,7 @@ export class PageWrites {
       overlay = new PatchOverlay(this.#pageSize);
       this.#patches.set(pageNumber, overlay);
     }
-    overlay.add(runs);
+    overlay.add(runs, hash);
   }
 
   /** Lets everything held go. */

@@ -23,8 +23,11 @@ import {
   type CommitRecord,
   decodeCommitRecord,
   encodeCommitFrame,
+  HASHED_PATCH_RECORD_MAGIC,
   LOG_FRAME_HEADER_BYTES,
+  PAGE_HASH_BYTES,
   PATCHED_RECORD_MAGIC,
+  pageHash,
   splitLogFrames,
 } from './commit-record.ts';
 import { HeldLog } from './held-log.ts';
@@ -59,6 +62,69 @@ function magicOf(frame: Uint8Array): number {
 const run = (offset: number, ...bytes: number[]): PatchRun => ({
   offset,
   bytes: new Uint8Array(bytes),
+});
+
+describe('SBC4 records', () => {
+  const patches = new Map([
+    [1, [run(0, 1, 2, 3)]],
+    [5, [run(511, 9)]],
+  ]);
+  const hashes = new Map([
+    [1, new Uint8Array(PAGE_HASH_BYTES).fill(0xa1)],
+    [5, new Uint8Array(PAGE_HASH_BYTES).fill(0xa5)],
+  ]);
+
+  it('carry a hash per patched page; a patch without one makes the record SBC3, byte for byte', () => {
+    const record: CommitRecord = { ...FIELDS, pages: new Map(), patches, patchHashes: hashes };
+    const frame = encodeCommitFrame(record);
+    expect(magicOf(frame)).toBe(HASHED_PATCH_RECORD_MAGIC);
+    const decoded = decodeCommitRecord(payloadOf(frame));
+    expect([...decoded.patchHashes!].map(([n, h]) => [n, Buffer.from(h).toString('hex')])).toEqual([
+      [1, 'a1'.repeat(8)],
+      [5, 'a5'.repeat(8)],
+    ]);
+    expect(decoded.patches!.get(5)![0]!.offset).toBe(511);
+    const partial = encodeCommitFrame({ ...record, patchHashes: new Map([[1, hashes.get(1)!]]) });
+    expect(magicOf(partial)).toBe(PATCHED_RECORD_MAGIC);
+    expect(Buffer.from(partial)).toEqual(
+      Buffer.from(encodeCommitFrame({ ...FIELDS, pages: new Map(), patches })),
+    );
+    expect(decodeCommitRecord(payloadOf(partial)).patchHashes).toBeUndefined();
+  });
+
+  it('refuse a record whose hash table is short or long', () => {
+    const good = payloadOf(
+      encodeCommitFrame({ ...FIELDS, pages: new Map(), patches, patchHashes: hashes }),
+    );
+    expect(() => decodeCommitRecord(good.subarray(0, good.byteLength - 1))).toThrow(
+      /ends inside the hashes of its 2 patched pages/,
+    );
+    const long = new Uint8Array(good.byteLength + 1);
+    long.set(good);
+    expect(() => decodeCommitRecord(long)).toThrow(/1 bytes after its 2 patches and their hashes/);
+  });
+
+  it('merge into a record carrying the hash of the last patch of each page, or SBC3 when that patch had none', () => {
+    const frame = (record: Partial<CommitRecord>) =>
+      encodeCommitFrame({ ...FIELDS, pages: new Map(), ...record } as CommitRecord);
+    const first = frame({
+      patches: new Map([[1, [run(0, 1)]]]),
+      patchHashes: new Map([[1, new Uint8Array(PAGE_HASH_BYTES).fill(1)]]),
+    });
+    const second = frame({
+      patches: new Map([[1, [run(4, 2)]]]),
+      patchHashes: new Map([[1, new Uint8Array(PAGE_HASH_BYTES).fill(2)]]),
+    });
+    const merger = new CommitLogMerger();
+    merger.add(Buffer.concat([first, second]));
+    const merged = decodeCommitRecord(payloadOf(merger.finish()));
+    expect(Buffer.from(merged.patchHashes!.get(1)!)).toEqual(Buffer.alloc(PAGE_HASH_BYTES, 2));
+    const unhashed = frame({ patches: new Map([[1, [run(8, 3)]]]) });
+    const older = new CommitLogMerger();
+    older.add(Buffer.concat([first, unhashed]));
+    const mergedOlder = older.finish();
+    expect(magicOf(mergedOlder)).toBe(PATCHED_RECORD_MAGIC);
+  });
 });
 
 describe('SBC3 records', () => {
@@ -185,14 +251,20 @@ describe('the held log writes patches', () => {
     // The first record whole, then ten of about 100 bytes each.
     expect(plainLog.bytes.byteLength).toBe(11 * (LOG_FRAME_HEADER_BYTES + 40 + 4 + PAGE));
     // Each patch record: the patch count, then page number, run count, one
-    // run's offset and length, and the 100 bytes.
+    // run's offset and length, the 100 bytes, and the page's hash.
     expect(patchedLog.bytes.byteLength).toBe(
-      LOG_FRAME_HEADER_BYTES + 44 + PAGE + 10 * (LOG_FRAME_HEADER_BYTES + 40 + 4 + 4 + 4 + 8 + 100),
+      LOG_FRAME_HEADER_BYTES +
+        44 +
+        PAGE +
+        10 * (LOG_FRAME_HEADER_BYTES + 40 + 4 + 4 + 4 + 8 + 100 + PAGE_HASH_BYTES),
     );
     const magics = splitLogFrames(patchedLog.bytes).payloads.map((p) =>
       new DataView(p.buffer, p.byteOffset).getUint32(0, true),
     );
-    expect(magics).toEqual([COMMIT_RECORD_MAGIC, ...Array(10).fill(PATCHED_RECORD_MAGIC)]);
+    expect(magics).toEqual([COMMIT_RECORD_MAGIC, ...Array(10).fill(HASHED_PATCH_RECORD_MAGIC)]);
+    // Each patch carries the hash of the page it gives, as the tap captured it.
+    const last = decodeCommitRecord(splitLogFrames(patchedLog.bytes).payloads.at(-1)!);
+    expect(Buffer.from(last.patchHashes!.get(2)!)).toEqual(pageHash(version));
     // Both replay to the same page.
     expect(replay(patchedLog.bytes, new Map()).pages.get(2)).toEqual(version);
     expect(replay(plainLog.bytes, new Map()).pages.get(2)).toEqual(version);

@@ -9,7 +9,9 @@
  * - Atomic: the image is built and checked in a temporary file beside the
  *   target, fsynced, and renamed over the target; a failure leaves no target.
  * - Checked: every log frame's CRC-32, every record's page size, that every
- *   patch has its base (patchable-pages.ts), and (unless
+ *   patch has its base (patchable-pages.ts), that every page rebuilt from a
+ *   patch hashes as its record says the tap captured it (SBC4 records,
+ *   recorded-page-hashes.ts), and (unless
  *   `verify: false`) `PRAGMA integrity_check` must answer `ok`, or nothing is
  *   written at the target.
  * - Refuses to replace an existing database, or one with a `-wal`/`-shm`
@@ -35,6 +37,7 @@ import { decodeCommitRecord, LOG_FRAME_HEADER_BYTES, splitLogFrames } from './co
 import { copyOf } from './page-patch.ts';
 import { PatchablePages } from './patchable-pages.ts';
 import { PendingPageWrites } from './pending-page-writes.ts';
+import { RecordedPageHashes } from './recorded-page-hashes.ts';
 import {
   SqliteRestoreCorruptError,
   SqliteRestorePointUnavailableError,
@@ -73,6 +76,11 @@ export interface SqliteRestoreOptions {
   readonly force?: boolean;
   /** Run `PRAGMA integrity_check` before renaming into place. Default true. */
   readonly verify?: boolean;
+  /**
+   * Check each page rebuilt from a patch against the hash its record
+   * carries (SBC4). Default true; off only to look at a damaged log.
+   */
+  readonly checkPageHashes?: boolean;
   readonly signal?: AbortSignal;
 }
 
@@ -176,6 +184,7 @@ export async function restoreSqliteDatabase(
     let done = limit === 0;
     const pending = new PendingPageWrites(pageSize);
     const patchable = new PatchablePages(databasePages);
+    const recorded = new RecordedPageHashes(databasePages);
     for await (const chunk of chunksOf(options.log)) {
       if (done) break;
       options.signal?.throwIfAborted();
@@ -220,6 +229,7 @@ export async function restoreSqliteDatabase(
             `commit ${applied + 1} of the log patches page ${unheld}, whose version before it neither the snapshot (${written / pageSize} pages) nor an earlier commit holds (the database had ${patchable.databasePages} pages): the patch has no base to be put over`,
           );
         patchable.advance(record);
+        recorded.add(record, applied + commits);
         pending.add(record);
         if (pending.bytes >= MAX_PENDING_WRITE_BYTES) await pending.writeTo(handle, options.signal);
         databasePages = record.databasePages;
@@ -240,6 +250,16 @@ export async function restoreSqliteDatabase(
         `asked for commit ${options.commits} of this generation, the log holds ${applied}`,
       );
     await handle.truncate(databasePages * pageSize);
+    const mismatch =
+      options.checkPageHashes === false
+        ? null
+        : await recorded.firstMismatch(handle, pageSize, options.signal);
+    if (mismatch !== null)
+      throw new SqliteRestoreCorruptError(
+        target,
+        `page ${mismatch.page} rebuilt from a patch hashes ${mismatch.found}, and commit ${mismatch.commit} of the log recorded ${mismatch.expected} for it when it was captured: the patch was made against another version of the page than the backup holds`,
+        { pageHash: mismatch },
+      );
     await handle.sync();
     await handle.close();
     handleOpen = false;

@@ -2,6 +2,8 @@
  * The SQLite engine's proof that a restore point restores (`RestoreCheck` of
  * `@x/restore`, which `verify` with `rebuild` uses): the staged snapshot and
  * log are rebuilt into a database as a restore rebuilds them, then
+ * - every page rebuilt from a patch must hash as the tap recorded it when it
+ *   captured the page (SBC4 records; the rebuild itself checks this);
  * - `PRAGMA integrity_check` must answer `ok` (its first lines are reported);
  * - every page of the rebuilt file must hash as the restore point's objects
  *   say, computed the other way, by merging the log over the snapshot's pages
@@ -26,11 +28,11 @@ import {
   type RestoredStateFinding,
   type StagedRestore,
 } from '@x/restore';
-import { LOG_FRAME_HEADER_BYTES } from './commit-record.ts';
+import { LOG_FRAME_HEADER_BYTES, PAGE_HASH_BYTES } from './commit-record.ts';
 import { restoreSqliteDatabase } from './rebuild-database.ts';
 import { type RestorePointPages, restorePointPageHashes } from './restore-point-page-hashes.ts';
-import { imageDigest, PAGE_HASH_BYTES } from './resume-record.ts';
-import { SqliteBackupError } from './sqlite-errors.ts';
+import { imageDigest } from './resume-record.ts';
+import { SqliteBackupError, SqliteRestoreCorruptError } from './sqlite-errors.ts';
 import { sqliteMaterializer } from './sqlite-materializer.ts';
 import { SQLITE_SNAPSHOT_NAME } from './sqlite-source.ts';
 
@@ -82,6 +84,16 @@ async function checkStaged(staged: StagedRestore, signal: AbortSignal | undefine
     });
     pageSize = rebuilt.pageSize;
   } catch (error) {
+    if (SqliteRestoreCorruptError.isInstance(error) && error.pageHash !== undefined)
+      throw new RestoredStateError(where, [
+        {
+          check: 'page-hash',
+          page: error.pageHash.page,
+          expected: error.pageHash.expected,
+          found: error.pageHash.found,
+          message: `page ${error.pageHash.page} of the rebuilt database hashes ${error.pageHash.found}, and commit ${error.pageHash.commit} of the log recorded ${error.pageHash.expected} for it when backupd captured it`,
+        },
+      ]);
     if (!SqliteBackupError.isInstance(error)) throw error;
     throw new RestoredStateError(where, [
       { check: 'rebuild', message: `the database does not rebuild: ${error.message}` },

@@ -26,10 +26,9 @@
  * distinct pages the log touched (up to that bound), 8 bytes per page of
  * the database, and one snapshot chunk.
  */
-import { createHash } from 'node:crypto';
 import type { RestorePointContent } from '@x/backup-worker';
 import { CommitLogMergeError, CommitLogMerger } from './commit-log-merge.ts';
-import { PAGE_HASH_BYTES } from './resume-record.ts';
+import { PAGE_HASH_BYTES, pageHash } from './commit-record.ts';
 
 /** The most distinct log pages held while the restore point is hashed: 256 MiB. */
 export const MAX_MERGED_PAGE_BYTES = 256 * 1024 * 1024;
@@ -39,10 +38,6 @@ export interface RestorePointPages {
   readonly bytes: number;
   /** {@link PAGE_HASH_BYTES} per page, in page order (base64), as `imageDigest` gives. */
   readonly pageHashes: string;
-}
-
-function pageHash(page: Uint8Array): Buffer {
-  return createHash('sha256').update(page).digest().subarray(0, PAGE_HASH_BYTES);
 }
 
 export async function restorePointPageHashes(

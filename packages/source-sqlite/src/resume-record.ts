@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
+import { PAGE_HASH_BYTES, pageHash } from './commit-record.ts';
 import { copyOf } from './page-patch.ts';
 import { ensureSidecarDirectory, sqliteSidecarFiles } from './sidecar-files.ts';
 
@@ -87,9 +88,6 @@ export async function writeResumeRecord(databasePath: string, record: ResumeReco
   await rename(temporary, path);
 }
 
-/** Bytes of one page's hash in a record: the first 8 bytes of its SHA-256. */
-export const PAGE_HASH_BYTES = 8;
-
 export interface ImageDigest {
   readonly bytes: number;
   /** SHA-256 of the whole image (lowercase hex). */
@@ -124,7 +122,7 @@ export async function imageDigest(
   let pending = new Uint8Array(0);
   const onPage = (bytesOfPage: Uint8Array) => {
     page += 1;
-    const hash = createHash('sha256').update(bytesOfPage).digest().subarray(0, PAGE_HASH_BYTES);
+    const hash = pageHash(bytesOfPage);
     hashes.push(hash);
     if (known === null || changed === null) return;
     const at = (page - 1) * PAGE_HASH_BYTES;

@@ -4,6 +4,7 @@
  * check survives two copies of the package.
  */
 import { errorMarker, hasErrorMarker, markError } from '@x/store';
+import type { PageHashMismatch } from './recorded-page-hashes.ts';
 import { sqliteSidecarFiles } from './sidecar-files.ts';
 
 const MARKER_NAMESPACE = 'x.backup-worker.sqlite.error';
@@ -419,7 +420,14 @@ const RESTORE_CORRUPT_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteRestoreCorru
 
 /** The restored image fails a check (record framing, page size, `PRAGMA integrity_check`). Nothing is left at the target. */
 export class SqliteRestoreCorruptError extends SqliteBackupError {
-  constructor(path: string, detail: string, options: { cause?: unknown } = {}) {
+  /** Set when a page rebuilt from a patch is not the page its record captured. */
+  readonly pageHash: PageHashMismatch | undefined;
+
+  constructor(
+    path: string,
+    detail: string,
+    options: { cause?: unknown; pageHash?: PageHashMismatch } = {},
+  ) {
     super(
       `restore of ${path} failed verification: ${detail}`,
       path,
@@ -427,6 +435,7 @@ export class SqliteRestoreCorruptError extends SqliteBackupError {
       'SQLITE_RESTORE_CORRUPT',
     );
     this.name = 'SqliteRestoreCorruptError';
+    this.pageHash = options.pageHash;
     markError(this, RESTORE_CORRUPT_MARKER);
   }
 

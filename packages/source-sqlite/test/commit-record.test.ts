@@ -90,7 +90,7 @@ describe('encodeCommitFrame', () => {
     const payload = batch.subarray(LOG_FRAME_HEADER_BYTES).slice();
     new DataView(payload.buffer).setUint32(36, 1, true);
     expect(() => decodeCommitRecord(payload)).toThrow(/stands for 1 commits, not 2 or more/);
-    new DataView(payload.buffer).setUint32(0, 0x34434253, true);
+    new DataView(payload.buffer).setUint32(0, 0x35434253, true);
     expect(() => decodeCommitRecord(payload)).toThrow(/bad magic/);
     expect(() => encodeCommitFrame({ ...record(new Map()), commits: 0 })).toThrow(RangeError);
   });

@@ -3,11 +3,12 @@
  * without force, never leaves an old WAL beside the restored file, and leaves
  * nothing behind when a check fails.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
+import { encodeCommitFrame, pageHash } from '../src/commit-record.ts';
 import { sqliteContentHash as contentHash } from '../src/content-hash.ts';
 import { restoreSqliteDatabase } from '../src/rebuild-database.ts';
 import {
@@ -151,5 +152,66 @@ describe('restoreSqliteDatabase', () => {
       restoreSqliteDatabase({ targetPath: target, snapshot: broken, log, commits: 0 }),
     ).rejects.toThrow(SqliteRestoreCorruptError);
     expect(readdirSync(directory).filter((name) => name.includes('broken'))).toEqual([]);
+  });
+
+  it('refuses a page rebuilt from a patch that the tap captured as another page (its recorded hash)', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'backupd-sqlite-restore-'));
+    directories.push(directory);
+    const source = join(directory, 'source.db');
+    const application = new DatabaseSync(source);
+    application.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
+    const insert = application.prepare("INSERT INTO t (body) VALUES (printf('%0800d', ?))");
+    for (let row = 0; row < 4; row += 1) insert.run(row);
+    application.close();
+    const snapshot = readFileSync(source);
+    const pageSize = snapshot.readUInt16BE(16);
+    // Page 2 holds the rows: a run of '0' digits in one of them.
+    const page = snapshot.subarray(pageSize, 2 * pageSize);
+    const digits = page.indexOf('0'.repeat(100));
+    expect(digits).toBeGreaterThan(0);
+    const patch = { offset: digits, bytes: Buffer.from('7') };
+    // The version the patch was computed over differs ten bytes on.
+    const capturedBase = Buffer.from(page);
+    capturedBase[digits + 10] = '1'.charCodeAt(0);
+    const log = (over: Uint8Array) => {
+      const version = Buffer.from(over);
+      version.set(patch.bytes, patch.offset);
+      return encodeCommitFrame({
+        pageSize,
+        databasePages: snapshot.byteLength / pageSize,
+        commitTime: 1,
+        walSalt1: 0,
+        walSalt2: 0,
+        commitFrame: 0,
+        pages: new Map(),
+        patches: new Map([[2, [patch]]]),
+        patchHashes: new Map([[2, pageHash(version)]]),
+      });
+    };
+
+    const sound = join(directory, 'sound.db');
+    await restoreSqliteDatabase({ targetPath: sound, snapshot, log: log(page) });
+    const wrong = join(directory, 'wrong.db');
+    const refusal = await restoreSqliteDatabase({
+      targetPath: wrong,
+      snapshot,
+      log: log(capturedBase),
+    }).catch((error: unknown) => error);
+    expect(SqliteRestoreCorruptError.isInstance(refusal)).toBe(true);
+    const pageHashFinding = (refusal as SqliteRestoreCorruptError).pageHash;
+    expect(pageHashFinding).toMatchObject({ page: 2, commit: 1 });
+    expect(pageHashFinding!.found).not.toBe(pageHashFinding!.expected);
+    expect((refusal as Error).message).toMatch(
+      /page 2 rebuilt from a patch hashes [0-9a-f]{16}, and commit 1 of the log recorded [0-9a-f]{16}/,
+    );
+    expect(existsSync(wrong)).toBe(false);
+    // SQLite itself finds nothing wrong with that page: only the hash does.
+    await restoreSqliteDatabase({
+      targetPath: wrong,
+      snapshot,
+      log: log(capturedBase),
+      checkPageHashes: false,
+    });
+    expect(hashOf(wrong, contentHash)).not.toBe(hashOf(source, contentHash));
   });
 });
