@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { parseSegmentKey } from '@x/manifest';
+import { parseLatest, parseSegmentKey } from '@x/manifest';
 import { sqliteContentHash as contentHash } from '@x/source-sqlite';
 import { randomPrefix } from '@x/test-servers';
 import { describe, expect, test } from 'vitest';
@@ -94,7 +94,7 @@ describe.skipIf(!versitygw)('backupd end to end on versitygw', () => {
     const latestCommit = async (): Promise<number | undefined> => {
       const latest = await store.get(`${prefix}/LATEST`);
       if (!latest) return undefined;
-      const key = new TextDecoder().decode(latest.body).trim();
+      const key = parseLatest(latest.body, { prefix });
       const match = /(\d{20})\.json$/.exec(key);
       return match ? Number(match[1]) : undefined;
     };

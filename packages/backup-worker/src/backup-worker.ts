@@ -221,6 +221,9 @@ export class BackupWorker {
       get tenure() {
         return worker.#tenure;
       },
+      get leaseGeneration() {
+        return worker.#lease.generation;
+      },
       conflict,
     };
     this.#context = ctx;

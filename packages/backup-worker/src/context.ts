@@ -20,6 +20,8 @@ export interface WorkerContext {
   readonly requests: Requests;
   /** The current tenure's state. */
   readonly tenure: Tenure;
+  /** The generation of the lease held (the fencing token stamped on restore points); `null` without one. */
+  readonly leaseGeneration: number | null;
   /** A refused write: another writer is active. Drops the lease; returns the error to throw. */
   conflict(what: string, key?: string, cause?: unknown): WriterConflictError;
 }

@@ -28,7 +28,7 @@ import {
   MAX_LATEST_BYTES,
   MAX_MANIFEST_BYTES,
   type Manifest,
-  parseLatest,
+  parseLatestRecord,
   parseManifest,
   parseManifestKey,
   serializeLatest,
@@ -101,6 +101,8 @@ export type LatestState =
       readonly version: ObjectVersion;
       readonly target: string;
       readonly manifest: Manifest;
+      /** The lease generation LATEST says wrote it (`null`: it says none). */
+      readonly leaseGeneration: number | null;
     }
   | {
       readonly state: 'unusable';
@@ -115,6 +117,8 @@ export interface ResumedLatest {
   readonly manifest: Manifest | null;
   readonly version: ObjectVersion | null;
   readonly target: string | null;
+  /** The lease generation LATEST now says wrote it; `undefined` when it says nothing usable. */
+  readonly leaseGeneration?: number | null;
 }
 
 function isRefusal(error: unknown): boolean {
@@ -167,8 +171,9 @@ export async function readLatestState(ctx: WorkerContext): Promise<LatestState> 
     };
   }
   let target: string;
+  let leaseGeneration: number | null;
   try {
-    target = parseLatest(latest.body, { prefix });
+    ({ key: target, leaseGeneration } = parseLatestRecord(latest.body, { prefix }));
   } catch (error) {
     return {
       state: 'unusable',
@@ -192,7 +197,7 @@ export async function readLatestState(ctx: WorkerContext): Promise<LatestState> 
       target,
       problem: `LATEST names ${target}, which ${loaded}`,
     };
-  return { state: 'ok', version: latest.version, target, manifest: loaded };
+  return { state: 'ok', version: latest.version, target, manifest: loaded, leaseGeneration };
 }
 
 /**
@@ -237,7 +242,12 @@ export async function resumeLatest(ctx: WorkerContext): Promise<ResumedLatest> {
     const state = await readLatestState(ctx);
     if (state.state === 'missing') return { manifest: null, version: null, target: null };
     if (state.state === 'ok')
-      return { manifest: state.manifest, version: state.version, target: state.target };
+      return {
+        manifest: state.manifest,
+        version: state.version,
+        target: state.target,
+        leaseGeneration: state.leaseGeneration,
+      };
     const { found, tried, refused } = await newestUsable(ctx, state.target);
     if (found === null) throw new LatestUnusableError(ctx.prefix, state.problem, tried, refused);
     const local = await ctx.source.readLineage();
@@ -255,7 +265,7 @@ export async function resumeLatest(ctx: WorkerContext): Promise<ResumedLatest> {
     try {
       const version = await ctx.requests.putConditional(
         latestKey(ctx.prefix),
-        new TextEncoder().encode(serializeLatest(found.key)),
+        new TextEncoder().encode(serializeLatest(found.key, ctx.leaseGeneration ?? undefined)),
         { ifMatch: state.version },
       );
       ctx.logger.warn('backup.latest_repaired', {
@@ -263,7 +273,12 @@ export async function resumeLatest(ctx: WorkerContext): Promise<ResumedLatest> {
         from: state.target ?? '',
         to: found.key,
       });
-      return { manifest: found.manifest, version, target: found.key };
+      return {
+        manifest: found.manifest,
+        version,
+        target: found.key,
+        leaseGeneration: ctx.leaseGeneration,
+      };
     } catch (error) {
       if (!isRefusal(error)) throw error;
       // Lost a race: LATEST changed since it was read. Read it again.

@@ -78,6 +78,11 @@ export class LeaseHolder {
     return this.#keptOutBy;
   }
 
+  /** The generation of the lease this tenure holds or last held; `null` before the first. */
+  get generation(): number | null {
+    return this.#keeper?.generation ?? null;
+  }
+
   /** Held, not lost, not dropped. */
   holds(): boolean {
     const keeper = this.#keeper;

@@ -19,7 +19,7 @@ import {
   MAX_LATEST_BYTES,
   MAX_MANIFEST_BYTES,
   type Manifest,
-  parseLatest,
+  parseLatestRecord,
   parseManifest,
   parseManifestKey,
   restorableFrom,
@@ -72,7 +72,7 @@ export class ManifestWriter {
   async write(): Promise<void> {
     const { prefix, clock, tenure } = this.#ctx;
     const generation = tenure.current;
-    const built = buildRestorePoint(prefix, tenure, clock.wallNow());
+    const built = buildRestorePoint(prefix, tenure, clock.wallNow(), this.#ctx.leaseGeneration);
     if (!generation || !built) return;
     const { key, manifest } = built;
     if (tenure.parentKeys.has(key)) return;
@@ -108,6 +108,7 @@ export class ManifestWriter {
     const latest = await resumeLatest(this.#ctx);
     tenure.latestVersion = latest.version;
     tenure.latestTarget = latest.target;
+    tenure.latestLeaseGeneration = latest.leaseGeneration;
     // Health names only a restore point that was read and checked: never a
     // corrupt one that LATEST happened to name.
     if (latest.target !== null && latest.manifest !== null)
@@ -196,12 +197,19 @@ export class ManifestWriter {
     // would leave two writes with one version, which replace-if-version
     // cannot tell apart. A change by another writer is still caught at the
     // next LATEST write, which names a different manifest.
-    if (tenure.latestTarget === target && tenure.latestVersion) return;
+    // A new tenure rewrites it once, so that it says which tenure wrote it.
+    const leaseGeneration = this.#ctx.leaseGeneration;
+    if (
+      tenure.latestTarget === target &&
+      tenure.latestVersion &&
+      tenure.latestLeaseGeneration === leaseGeneration
+    )
+      return;
     for (let settled = false; ; settled = true) {
       try {
         tenure.latestVersion = await requests.putConditional(
           key,
-          new TextEncoder().encode(serializeLatest(target)),
+          new TextEncoder().encode(serializeLatest(target, leaseGeneration ?? undefined)),
           tenure.latestVersion ? { ifMatch: tenure.latestVersion } : 'create',
         );
         break;
@@ -221,6 +229,7 @@ export class ManifestWriter {
     }
     tenure.latestInDoubt = null;
     tenure.latestTarget = target;
+    tenure.latestLeaseGeneration = leaseGeneration;
     this.#noteLatest(target);
   }
 
@@ -244,17 +253,21 @@ export class ManifestWriter {
     const latest = await requests.getCapped(latestKey(prefix), MAX_LATEST_BYTES);
     if (latest === null || latest === 'too-large') return false;
     let named: string;
+    let namedGeneration: number | null;
     try {
-      named = parseLatest(latest.body, { prefix });
+      ({ key: named, leaseGeneration: namedGeneration } = parseLatestRecord(latest.body, {
+        prefix,
+      }));
     } catch {
       return false;
     }
-    if (named !== doubt) return false;
+    if (named !== doubt || namedGeneration !== this.#ctx.leaseGeneration) return false;
     const manifest = await requests.getCapped(doubt, MAX_MANIFEST_BYTES);
     if (manifest === null || manifest === 'too-large' || !sameVersion(manifest.version, written))
       return false;
     tenure.latestVersion = latest.version;
     tenure.latestTarget = doubt;
+    tenure.latestLeaseGeneration = namedGeneration;
     this.#ctx.logger.info('backup.latest_write_settled', { latestTarget: doubt });
     return true;
   }

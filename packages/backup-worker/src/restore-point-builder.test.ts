@@ -33,7 +33,7 @@ function tenureWithGeneration(): Tenure {
 
 describe('buildRestorePoint', () => {
   it('names the snapshot, the base archives in chain order, chain and side files, and the segments', () => {
-    const built = buildRestorePoint('db', tenureWithGeneration(), Date.UTC(2026, 0, 1));
+    const built = buildRestorePoint('db', tenureWithGeneration(), Date.UTC(2026, 0, 1), 4);
     expect(built?.manifest.files.map((f) => f.name)).toEqual([
       'snapshot.bin',
       'wal.1.archive',
@@ -51,14 +51,14 @@ describe('buildRestorePoint', () => {
   });
 
   it('computes commitSeq from the objects it names (floor + archive and segment frames)', () => {
-    const built = buildRestorePoint('db', tenureWithGeneration(), 0);
+    const built = buildRestorePoint('db', tenureWithGeneration(), 0, 4);
     expect(built?.manifest.commitSeq).toBe(10 + 4 + 3 + 2);
     expect(built?.key).toBe(manifestKey('db', 19));
   });
 
   it('copies the segment list (later shipping does not change a built manifest)', () => {
     const tenure = tenureWithGeneration();
-    const built = buildRestorePoint('db', tenure, 0);
+    const built = buildRestorePoint('db', tenure, 0, 4);
     tenure.current?.segments.push({
       key: 'db/wal/more',
       size: 1,
@@ -72,36 +72,37 @@ describe('buildRestorePoint', () => {
   it("refuses a restore point naming another lineage's object", () => {
     const tenure = tenureWithGeneration();
     tenure.side.set('keys.json', { identity: 'k', entry: entry('keys.json', 0, 'other') });
-    expect(() => buildRestorePoint('db', tenure, 0)).toThrow(/lineage/);
+    expect(() => buildRestorePoint('db', tenure, 0, 4)).toThrow(/lineage/);
   });
 
-  it('writes format version 2 with the source’s snapshot time and the newest shipped commit’s', () => {
+  it('writes format version 3 with the lease generation, the source’s snapshot time and the newest shipped commit’s', () => {
     const tenure = tenureWithGeneration();
     const generation = { ...tenure.current!, snapshotTime: 1_000, commitTime: 1_000 };
     tenure.current = generation;
-    expect(buildRestorePoint('db', tenure, 0)?.manifest).toMatchObject({
-      formatVersion: 2,
+    expect(buildRestorePoint('db', tenure, 0, 4)?.manifest).toMatchObject({
+      formatVersion: 3,
+      leaseGeneration: 4,
       snapshotTime: '1970-01-01T00:00:01.000Z',
       commitTime: '1970-01-01T00:00:01.000Z',
     });
     noteShippedTime(generation, { frames: 2, lastCommitTime: 1_500 });
-    expect(buildRestorePoint('db', tenure, 0)?.manifest.commitTime).toBe(
+    expect(buildRestorePoint('db', tenure, 0, 4)?.manifest.commitTime).toBe(
       '1970-01-01T00:00:01.500Z',
     );
     // A clock stepped back never dates the newest state before the snapshot.
     noteShippedTime(generation, { frames: 1, lastCommitTime: 900 });
-    expect(buildRestorePoint('db', tenure, 0)?.manifest.commitTime).toBe(
+    expect(buildRestorePoint('db', tenure, 0, 4)?.manifest.commitTime).toBe(
       '1970-01-01T00:00:01.500Z',
     );
     // A range of unknown time makes the newest state's time unknown.
     noteShippedTime(generation, { frames: 1 });
-    expect(buildRestorePoint('db', tenure, 0)?.manifest).toMatchObject({
+    expect(buildRestorePoint('db', tenure, 0, 4)?.manifest).toMatchObject({
       snapshotTime: '1970-01-01T00:00:01.000Z',
       commitTime: null,
     });
   });
 
   it('is null without a current generation', () => {
-    expect(buildRestorePoint('db', new Tenure(), 0)).toBeNull();
+    expect(buildRestorePoint('db', new Tenure(), 0, 4)).toBeNull();
   });
 });

@@ -57,6 +57,7 @@ export function buildRestorePoint(
   prefix: string,
   tenure: Tenure,
   wallNowMs: number,
+  leaseGeneration: number | null,
 ): BuiltRestorePoint | null {
   const generation = tenure.current;
   if (!generation) return null;
@@ -70,6 +71,7 @@ export function buildRestorePoint(
     commitSeq,
     oldestCommitSeq: generation.floor,
     walGeneration: generation.number,
+    leaseGeneration,
     snapshotTime: isoOrNull(generation.snapshotTime),
     commitTime: isoOrNull(
       generation.commitTime === null || generation.snapshotTime === null

@@ -72,6 +72,8 @@ export class Tenure {
   /** The restore point LATEST named when the tenure resumed (`null`: none). */
   latestManifest: Manifest | null = null;
   latestTarget: string | null = null;
+  /** The lease generation LATEST says wrote it, as last read or written; `undefined`: unknown. */
+  latestLeaseGeneration: number | null | undefined = undefined;
   /**
    * The manifest a LATEST write named whose outcome is unknown (its answer
    * never came: aborted, timed out, a dropped connection): the service may

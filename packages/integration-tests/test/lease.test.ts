@@ -5,8 +5,9 @@
  * is aborted; nothing the successor's manifests name is overwritten).
  */
 import type { FakeClock } from '@x/lease';
-import { leaseKey } from '@x/lease';
-import { latestKey } from '@x/manifest';
+import { leaseKey, readLease } from '@x/lease';
+import { latestKey, parseLatestRecord } from '@x/manifest';
+import { supersededTenures } from '@x/restore';
 import type { ObjectStore } from '@x/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkBucket } from './helpers/check-bucket.ts';
@@ -98,6 +99,24 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()]) {
       const check = await checkBucket(inner, prefix, { content: true });
       expect(check.manifests.get(check.latest!)!.commitSeq).toBe(engine.durableCommits);
       expect(check.manifests.get(check.latest!)!.walGeneration).toBeGreaterThan(0);
+      // Stamped with B's lease generation (A's plus one), and so is LATEST;
+      // no restore point was written by a superseded tenure.
+      const lease = await readLease(inner, prefix);
+      expect(lease!.record.generation).toBeGreaterThanOrEqual(2);
+      expect(check.manifests.get(check.latest!)!.leaseGeneration).toBe(lease!.record.generation);
+      const latest = await inner.get(latestKey(prefix));
+      expect(parseLatestRecord(latest!.body, { prefix })).toEqual({
+        key: check.latest,
+        leaseGeneration: lease!.record.generation,
+      });
+      expect(
+        [...check.manifests.values()].every(
+          (manifest) => manifest.formatVersion === 3 && (manifest.leaseGeneration ?? 0) >= 1,
+        ),
+      ).toBe(true);
+      expect(supersededTenures([...check.manifests].map(([key, m]) => ({ key, ...m }))).size).toBe(
+        0,
+      );
       // Healthy once the step that wrote it has been evaluated.
       await waitFor(clock, () => b.handle.health().healthy, { what: 'B healthy' });
       expect(a.handle.health().healthy).toBe(false);

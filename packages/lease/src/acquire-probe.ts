@@ -35,7 +35,25 @@ function makeMadeUpVersion(version: ObjectVersion): ObjectVersion {
   return madeUp;
 }
 
-/** Concurrent writers of the acquire's race (one round: every acquire pays for it). */
+/**
+ * Stores whose probe passed in this process: later acquires on the same
+ * store object skip it. Forgotten when a probe fails and when a lease on
+ * the store is lost (`forgetPreconditionProbe`), so the next acquire
+ * probes again.
+ */
+const honoured = new WeakSet<ObjectStore>();
+
+/** Whether `store` passed the probe in this process since it was last forgotten. */
+export function preconditionsProven(store: ObjectStore): boolean {
+  return honoured.has(store);
+}
+
+/** The next acquire on `store` probes again. */
+export function forgetPreconditionProbe(store: ObjectStore): void {
+  honoured.delete(store);
+}
+
+/** Concurrent writers of the acquire's race (one round per probe). */
 export const ACQUIRE_RACE_WRITERS = 4;
 
 type RaceOutcome =
@@ -139,8 +157,11 @@ export async function probeOrFailClosed(
     }
   }
 
-  if (ignored.length === 0 && failure === undefined)
+  if (ignored.length === 0 && failure === undefined) {
+    honoured.add(store);
     return { record: latestRecord, version: latestVersion };
+  }
+  honoured.delete(store);
   // Fail closed: give the record up (best effort), then report.
   try {
     await writeReleasedRecord(

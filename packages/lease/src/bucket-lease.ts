@@ -40,7 +40,11 @@ import {
   type PutMode,
 } from '@x/store';
 import { planAcquire } from './acquire-plan.ts';
-import { probeOrFailClosed } from './acquire-probe.ts';
+import {
+  forgetPreconditionProbe,
+  preconditionsProven,
+  probeOrFailClosed,
+} from './acquire-probe.ts';
 import type { Clock } from './clock.ts';
 import {
   describeHolder,
@@ -172,6 +176,7 @@ export class BucketLease {
       };
       const mode: PutMode = settings.conditional ? plan.mode : 'overwrite';
       let version: ObjectVersion | undefined;
+      let probed = false;
       try {
         ({ version } = await store.put(key, serializeLeaseRecord(record), {
           ...callOptions,
@@ -209,8 +214,9 @@ export class BucketLease {
           notProtected:
             'conditional writes are off: two instances that start together may both acquire this lease and both write; a takeover is noticed only at the next renewal',
         });
-      } else {
+      } else if (!preconditionsProven(store)) {
         // The probe may leave a newer version of our record (a store that ignored a precondition).
+        probed = true;
         ({ record, version } = await probeOrFailClosed(
           store,
           settings,
@@ -226,6 +232,7 @@ export class BucketLease {
         instanceId: settings.instanceId,
         generation: record.generation,
         exclusion: settings.conditional ? 'conditional' : 'best-effort',
+        ...(settings.conditional ? { preconditionProbe: probed ? 'run' : 'remembered' } : {}),
         how: plan.kind,
         ...(plan.previous ? { previousHolder: plan.previous.instanceId } : {}),
       });
@@ -542,6 +549,8 @@ export class BucketLease {
   ): void {
     if (this.#state === 'lost') return;
     this.#state = 'lost';
+    // A takeover may be a store that stopped honouring a precondition.
+    forgetPreconditionProbe(this.#store);
     this.#lostError =
       error ?? new LeaseLostError(this.key, holder, detail, cause === undefined ? {} : { cause });
     this.#cancelFenceTimer?.();

@@ -251,10 +251,10 @@ describe('manifest', () => {
     const cases: [string, string, RegExp][] = [
       [
         mutated((m) => {
-          m.formatVersion = 3;
+          m.formatVersion = 4;
         }),
         'formatVersion',
-        /unsupported format version 3 \(this reader knows 1 and 2\)/,
+        /unsupported format version 4 \(this reader knows 1, 2, 3\)/,
       ],
       [
         mutated((m) => {

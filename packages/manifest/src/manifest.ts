@@ -19,7 +19,8 @@
  * restores (either `null` when the engine does not know it). A version 1
  * document parses exactly as before (the two fields are refused in it, as any
  * unknown field) and comes back without them; a version 2 document must
- * carry both.
+ * carry both. Version 3 adds `leaseGeneration`, the generation of the
+ * bucket lease the writer held (the fencing token), after `walGeneration`.
  */
 import { isCrc32Hex } from './crc32.ts';
 import { KeyLayoutError, ManifestError } from './errors.ts';
@@ -34,10 +35,12 @@ import {
 } from './keys.ts';
 
 /** The format version this package's writers write (see {@link MANIFEST_FORMAT_VERSIONS} for what it reads). */
-export const MANIFEST_FORMAT_VERSION = 2;
+export const MANIFEST_FORMAT_VERSION = 3;
 
 /** Every format version this reader accepts, oldest first. */
-export const MANIFEST_FORMAT_VERSIONS: readonly (1 | 2)[] = [1, 2];
+export const MANIFEST_FORMAT_VERSIONS: readonly ManifestFormatVersion[] = [1, 2, 3];
+
+export type ManifestFormatVersion = 1 | 2 | 3;
 
 /** The largest manifest document accepted or written, in bytes (16 MiB). */
 export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
@@ -80,8 +83,8 @@ export interface SegmentEntry {
 
 /** One restore point. */
 export interface Manifest {
-  /** 1 or 2; the fields marked "version 2" are present exactly when it is 2. */
-  formatVersion: 1 | 2;
+  /** 1, 2 or 3; the fields marked "version 2" are present from 2 on, "version 3" from 3. */
+  formatVersion: ManifestFormatVersion;
   /** The lineage (backup history) this restore point belongs to. */
   lineage: string;
   /** When the manifest was written, RFC 3339. Informational: nothing is ordered by it. */
@@ -92,6 +95,12 @@ export interface Manifest {
   oldestCommitSeq: number;
   /** The WAL generation whose snapshot and segments this restore point uses. */
   walGeneration: number;
+  /**
+   * Version 3: the generation of the bucket lease its writer held (one
+   * higher on every new tenure: the fencing token), `null` when it was
+   * written without a lease. Absent before version 3.
+   */
+  leaseGeneration?: number | null;
   /**
    * Version 2: the time of the oldest state the restore point restores (the
    * state at {@link restorableFrom}, its snapshot's), RFC 3339: when the
@@ -135,6 +144,20 @@ const MANIFEST_FIELDS_V2 = [
   'commitSeq',
   'oldestCommitSeq',
   'walGeneration',
+  'snapshotTime',
+  'commitTime',
+  'files',
+  'segments',
+] as const;
+/** Version 3's fields: version 2's with `leaseGeneration` after `walGeneration`. */
+const MANIFEST_FIELDS_V3 = [
+  'formatVersion',
+  'lineage',
+  'createdAt',
+  'commitSeq',
+  'oldestCommitSeq',
+  'walGeneration',
+  'leaseGeneration',
   'snapshotTime',
   'commitTime',
   'files',
@@ -306,14 +329,18 @@ function checkManifest(value: unknown, prefix: string | undefined): Manifest {
   // The version first: a newer document fails on its version, not on a field it added.
   if (!Object.hasOwn(value, 'formatVersion')) check.fail('formatVersion', 'missing');
   const version = value.formatVersion;
-  if (version !== 1 && version !== 2) {
+  if (version !== 1 && version !== 2 && version !== 3) {
     check.fail(
       'formatVersion',
-      `unsupported format version ${value.formatVersion instanceof NonCanonicalNumber ? value.formatVersion.source : JSON.stringify(version)} (this reader knows ${MANIFEST_FORMAT_VERSIONS.join(' and ')})`,
+      `unsupported format version ${value.formatVersion instanceof NonCanonicalNumber ? value.formatVersion.source : JSON.stringify(version)} (this reader knows ${MANIFEST_FORMAT_VERSIONS.join(', ')})`,
     );
   }
   check.version = version;
-  const root = check.record(value, '', version === 1 ? MANIFEST_FIELDS : MANIFEST_FIELDS_V2);
+  const root = check.record(
+    value,
+    '',
+    version === 1 ? MANIFEST_FIELDS : version === 2 ? MANIFEST_FIELDS_V2 : MANIFEST_FIELDS_V3,
+  );
   const lineage = check.lineage(root.lineage, 'lineage');
   const createdAt = check.string(root.createdAt, 'createdAt');
   const dateProblem = rfc3339Problem(createdAt);
@@ -321,8 +348,14 @@ function checkManifest(value: unknown, prefix: string | undefined): Manifest {
   const commitSeq = check.count(root.commitSeq, 'commitSeq');
   const oldestCommitSeq = check.count(root.oldestCommitSeq, 'oldestCommitSeq');
   const walGeneration = check.count(root.walGeneration, 'walGeneration');
+  const leaseGeneration =
+    version === 3
+      ? root.leaseGeneration === null
+        ? null
+        : check.count(root.leaseGeneration, 'leaseGeneration')
+      : undefined;
   let times: { snapshotTime: string | null; commitTime: string | null } | undefined;
-  if (version === 2) {
+  if (version !== 1) {
     const snapshot = check.time(root.snapshotTime, 'snapshotTime');
     const commit = check.time(root.commitTime, 'commitTime');
     if (snapshot.ms !== null && commit.ms !== null && commit.ms < snapshot.ms) {
@@ -448,6 +481,7 @@ function checkManifest(value: unknown, prefix: string | undefined): Manifest {
     commitSeq,
     oldestCommitSeq,
     walGeneration,
+    ...(leaseGeneration === undefined ? {} : { leaseGeneration }),
     ...(times ?? {}),
     files,
     segments,
@@ -630,7 +664,13 @@ export function serializeManifest(manifest: Manifest, options: { prefix?: string
     items.length === 0
       ? '[]'
       : `[\n${items.map((item) => `    ${line(item as Record<string, unknown>, fields)}`).join(',\n')}\n  ]`;
-  // Version 1 comes out byte for byte as before; version 2 adds its two lines.
+  // Version 1 comes out byte for byte as before; version 2 adds its two
+  // lines, version 3 one more.
+  const lease =
+    m.formatVersion === 3
+      ? `
+  "leaseGeneration": ${JSON.stringify(m.leaseGeneration)},`
+      : '';
   const times =
     m.formatVersion === 1
       ? ''
@@ -643,7 +683,7 @@ export function serializeManifest(manifest: Manifest, options: { prefix?: string
   "createdAt": ${JSON.stringify(m.createdAt)},
   "commitSeq": ${m.commitSeq},
   "oldestCommitSeq": ${m.oldestCommitSeq},
-  "walGeneration": ${m.walGeneration},${times}
+  "walGeneration": ${m.walGeneration},${lease}${times}
   "files": ${entries(m.files, FILE_FIELDS)},
   "segments": ${entries(m.segments, SEGMENT_FIELDS)}
 }
@@ -682,10 +722,13 @@ export function verifyLineage(manifest: Manifest): void {
 }
 
 /**
- * The text of the LATEST object: the newest manifest's key, nothing else (no
- * newline). Throws {@link ManifestError} when `key` is not a manifest key.
+ * The text of the LATEST object. Without `leaseGeneration`, the newest
+ * manifest's key, nothing else (no newline), as every release wrote it
+ * before version 3 manifests; with it, one line of JSON,
+ * `{"manifest":"<key>","leaseGeneration":<n>}`. Throws
+ * {@link ManifestError} when `key` is not a manifest key.
  */
-export function serializeLatest(key: string): string {
+export function serializeLatest(key: string, leaseGeneration?: number | null): string {
   const at = typeof key === 'string' ? key.lastIndexOf('/manifest/') : -1;
   const prefix = at > 0 ? key.slice(0, at) : '';
   if (
@@ -701,27 +744,69 @@ export function serializeLatest(key: string): string {
       },
     );
   }
-  return key;
+  if (leaseGeneration === undefined) return key;
+  if (leaseGeneration !== null && !(Number.isSafeInteger(leaseGeneration) && leaseGeneration >= 0))
+    throw new ManifestError('leaseGeneration', `not a lease generation: ${leaseGeneration}`, {
+      document: 'LATEST',
+    });
+  return JSON.stringify({ manifest: key, leaseGeneration });
+}
+
+/** What a LATEST object says: the manifest it names and, when it says, the lease generation that wrote it. */
+export interface LatestRecord {
+  readonly key: string;
+  /** `null`: LATEST does not say (a bare key, or written without a lease). */
+  readonly leaseGeneration: number | null;
 }
 
 /**
- * Parses a LATEST object read from under `prefix`: exactly one manifest key
- * of this prefix (one trailing newline tolerated, for objects written by
- * hand), at most {@link MAX_LATEST_BYTES}. Returns the key. Throws
- * {@link ManifestError} with `document: 'LATEST'` otherwise.
+ * Parses a LATEST object read from under `prefix`: one manifest key of this
+ * prefix (one trailing newline tolerated, for objects written by hand), or
+ * the JSON form {@link serializeLatest} writes with a lease generation; at
+ * most {@link MAX_LATEST_BYTES}. Throws {@link ManifestError} with
+ * `document: 'LATEST'` otherwise.
  */
-export function parseLatest(text: string | Uint8Array, options: { prefix: string }): string {
+export function parseLatestRecord(
+  text: string | Uint8Array,
+  options: { prefix: string },
+): LatestRecord {
   checkPrefixOption(options.prefix);
   const source = decode(text, MAX_LATEST_BYTES, 'LATEST');
-  const key = source.endsWith('\n') ? source.slice(0, -1) : source;
-  if (parseManifestKey(options.prefix, key) === undefined) {
-    throw new ManifestError(
-      '',
-      `does not hold one manifest key of prefix ${JSON.stringify(options.prefix)}`,
-      { document: 'LATEST' },
-    );
+  const line = source.endsWith('\n') ? source.slice(0, -1) : source;
+  const refuse = (problem: string): never => {
+    throw new ManifestError('', problem, { document: 'LATEST' });
+  };
+  let key = line;
+  let leaseGeneration: number | null = null;
+  if (line.startsWith('{')) {
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      refuse('starts with "{" but is not JSON');
+    }
+    const record = value as Record<string, unknown>;
+    const fields = isRecord(value) ? Object.keys(record).sort().join(',') : '';
+    if (fields !== 'leaseGeneration,manifest')
+      refuse('is not an object of exactly "manifest" and "leaseGeneration"');
+    if (typeof record.manifest !== 'string') refuse('its "manifest" is not a string');
+    const generation = record.leaseGeneration;
+    if (
+      generation !== null &&
+      !(typeof generation === 'number' && Number.isSafeInteger(generation) && generation >= 0)
+    )
+      refuse('its "leaseGeneration" is neither a non-negative integer nor null');
+    key = record.manifest as string;
+    leaseGeneration = generation as number | null;
   }
-  return key;
+  if (parseManifestKey(options.prefix, key) === undefined)
+    refuse(`does not hold one manifest key of prefix ${JSON.stringify(options.prefix)}`);
+  return { key, leaseGeneration };
+}
+
+/** The manifest key a LATEST object names (see {@link parseLatestRecord}). */
+export function parseLatest(text: string | Uint8Array, options: { prefix: string }): string {
+  return parseLatestRecord(text, options).key;
 }
 
 /**

@@ -58,6 +58,12 @@ export {
 } from './segment-object-read.ts';
 export { downloadSnapshotObject, isSnapshotObject } from './snapshot-object-read.ts';
 export {
+  type SupersededTenure,
+  supersededMessage,
+  supersededTenures,
+  type TenureStamp,
+} from './superseded-tenures.ts';
+export {
   type FindUnnamedNewerDataOptions,
   findUnnamedNewerData,
   findUnnamedNewerDataAfter,

@@ -13,7 +13,12 @@
  * LATEST's target, LATEST is followed as verify follows it. Store failures
  * and aborts throw.
  */
-import { type Manifest, parseManifestKey, parseSegmentKey } from '@x/manifest';
+import {
+  type Manifest,
+  type ManifestFormatVersion,
+  parseManifestKey,
+  parseSegmentKey,
+} from '@x/manifest';
 import { normalizePrefix, type ObjectStore } from '@x/store';
 import { RestoreOptionsError, RestorePointRejectedError } from './restore-errors.ts';
 import { messageOf } from './restore-point-checks.ts';
@@ -23,6 +28,7 @@ import {
   loadRestorePoint,
   readLatest,
 } from './restore-points.ts';
+import { type SupersededTenure, supersededTenures } from './superseded-tenures.ts';
 import { verify } from './verify.ts';
 
 export interface RestorePointInfo {
@@ -49,12 +55,20 @@ export interface RestorePointInfo {
   readonly createdAt?: string;
   readonly lineage?: string;
   readonly walGeneration?: number;
+  /** The lease generation its writer held (manifest version 3; absent before, `null`: written without a lease). */
+  readonly leaseGeneration?: number | null;
+  /**
+   * Set when a later lease tenure had already written a restore point of
+   * this lineage at a lower commit: a second writer wrote this one (see
+   * `supersededTenures`).
+   */
+  readonly superseded?: SupersededTenure;
   /** Bytes of every object the manifest names (what a restore of `commitSeq` downloads, `backup.lineage` included). */
   readonly sizeBytes?: number;
   /** Number of objects it names. */
   readonly objects?: number;
   /** The manifest's format version. */
-  readonly formatVersion?: 1 | 2;
+  readonly formatVersion?: ManifestFormatVersion;
   /**
    * The time of the oldest state it restores (at `restorableFrom`, its
    * snapshot's), RFC 3339; `null` when unknown (format version 1, or an
@@ -156,6 +170,9 @@ async function describePoint(
     createdAt: manifest.createdAt,
     lineage: manifest.lineage,
     walGeneration: manifest.walGeneration,
+    ...(manifest.leaseGeneration === undefined
+      ? {}
+      : { leaseGeneration: manifest.leaseGeneration }),
     sizeBytes,
     objects: manifest.files.length + manifest.segments.length,
     formatVersion: manifest.formatVersion,
@@ -195,10 +212,12 @@ export async function listRestorePoints(
       signal === undefined ? { deep } : { deep, signal },
     );
     for (const manifest of report.manifests) {
-      if (manifest.status === 'problems')
+      // A superseded tenure is told by its own field, not as damage.
+      const damage = manifest.problems.filter((problem) => problem.kind !== 'superseded-tenure');
+      if (manifest.status === 'problems' && damage.length > 0)
         objectProblems.set(
           manifest.key,
-          manifest.problems.map((problem) => problem.message),
+          damage.map((problem) => problem.message),
         );
     }
   }
@@ -234,5 +253,19 @@ export async function listRestorePoints(
       },
       signal,
     );
-  return points;
+  return markSuperseded(points);
+}
+
+function markSuperseded(points: RestorePointInfo[]): RestorePointInfo[] {
+  const found = supersededTenures(
+    points.flatMap((point) =>
+      point.lineage === undefined
+        ? []
+        : [{ ...point, key: point.manifestKey, lineage: point.lineage }],
+    ),
+  );
+  return points.map((point) => {
+    const superseded = found.get(point.manifestKey);
+    return superseded === undefined ? point : { ...point, superseded };
+  });
 }

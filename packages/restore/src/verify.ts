@@ -67,6 +67,7 @@ import {
   isSegmentObject,
 } from './segment-object-read.ts';
 import { downloadSnapshotObject, isSnapshotObject } from './snapshot-object-read.ts';
+import { supersededMessage, supersededTenures } from './superseded-tenures.ts';
 import { downloadVerified } from './verified-download.ts';
 import {
   type RebuildCandidate,
@@ -121,7 +122,9 @@ export type VerifyProblemKind =
   /** `rebuild`: the engine's check of the rebuilt state fails (SQLite: `PRAGMA integrity_check`). */
   | 'integrity-check'
   /** `rebuild`: a page of the rebuilt state is not what its objects say (`page`, `expected`, `found`). */
-  | 'page-hash';
+  | 'page-hash'
+  /** Written by a lease tenure after a later tenure had written a restore point (superseded-tenures.ts). */
+  | 'superseded-tenure';
 
 export interface VerifyProblem {
   readonly kind: VerifyProblemKind;
@@ -144,6 +147,8 @@ export interface ManifestVerification {
   readonly commitSeq?: number;
   readonly lineage?: string;
   readonly walGeneration?: number;
+  /** The lease generation its writer held (manifest version 3; absent before, `null`: written without a lease). */
+  readonly leaseGeneration?: number | null;
   readonly createdAt?: string;
   /** True when it was rebuilt and checked (`rebuild`), whatever the result. */
   readonly rebuilt?: boolean;
@@ -650,6 +655,18 @@ function latestSection(
  * does not exist and was never listed is no entry (LATEST's own target is
  * reported with LATEST).
  */
+/** Phase 6: a restore point a superseded tenure wrote is a problem of its own. */
+function noteSupersededTenures(states: Map<string, ManifestState>): void {
+  const stamps = [...states.values()].flatMap((state) =>
+    state.manifest === undefined || state.vanished ? [] : [{ key: state.key, ...state.manifest }],
+  );
+  for (const [key, superseded] of supersededTenures(stamps))
+    states.get(key)!.problems.push({
+      kind: 'superseded-tenure',
+      message: supersededMessage(superseded),
+    });
+}
+
 function manifestEntries(
   listing: Listing,
   states: Map<string, ManifestState>,
@@ -669,6 +686,9 @@ function manifestEntries(
               commitSeq: state.manifest.commitSeq,
               lineage: state.manifest.lineage,
               walGeneration: state.manifest.walGeneration,
+              ...(state.manifest.leaseGeneration === undefined
+                ? {}
+                : { leaseGeneration: state.manifest.leaseGeneration }),
               createdAt: state.manifest.createdAt,
             }),
         ...(state.rebuilt === true ? { rebuilt: true } : {}),
@@ -764,6 +784,7 @@ export async function verify(
     }
   }
 
+  noteSupersededTenures(states);
   const latest = latestSection(normalized, { ...listing, latest: latestReading }, states);
   const manifests = manifestEntries(listing, states);
   counters.report('done');

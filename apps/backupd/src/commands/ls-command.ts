@@ -7,7 +7,8 @@
  * STATUS says what was checked, never more: `manifest checked` (the manifest
  * was read and passed restore's checks; its objects were not read),
  * `verified` (with --deep: also every object exists with its size and
- * CRC-32), or `corrupt: <why>`. A LATEST that is unreadable, names nothing
+ * CRC-32), or `corrupt: <why>`; `; SUPERSEDED: …` follows when a later lease
+ * tenure had already written a restore point below it (a second writer). A LATEST that is unreadable, names nothing
  * that exists, or names a corrupt point is a PROBLEM line above the table,
  * with the restore point a restore of the latest state falls back to.
  *
@@ -127,8 +128,16 @@ granularity, rows, notes and text.`,
 
 /** The STATUS cell of a restore point. */
 function statusOf(point: RestorePointInfo): string {
-  if (point.status !== 'ok') return `corrupt: ${point.problems.join('; ')}`;
-  return point.checked === 'objects' ? 'verified' : 'manifest checked';
+  const status =
+    point.status !== 'ok'
+      ? `corrupt: ${point.problems.join('; ')}`
+      : point.checked === 'objects'
+        ? 'verified'
+        : 'manifest checked';
+  const superseded = point.superseded;
+  return superseded === undefined
+    ? status
+    : `${status}; SUPERSEDED: lease generation ${superseded.leaseGeneration} wrote it after generation ${superseded.successorGeneration} had written ${superseded.successorKey}`;
 }
 
 async function listRestorePointsCommand(

@@ -132,7 +132,7 @@ export function restorableWindow(
   const dated = sound.some((point) => (point.snapshotTime ?? point.commitTime ?? null) !== null);
   const engine: WindowEngine = dated
     ? 'sqlite'
-    : sound.every((point) => point.formatVersion === 2)
+    : sound.every((point) => (point.formatVersion ?? 1) >= 2)
       ? 'framed'
       : 'unknown';
   const earliest: WindowEdge = {

@@ -128,6 +128,8 @@ function problemLine(problem: VerifyProblem): string {
       return `rebuilt, page ${problem.page} differs (expected ${problem.expected}, found ${problem.found}): ${problem.message}`;
     case 'rebuild':
       return `rebuild fails: ${problem.message}`;
+    case 'superseded-tenure':
+      return `superseded lease tenure: ${problem.message}`;
     default:
       return problem.message;
   }

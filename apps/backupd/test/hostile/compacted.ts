@@ -128,7 +128,7 @@ async function checkLayout(store: ObjectStore): Promise<void> {
     const manifest = parseManifest((await store.get(key))!.body, { prefix: PREFIX });
     layout[commit] = manifest.segments.map((segment) => segment.key);
   }
-  const latest = new TextDecoder().decode((await store.get(latestKey(PREFIX)))!.body);
+  const latest = parseLatest((await store.get(latestKey(PREFIX)))!.body, { prefix: PREFIX });
   const wal = (await store.list(`${PREFIX}/wal/`)).objects.map((object) => object.key).sort();
   const expected = {
     layout: EXPECTED_LAYOUT,

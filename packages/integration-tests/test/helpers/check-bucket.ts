@@ -9,6 +9,7 @@ import {
   latestKey,
   type Manifest,
   parseArchiveName,
+  parseLatest,
   parseManifest,
   parseSegmentKey,
   parseSnapshotKey,
@@ -144,7 +145,7 @@ export async function checkBucket(
   const latest = await store.get(latestKey(prefix));
   let target: string | null = null;
   if (latest !== null) {
-    target = new TextDecoder().decode(latest.body).trim();
+    target = parseLatest(latest.body, { prefix });
     if (!manifests.has(target))
       throw new Error(`LATEST names ${target}, which is not a manifest that verifies`);
   }
