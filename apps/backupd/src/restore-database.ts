@@ -75,14 +75,16 @@ export interface DatabaseRestoreResult {
 }
 
 /** What a time search chose: the restore point and commit, and whether to roll forward into it. */
-interface TimeChoice {
+export interface TimeChoice {
   readonly manifestKey: string;
   readonly commitSeq: number;
   readonly rollForward: boolean;
+  /** The chosen commit's recorded time (ms). */
+  readonly commitTime: number;
 }
 
 /** The newest commit at or before `time` (commit times live in the shipped commit records). */
-async function chooseByTime(
+export async function chooseByTime(
   store: ObjectStore,
   prefix: string,
   time: number,
@@ -100,6 +102,7 @@ async function chooseByTime(
     manifestKey: found.manifestKey,
     commitSeq: found.commitSeq,
     rollForward: found.rollForward === true,
+    commitTime: found.commitTime,
   };
 }
 

@@ -11,12 +11,7 @@ export type {
   WalCutter,
 } from './materializer.ts';
 export type { RestoreProgress, VerifyProgress } from './progress.ts';
-export {
-  type RestoreOptions,
-  type RestoreResult,
-  type RolledForward,
-  restore,
-} from './restore.ts';
+export { type RestoreResult, restore } from './restore.ts';
 export {
   NoRestorePointError,
   ObjectCorruptError,
@@ -33,6 +28,14 @@ export {
   RestoreTargetNotEmptyError,
   RestoreTargetUnsafeError,
 } from './restore-errors.ts';
+export {
+  type PlannedObject,
+  planRestore,
+  type RestoreChoice,
+  type RestoreOptions,
+  type RestorePlan,
+  type RolledForward,
+} from './restore-plan.ts';
 export { fileNameProblem } from './restore-point-checks.ts';
 export {
   type LatestFallback,

@@ -10,7 +10,8 @@
  *    consistent and every name and key in it is safe. Only for the latest
  *    state (neither `manifestKey` nor `commitSeq`), an unusable LATEST falls
  *    back to the newest manifest that passes those checks, and the result
- *    says so (`fellBackFrom`); a named manifest never falls back.
+ *    says so (`fellBackFrom`); a named manifest never falls back. This
+ *    choice and the objects it needs are the plan (restore-plan.ts).
  * 3. Every object it needs is streamed into a staging directory inside the
  *    target while its size and CRC-32 are checked (a `.snap` snapshot is
  *    decoded on the way, its envelope checked against key and entry); the
@@ -23,13 +24,7 @@
  *
  * Memory stays bounded: objects are streamed chunk by chunk, never held whole.
  */
-import {
-  type FileEntry,
-  type Manifest,
-  type ParentRecord,
-  parseManifestKey,
-  type SegmentEntry,
-} from '@x/manifest';
+import type { FileEntry, ParentRecord, SegmentEntry } from '@x/manifest';
 import { normalizePrefix, type ObjectStore } from '@x/store';
 import type { RestoreMaterializer } from './materializer.ts';
 import { PROGRESS_BYTE_STEP, type RestoreProgress } from './progress.ts';
@@ -42,20 +37,18 @@ import {
   RestorePointRejectedError,
 } from './restore-errors.ts';
 import {
+  chooseRestore,
+  pickRestorePoint,
+  type RestoreOptions,
+  type RolledForward,
+  validateOptions,
+} from './restore-plan.ts';
+import {
   companionDirectoryProblem,
   fileNameProblem,
-  messageOf,
   placedNameProblem,
 } from './restore-point-checks.ts';
-import {
-  type LatestFallback,
-  type LoadedRestorePoint,
-  latestRestorePoint,
-  loadRestorePoint,
-  type PickedLatest,
-  restorePointForCommit,
-} from './restore-points.ts';
-import { findRollForward, type RollForward, rolledForwardManifest } from './roll-forward.ts';
+import type { LatestFallback, LoadedRestorePoint } from './restore-points.ts';
 import {
   checkLinkAfterCompacted,
   type DecodedSegmentEntry,
@@ -78,36 +71,7 @@ import {
 } from './target-directory.ts';
 import { downloadVerified } from './verified-download.ts';
 
-export interface RestoreOptions {
-  /** Restore from this manifest (a full key under the prefix) instead of LATEST's. */
-  readonly manifestKey?: string;
-  /**
-   * Restore exactly this commit: the restore point covering it, with the WAL
-   * cut after its frame. With `manifestKey`, that manifest must cover it.
-   */
-  readonly commitSeq?: number;
-  /**
-   * With `manifestKey`: roll forward past that restore point over the
-   * chained segments of its generation shipped after it (also when a later
-   * generation exists), so `commitSeq` may name a commit among them (what a
-   * search by time finds past a generation's newest restore point). Without `manifestKey` it changes
-   * nothing: the latest state always rolls forward, a `commitSeq` alone
-   * never does.
-   */
-  readonly rollForward?: boolean;
-  /** Restore into a non-empty target, replacing the store files in it. */
-  readonly force?: boolean;
-  /** Accepted for symmetry with verify; restore always checks every CRC-32. */
-  readonly deep?: boolean;
-  readonly signal?: AbortSignal;
-  readonly onProgress?: (progress: RestoreProgress) => void;
-  /**
-   * How the restore point becomes files: the engine's layout (for example
-   * `framedStoreMaterializer` of `@x/source-framed`, `sqliteMaterializer` of
-   * `@x/source-sqlite`). Restore knows no engine, so there is no default.
-   */
-  readonly materializer: RestoreMaterializer;
-}
+export type { RestoreOptions, RolledForward } from './restore-plan.ts';
 
 export interface RestoreResult {
   /** Absolute path of the target directory. */
@@ -137,143 +101,6 @@ export interface RestoreResult {
    * they hold beyond `manifestKey`'s, and where and why the chain stopped.
    */
   readonly rolledForward?: RolledForward;
-}
-
-/** What a restore of the latest state applied beyond its restore point. */
-export interface RolledForward {
-  /** The restore point's own commit count (`commitSeq` minus `commits`). */
-  readonly fromCommitSeq: number;
-  readonly segments: number;
-  readonly commits: number;
-  /** The first object that did not chain, and why (it and everything after it was not applied). */
-  readonly stoppedAt?: { readonly key: string; readonly reason: string };
-  /** A later generation is in the bucket: nothing was rolled forward (its data has no restore point to chain from). */
-  readonly laterGeneration?: number;
-}
-
-function rolledForwardOf(fromCommitSeq: number, found: RollForward): RolledForward {
-  return {
-    fromCommitSeq,
-    segments: found.segments.length,
-    commits: found.commits,
-    ...(found.stoppedAt === undefined ? {} : { stoppedAt: found.stoppedAt }),
-    ...(found.laterGeneration === undefined ? {} : { laterGeneration: found.laterGeneration }),
-  };
-}
-
-/** The part of a roll-forward a restore cut `commits` past its restore point uses; undefined for none. */
-function usedOfRoll(
-  rolled: RolledForward,
-  found: RollForward,
-  commits: number,
-): RolledForward | undefined {
-  if (commits <= 0) return undefined;
-  let segments = 0;
-  for (let counted = 0; counted < commits && segments < found.segments.length; segments += 1)
-    counted += found.segments[segments]!.frames;
-  return { fromCommitSeq: rolled.fromCommitSeq, segments, commits };
-}
-
-interface PlannedFile {
-  readonly entry: FileEntry;
-  readonly name: string;
-}
-
-function validateOptions(prefix: string, options: RestoreOptions): string {
-  let normalized: string;
-  try {
-    normalized = normalizePrefix(prefix);
-  } catch (error) {
-    throw new RestoreOptionsError('prefix', messageOf(error));
-  }
-  if (normalized === '') throw new RestoreOptionsError('prefix', 'must not be empty');
-  const { commitSeq, manifestKey } = options;
-  if (commitSeq !== undefined && (!Number.isSafeInteger(commitSeq) || commitSeq < 0)) {
-    throw new RestoreOptionsError(
-      'commitSeq',
-      `must be a non-negative integer, got ${String(commitSeq)}`,
-    );
-  }
-  if (
-    manifestKey !== undefined &&
-    (typeof manifestKey !== 'string' || parseManifestKey(normalized, manifestKey) === undefined)
-  ) {
-    throw new RestoreOptionsError(
-      'manifestKey',
-      `must be a manifest key of this prefix (${normalized}/manifest/{20-digit commit}.json)`,
-    );
-  }
-  return normalized;
-}
-
-async function pickRestorePoint(
-  store: ObjectStore,
-  prefix: string,
-  options: RestoreOptions,
-): Promise<PickedLatest> {
-  const { manifestKey, commitSeq, signal } = options;
-  if (manifestKey !== undefined) {
-    const point = await loadRestorePoint(store, prefix, manifestKey, signal);
-    if (point === null) throw new NoRestorePointError(prefix, `${manifestKey} does not exist`);
-    if (
-      commitSeq !== undefined &&
-      (commitSeq < point.restorableFrom || commitSeq > point.manifest.commitSeq)
-    ) {
-      throw new NoRestorePointError(
-        prefix,
-        `${manifestKey} restores commits ${point.restorableFrom} to ${point.manifest.commitSeq}, not ${commitSeq}`,
-        {
-          requestedCommitSeq: commitSeq,
-          available: [{ manifestKey, from: point.restorableFrom, to: point.manifest.commitSeq }],
-        },
-      );
-    }
-    return { point };
-  }
-  if (commitSeq !== undefined)
-    return { point: await restorePointForCommit(store, prefix, commitSeq, signal) };
-  return latestRestorePoint(store, prefix, signal);
-}
-
-/** The file entries to download and their target names, checked. */
-function planFiles(point: LoadedRestorePoint, materializer: RestoreMaterializer): PlannedFile[] {
-  const reserved = new Set([materializer.walFileName, materializer.parentRecordName]);
-  const planned: PlannedFile[] = [];
-  const names = new Set<string>();
-  const problems: string[] = [];
-  for (const entry of point.manifest.files) {
-    let name: string | null;
-    try {
-      name = materializer.targetName(entry, point.manifest);
-    } catch (error) {
-      if (RestorePointRejectedError.isInstance(error)) problems.push(...error.problems);
-      else problems.push(messageOf(error));
-      continue;
-    }
-    if (name === null) continue;
-    const problem = fileNameProblem(name);
-    if (problem !== undefined) problems.push(`file name ${JSON.stringify(name)} ${problem}`);
-    else if (reserved.has(name)) problems.push(`a file entry would overwrite ${name}`);
-    else if (names.has(name)) problems.push(`two entries restore to ${name}`);
-    else {
-      names.add(name);
-      planned.push({ entry, name });
-    }
-  }
-  if (problems.length > 0) throw new RestorePointRejectedError(point.key, problems);
-  return planned;
-}
-
-/** The segments needed for `walCommits` commits of WAL: a prefix of the manifest's list. */
-function planSegments(manifest: Manifest, walCommits: number): SegmentEntry[] {
-  const needed: SegmentEntry[] = [];
-  let frames = 0;
-  for (const segment of manifest.segments) {
-    if (frames >= walCommits) break;
-    needed.push(segment);
-    frames += segment.frames;
-  }
-  return needed;
 }
 
 /**
@@ -392,57 +219,9 @@ async function restoreOnce(
   signal?.throwIfAborted();
 
   onProgress?.({ phase: 'select', bytesDone: 0, bytesTotal: 0, objectsDone: 0, objectsTotal: 0 });
-  // A named restore point rolled forward is checked against the commit
-  // asked for only once its chained segments are known (below).
-  const rollNamed = options.rollForward === true && options.manifestKey !== undefined;
-  const picked = await pickRestorePoint(
-    store,
-    normalizedPrefix,
-    rollNamed ? { ...options, commitSeq: undefined } : options,
-  );
-  const { fellBackFrom } = picked;
-  let point = picked.point;
-  // The latest state: the restore point, then the chained segments shipped
-  // after it. The segment list and the commit count grow by them; each is
-  // downloaded and checked again like a named one (size, CRC-32, envelope,
-  // chain, commits).
-  let rolledForward: RolledForward | undefined;
-  if ((options.manifestKey === undefined && options.commitSeq === undefined) || rollNamed) {
-    const found = await findRollForward(store, normalizedPrefix, point.manifest, {
-      createWalCutter: (commits) => materializer.createWalCutter(commits),
-      // A commit of a named restore point's generation is asked for, not the
-      // newest state: its chained tail serves even when a later generation exists.
-      ...(rollNamed ? { pastLaterGenerations: true } : {}),
-      ...(signal === undefined ? {} : { signal }),
-    });
-    rolledForward = rolledForwardOf(point.manifest.commitSeq, found);
-    point = { ...point, manifest: rolledForwardManifest(point.manifest, found) };
-    const wanted = options.commitSeq;
-    if (
-      rollNamed &&
-      wanted !== undefined &&
-      (wanted < point.restorableFrom || wanted > point.manifest.commitSeq)
-    )
-      throw new NoRestorePointError(
-        normalizedPrefix,
-        `${point.key} rolled forward restores commits ${point.restorableFrom} to ${point.manifest.commitSeq}, not ${wanted}`,
-        {
-          requestedCommitSeq: wanted,
-          available: [
-            { manifestKey: point.key, from: point.restorableFrom, to: point.manifest.commitSeq },
-          ],
-        },
-      );
-    // A commit chosen among the rolled-forward ones: the result says what
-    // of the roll it used (nothing, when the commit is the restore point's own).
-    if (rollNamed && wanted !== undefined)
-      rolledForward = usedOfRoll(rolledForward, found, wanted - rolledForward.fromCommitSeq);
-  }
+  const { point, fellBackFrom, rolledForward, commitSeq, walCommits, files, segments } =
+    await chooseRestore(store, normalizedPrefix, options);
   const manifest = point.manifest;
-  const commitSeq = options.commitSeq ?? manifest.commitSeq;
-  const walCommits = commitSeq - point.restorableFrom;
-  const files = planFiles(point, materializer);
-  const segments = planSegments(manifest, walCommits);
 
   const objectsTotal = files.length + segments.length;
   let bytesTotal = 0;

@@ -24,6 +24,7 @@ import { describeLockHolder, inspectDatabaseLock } from '../replicate/database-l
 import { isNothingBackedUp } from '../replicate/nothing-backed-up.ts';
 import { type DatabaseRestoreResult, restoreDatabase } from '../restore-database.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './command-store.ts';
+import { printRestorePlan } from './restore-plan-output.ts';
 
 const options = {
   commit: stringOption({
@@ -46,6 +47,10 @@ const options = {
     description: 'do nothing (exit 0) when nothing was backed up at <url> yet',
   }),
   force: booleanOption({ description: 'overwrite an existing <target>' }),
+  'dry-run': booleanOption({
+    description:
+      'print what the restore would download (objects, bytes) and the commit it lands on, then exit; nothing is written',
+  }),
   type: choiceOption(['sqlite', 'framed'], { description: 'what to restore (default sqlite)' }),
 } as const;
 
@@ -54,13 +59,14 @@ export const restoreCommand = defineCommand({
   synopsis: 'restore <url> <target>',
   summary: 'restore a database from a backup',
   usage:
-    'Usage: backupd restore <url> <target> [--commit N | --time T | --manifest KEY] [--if-missing] [--if-replica-exists] [--force]',
+    'Usage: backupd restore <url> <target> [--commit N | --time T | --manifest KEY] [--if-missing] [--if-replica-exists] [--force] [--dry-run] [--json]',
   description: `Restores the newest restore point (or the one chosen) to <target>. Every object
 is checked (size and CRC-32) before it is used; files are written atomically.`,
   options,
   examples: [
     'backupd restore s3://my-bucket/app ./restored.db',
     'backupd restore s3://my-bucket/app ./restored.db --commit 1234',
+    'backupd restore s3://my-bucket/app ./restored.db --time 2026-11-29T08:00:00Z --dry-run',
     'backupd restore file:///backups/app ./app.db --if-missing',
     'backupd restore s3://my-bucket/app ./app.db --if-missing --if-replica-exists',
   ],
@@ -82,6 +88,13 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
     print(context, `${target} exists; nothing restored (--if-missing)`);
     return EXIT_OK;
   }
+  if (context.values['dry-run'])
+    return printRestorePlan(context, target, {
+      commitSeq: context.values.commit,
+      time: context.values.time,
+      manifestKey: context.values.manifest,
+      type: context.values.type,
+    });
   // A restore over a database a live replicate backs up would replace the
   // file under its open connections and its capture (whatever the
   // application then commits lands in a file the backup no longer matches):
