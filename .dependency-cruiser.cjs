@@ -103,6 +103,14 @@ module.exports = {
       to: { path: ['^packages/lease/', CLOUD_ADAPTERS, CLOUD_SDKS] },
     },
     {
+      name: 'testing-subpath-only-in-tests',
+      severity: 'error',
+      comment:
+        "@x/backup-worker/testing (test hooks, tuning constants) is for tests and benchmarks: no package's or app's product code imports it.",
+      from: { path: '^(packages|apps)/[^/]+/src/', pathNot: TEST_FILE },
+      to: { path: '^packages/backup-worker/src/testing\\.ts$' },
+    },
+    {
       name: 'nothing-imports-the-app',
       severity: 'error',
       comment: 'apps/backupd is the top of the graph: nothing outside it imports it.',

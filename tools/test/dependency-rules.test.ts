@@ -47,8 +47,18 @@ const FILES: Record<string, string> = {
   'packages/backup-worker/package.json': JSON.stringify({
     name: '@x/backup-worker',
     type: 'module',
-    exports: { '.': { '@x/source': './src/index.ts' } },
+    exports: {
+      '.': { '@x/source': './src/index.ts' },
+      './testing': { '@x/source': './src/testing.ts' },
+    },
   }),
+  'packages/backup-worker/src/testing.ts': "export const hooks = 'hooks';\n",
+  // Forbidden: product code of an engine imports the worker's test hooks.
+  'packages/source-sqlite/src/uses-testing.ts':
+    "import { hooks } from '@x/backup-worker/testing';\nexport const used = hooks;\n",
+  // Allowed: a test of the same package does.
+  'packages/source-sqlite/src/uses-testing.test.ts':
+    "import { hooks } from '@x/backup-worker/testing';\nexport const used = hooks;\n",
   'packages/restore/package.json': JSON.stringify({
     name: '@x/restore',
     type: 'module',
@@ -194,6 +204,11 @@ describe('the dependency rules', () => {
       [...list].sort((x, y) => `${x.rule} ${x.from}`.localeCompare(`${y.rule} ${y.from}`));
     expect(sorted(violations)).toEqual(
       sorted([
+        {
+          rule: 'testing-subpath-only-in-tests',
+          from: 'packages/source-sqlite/src/uses-testing.ts',
+          to: 'packages/backup-worker/src/testing.ts',
+        },
         {
           rule: 'lease-imports-only-store',
           from: 'packages/lease/src/uses-manifest.ts',

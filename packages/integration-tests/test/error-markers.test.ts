@@ -1,7 +1,10 @@
-import * as workerErrors from '@x/backup-worker';
+import * as mainWorkerErrors from '@x/backup-worker';
+import { SimulatedCrashError } from '@x/backup-worker/testing';
 import * as restoreErrors from '@x/restore';
 import * as sqliteErrors from '@x/source-sqlite';
 import { describe, expect, it } from 'vitest';
+
+const workerErrors = { ...mainWorkerErrors, SimulatedCrashError };
 
 // The marker strings are the compatibility contract between two installed
 // copies of this package: an error made by one copy carries only these

@@ -3,7 +3,8 @@
  * grace period against a bucket that never answers; the panic hook.
  */
 import { writeFile } from 'node:fs/promises';
-import { type BackupHandle, type BackupWorker, TestHooks } from '@x/backup-worker';
+import type { BackupHandle, BackupWorker } from '@x/backup-worker';
+import { TestHooks } from '@x/backup-worker/testing';
 import { type FakeClock, readLease } from '@x/lease';
 import { latestKey } from '@x/manifest';
 import { MemoryStore, StoreError } from '@x/store';

@@ -18,7 +18,8 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BackupWorker, TestHooks } from '@x/backup-worker';
+import { BackupWorker } from '@x/backup-worker';
+import { TestHooks } from '@x/backup-worker/testing';
 import { FakeClock } from '@x/lease';
 import { latestKey, type Manifest } from '@x/manifest';
 import { verify } from '@x/restore';

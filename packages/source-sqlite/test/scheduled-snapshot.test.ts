@@ -9,12 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import {
-  BackupWorker,
-  type BackupWorkerOptions,
-  SNAPSHOT_FORCE_MIN_AGE_MS,
-  SNAPSHOT_LOG_FLOOR_BYTES,
-} from '@x/backup-worker';
+import { BackupWorker, type BackupWorkerOptions } from '@x/backup-worker';
+import { SNAPSHOT_FORCE_MIN_AGE_MS, SNAPSHOT_LOG_FLOOR_BYTES } from '@x/backup-worker/testing';
 import { FakeClock } from '@x/lease';
 import { parseManifest } from '@x/manifest';
 import { listRestorePoints, restore } from '@x/restore';

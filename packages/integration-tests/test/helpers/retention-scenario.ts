@@ -7,7 +7,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BackupWorker, TestHooks } from '@x/backup-worker';
+import { BackupWorker } from '@x/backup-worker';
+import { TestHooks } from '@x/backup-worker/testing';
 import { FakeClock } from '@x/lease';
 import { latestKey, type Manifest } from '@x/manifest';
 import { FramedDirSource } from '@x/source-framed';

@@ -2,7 +2,8 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BackupWorker, SimulatedCrashError, TestHooks } from '@x/backup-worker';
+import { BackupWorker } from '@x/backup-worker';
+import { SimulatedCrashError, TestHooks } from '@x/backup-worker/testing';
 import { FakeClock } from '@x/lease';
 import { FramedDirSource, restoreFramedStore } from '@x/source-framed';
 import type { ObjectStore } from '@x/store';
