@@ -255,6 +255,11 @@ export function environmentVariable(key: string): string {
 }
 
 export class ConfigError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code = 'CONFIG_INVALID';
   readonly problems: readonly string[];
   constructor(problems: readonly string[], source: string) {

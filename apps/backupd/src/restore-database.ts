@@ -38,6 +38,11 @@ export interface DatabaseRestoreOptions {
  * still do; the message names the file, not the directory it is in.
  */
 export class DatabaseTargetExistsError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code = 'RESTORE_TARGET_NOT_EMPTY';
   /** The database file asked for. */
   readonly target: string;

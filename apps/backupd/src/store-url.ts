@@ -54,6 +54,11 @@ export type StoreUrlErrorCode = 'STORE_URL_INVALID' | 'STORE_URL_FILE_NOT_ABSOLU
 
 /** A store URL that cannot be used; the command line reports it as a usage error (exit 2). */
 export class StoreUrlError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code: StoreUrlErrorCode;
   constructor(message: string, code: StoreUrlErrorCode = 'STORE_URL_INVALID') {
     super(message);

@@ -23,6 +23,11 @@ const BACKUP_ERROR_MARKER = errorMarker(MARKER_NAMESPACE, 'BackupError');
 
 /** Base class: a backup step failed. The step is retried with back-off. */
 export class BackupError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code: BackupErrorCode;
 
   constructor(
@@ -88,6 +93,10 @@ const TIMEOUT_MARKER = errorMarker(MARKER_NAMESPACE, 'OperationTimeoutError');
 
 /** A request did not finish within the operation deadline; it was aborted. */
 export class OperationTimeoutError extends BackupError {
+  override get retryable(): boolean {
+    return true;
+  }
+
   readonly operation: string;
   readonly timeoutMs: number;
 
@@ -108,6 +117,10 @@ const FENCED_MARKER = errorMarker(MARKER_NAMESPACE, 'WriteFencedError');
 
 /** The lease stopped allowing writes (lost, dropped, or not renewed in time); the write was not sent or was aborted. */
 export class WriteFencedError extends BackupError {
+  override get retryable(): boolean {
+    return true;
+  }
+
   constructor(message: string, options: { cause?: unknown } = {}) {
     super(message, options, 'WRITE_FENCED');
     this.name = 'WriteFencedError';
@@ -190,6 +203,11 @@ const PANIC_MARKER = errorMarker(MARKER_NAMESPACE, 'WorkerPanicError');
  * it for good.
  */
 export class WorkerPanicError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   constructor(message = 'test hook: backup worker panics') {
     super(message);
     this.name = 'WorkerPanicError';

@@ -32,6 +32,11 @@ const LEASE_ERROR_MARKER = errorMarker(MARKER_NAMESPACE, 'LeaseError');
 
 /** Base class of every lease failure. */
 export class LeaseError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code: LeaseErrorCode;
 
   constructor(
@@ -59,6 +64,10 @@ const FOREIGN_ACTIVE_MARKER = errorMarker(MARKER_NAMESPACE, 'ForeignActiveError'
  * `mayExpireAt` (wall-clock ms since the epoch, by this instance's clock).
  */
 export class ForeignActiveError extends LeaseError {
+  override get retryable(): boolean {
+    return true;
+  }
+
   readonly holder: LeaseRecord;
   readonly mayExpireAt: number;
 
@@ -222,6 +231,10 @@ const WRITE_DEADLINE_MARKER = errorMarker(MARKER_NAMESPACE, 'WriteDeadlineError'
  * that succeeds opens a new fence signal.
  */
 export class WriteDeadlineError extends LeaseError {
+  override get retryable(): boolean {
+    return true;
+  }
+
   constructor(key: string) {
     super(
       `lease ${key}: the right to write ran out (not renewed within two thirds of a TTL); stop writing`,
@@ -245,6 +258,10 @@ const LEASE_WAIT_TIMEOUT_MARKER = errorMarker(MARKER_NAMESPACE, 'LeaseWaitTimeou
  * have been suspect, or the store kept refusing: `cause` says).
  */
 export class LeaseWaitTimeoutError extends LeaseError {
+  override get retryable(): boolean {
+    return true;
+  }
+
   readonly timeoutMs: number;
   readonly holder: LeaseRecord | undefined;
 

@@ -31,6 +31,11 @@ const MANIFEST_ERROR_MARKER = markerOf('ManifestError');
  * used: nothing it names can be trusted to be what it says.
  */
 export class ManifestError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code = 'MANIFEST_INVALID';
   readonly field: string;
   readonly problem: string;
@@ -72,6 +77,11 @@ const KEY_LAYOUT_ERROR_MARKER = markerOf('KeyLayoutError');
  * This is a caller's bug, never a property of a bucket's contents.
  */
 export class KeyLayoutError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code = 'KEY_LAYOUT_INVALID';
   readonly argument: string;
   readonly problem: string;

@@ -27,6 +27,11 @@ const RESTORE_ERROR_MARKER = errorMarker(MARKER_NAMESPACE, 'RestoreError');
 
 /** Base class of every restore refusal. */
 export class RestoreError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code: RestoreErrorCode;
 
   constructor(

@@ -25,6 +25,11 @@ export const MAX_FRAMED_COMPACTED_LOG_BYTES = 64 * 1024 * 1024;
 
 /** A body fed to the concatenation is not a whole, valid framed log, or the result would exceed its bound. */
 export class FramedLogConcatenationError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code = 'FRAMED_LOG_CONCATENATION';
   constructor(message: string) {
     super(message);

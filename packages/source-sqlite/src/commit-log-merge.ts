@@ -66,6 +66,11 @@ const MAX_FRAME_PAYLOAD_BYTES = 0xffffffff;
 
 /** A log the merger refuses, or a merge it cannot finish; the message names the input and why. */
 export class CommitLogMergeError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   constructor(message: string, options: { cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'CommitLogMergeError';

@@ -30,6 +30,11 @@ const BASE_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteBackupError');
 
 /** Base class of every SQLite source and restore error. */
 export class SqliteBackupError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code: SqliteBackupErrorCode;
   /** The database file the error is about. */
   readonly path: string;
@@ -87,6 +92,10 @@ const MISSING_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseMissingError
  * it made would be backed up in place of the application's.
  */
 export class SqliteDatabaseMissingError extends SqliteBackupError {
+  override get retryable(): boolean {
+    return true;
+  }
+
   constructor(path: string, options: { cause?: unknown } = {}) {
     super(
       `${path} does not exist; backupd backs up an existing database and never creates one ` +
@@ -215,6 +224,10 @@ const REPLACED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseReplacedErr
  * see the old file; it must reopen and start a new generation.
  */
 export class SqliteDatabaseReplacedError extends SqliteBackupError {
+  override get retryable(): boolean {
+    return true;
+  }
+
   constructor(path: string, detail: string) {
     super(
       `${path} was replaced underneath backupd (${detail}); reopen it to start a new generation`,
@@ -244,6 +257,10 @@ const UNAVAILABLE_AFTER_REPLACE_MARKER = errorMarker(
  * call of the worker's, and the first that opens starts a new generation.
  */
 export class SqliteDatabaseUnavailableError extends SqliteBackupError {
+  override get retryable(): boolean {
+    return true;
+  }
+
   constructor(path: string, options: { cause?: unknown } = {}) {
     const why = options.cause instanceof Error ? `: ${options.cause.message}` : '';
     super(
@@ -335,6 +352,10 @@ const RESTARTED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteWalRestartedUndern
  * fresh snapshot.
  */
 export class SqliteWalRestartedUnderneathError extends SqliteBackupError {
+  override get retryable(): boolean {
+    return true;
+  }
+
   constructor(path: string, detail: string, options: { cause?: unknown; message?: string } = {}) {
     super(
       options.message ??

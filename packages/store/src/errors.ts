@@ -38,6 +38,11 @@ const STORE_ERROR_MARKER = errorMarker(MARKER_NAMESPACE, 'StoreError');
  * Usually worth retrying with back-off; the message says what happened.
  */
 export class StoreError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return true;
+  }
+
   readonly code: StoreErrorCode;
   readonly key: string | undefined;
 
@@ -62,6 +67,10 @@ const NOT_FOUND_MARKER = errorMarker(MARKER_NAMESPACE, 'NotFoundError');
 
 /** The object does not exist, where the call needs it to (e.g. a ranged read). */
 export class NotFoundError extends StoreError {
+  override get retryable(): boolean {
+    return false;
+  }
+
   constructor(key: string, options: Omit<StoreErrorOptions, 'key'> = {}) {
     super(`object not found: ${key}`, { ...options, key }, 'NOT_FOUND');
     this.name = 'NotFoundError';
@@ -77,6 +86,10 @@ const ALREADY_EXISTS_MARKER = errorMarker(MARKER_NAMESPACE, 'AlreadyExistsError'
 
 /** A create-if-absent write found the key already present; nothing was written. */
 export class AlreadyExistsError extends StoreError {
+  override get retryable(): boolean {
+    return false;
+  }
+
   constructor(key: string, options: Omit<StoreErrorOptions, 'key'> = {}) {
     super(
       `object already exists (create-if-absent refused): ${key}`,
@@ -100,6 +113,10 @@ const PRECONDITION_FAILED_MARKER = errorMarker(MARKER_NAMESPACE, 'PreconditionFa
  * caller read it.
  */
 export class PreconditionFailedError extends StoreError {
+  override get retryable(): boolean {
+    return false;
+  }
+
   constructor(key: string, options: Omit<StoreErrorOptions, 'key'> & { detail?: string } = {}) {
     super(
       `precondition failed (the object changed or is gone): ${key}${options.detail ? ` (${options.detail})` : ''}`,
@@ -123,6 +140,10 @@ const NOT_IMPLEMENTED_MARKER = errorMarker(MARKER_NAMESPACE, 'NotImplementedErro
  * not help.
  */
 export class NotImplementedError extends StoreError {
+  override get retryable(): boolean {
+    return false;
+  }
+
   readonly operation: string;
 
   constructor(operation: string, options: StoreErrorOptions & { detail?: string } = {}) {
@@ -164,6 +185,10 @@ const INVALID_KEY_MARKER = errorMarker(MARKER_NAMESPACE, 'InvalidKeyError');
 
 /** The key (or prefix) is not acceptable to any store; the reason says why. */
 export class InvalidKeyError extends StoreError {
+  override get retryable(): boolean {
+    return false;
+  }
+
   readonly reason: string;
 
   constructor(key: string, reason: string) {

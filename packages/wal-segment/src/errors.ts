@@ -19,6 +19,11 @@ const SQLITE_WAL_HEADER_ERROR_MARKER = Symbol.for('x.wal-segment.error.SqliteWal
  * that does not match). SQLite itself treats such a WAL as empty.
  */
 export class SqliteWalHeaderError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code = 'SQLITE_WAL_HEADER_INVALID';
   readonly problem: string;
 
@@ -42,6 +47,11 @@ const FRAME_WRITER_ERROR_MARKER = Symbol.for('x.wal-segment.error.FrameWriterErr
  * writer was closed. Reopen the file to recover: opening truncates a torn tail.
  */
 export class FrameWriterError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code = 'FRAME_WRITER_FAILED';
   readonly path: string;
 

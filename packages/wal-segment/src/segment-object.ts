@@ -128,6 +128,11 @@ const SEGMENT_OBJECT_ERROR_MARKER = Symbol.for('x.wal-segment.error.SegmentObjec
  * an object whole; nothing of its body may be used.
  */
 export class SegmentObjectError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code = 'SEGMENT_OBJECT_INVALID';
   readonly field: string;
   readonly problem: string;

@@ -36,6 +36,11 @@ import { newerDataCounts, newerDataJson } from './restore-command.ts';
 
 /** `ls` of a local directory that does not exist. */
 export class BackupDirectoryMissingError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return false;
+  }
+
   readonly code = 'BACKUP_DIRECTORY_MISSING';
   /** The URL or path as given. */
   readonly url: string;

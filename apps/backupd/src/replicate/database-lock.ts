@@ -61,6 +61,11 @@ export function describeLockHolder(files: LockFiles, holder: LockHolder | undefi
  * what it wrote about itself, undefined when it had not written it yet.
  */
 export class DatabaseInUseError extends Error {
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return true;
+  }
+
   override readonly name = 'DatabaseInUseError';
   readonly code = 'DATABASE_IN_USE';
   readonly database: string;
