@@ -19,9 +19,9 @@ import {
   parseManifestKey,
   parseSegmentKey,
 } from '@x/manifest';
-import { normalizePrefix, type ObjectStore } from '@x/store';
-import { RestoreOptionsError, RestorePointRejectedError } from './restore-errors.ts';
-import { messageOf } from './restore-point-checks.ts';
+import type { ObjectStore } from '@x/store';
+import { RestorePointRejectedError } from './restore-errors.ts';
+import { checkedPrefix } from './restore-point-checks.ts';
 import {
   followMovedLatest,
   listManifestKeys,
@@ -191,13 +191,7 @@ export async function listRestorePoints(
   prefix: string,
   options: { readonly signal?: AbortSignal; readonly deep?: boolean } = {},
 ): Promise<RestorePointInfo[]> {
-  let normalized: string;
-  try {
-    normalized = normalizePrefix(prefix);
-  } catch (error) {
-    throw new RestoreOptionsError('prefix', messageOf(error));
-  }
-  if (normalized === '') throw new RestoreOptionsError('prefix', 'must not be empty');
+  const normalized = checkedPrefix(prefix);
   const { signal } = options;
   const latest = await readLatest(store, normalized, signal);
   const latestTarget = latest.state === 'ok' ? latest.manifestKey : undefined;

@@ -5,7 +5,7 @@
  * `planRestore()` returns it (what `backupd restore --dry-run` prints).
  */
 import { type FileEntry, type Manifest, parseManifestKey, type SegmentEntry } from '@x/manifest';
-import { normalizePrefix, type ObjectStore } from '@x/store';
+import type { ObjectStore } from '@x/store';
 import type { RestoreMaterializer } from './materializer.ts';
 import type { RestoreProgress } from './progress.ts';
 import {
@@ -13,7 +13,7 @@ import {
   RestoreOptionsError,
   RestorePointRejectedError,
 } from './restore-errors.ts';
-import { fileNameProblem, messageOf } from './restore-point-checks.ts';
+import { checkedPrefix, fileNameProblem, messageOf } from './restore-point-checks.ts';
 import {
   type LatestFallback,
   type LoadedRestorePoint,
@@ -94,13 +94,7 @@ export interface PlannedFile {
 }
 
 export function validateOptions(prefix: string, options: RestoreChoice): string {
-  let normalized: string;
-  try {
-    normalized = normalizePrefix(prefix);
-  } catch (error) {
-    throw new RestoreOptionsError('prefix', messageOf(error));
-  }
-  if (normalized === '') throw new RestoreOptionsError('prefix', 'must not be empty');
+  const normalized = checkedPrefix(prefix);
   const { commitSeq, manifestKey } = options;
   if (commitSeq !== undefined && (!Number.isSafeInteger(commitSeq) || commitSeq < 0)) {
     throw new RestoreOptionsError(

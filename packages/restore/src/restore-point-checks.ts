@@ -16,7 +16,8 @@ import {
   plainNameProblem,
   verifyLineage,
 } from '@x/manifest';
-import { isValidKey } from '@x/store';
+import { isValidKey, normalizePrefix } from '@x/store';
+import { RestoreOptionsError } from './restore-errors.ts';
 
 /**
  * Why `name` is not a plain file name that stays inside a directory, or
@@ -184,4 +185,16 @@ function layoutProblems(prefix: string, manifestKey: string, manifest: Manifest)
 
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** `prefix` normalized, as every entry point takes it. @throws RestoreOptionsError naming `prefix`. */
+export function checkedPrefix(prefix: string): string {
+  let normalized: string;
+  try {
+    normalized = normalizePrefix(prefix);
+  } catch (error) {
+    throw new RestoreOptionsError('prefix', messageOf(error));
+  }
+  if (normalized === '') throw new RestoreOptionsError('prefix', 'must not be empty');
+  return normalized;
 }

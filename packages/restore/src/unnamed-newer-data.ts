@@ -43,9 +43,8 @@ import {
   parseSnapshotKey,
   segmentGenerationPrefix,
 } from '@x/manifest';
-import { compareKeys, normalizePrefix, type ObjectStore } from '@x/store';
-import { RestoreOptionsError } from './restore-errors.ts';
-import { messageOf } from './restore-point-checks.ts';
+import { compareKeys, type ObjectStore } from '@x/store';
+import { checkedPrefix } from './restore-point-checks.ts';
 import { loadRestorePoint } from './restore-points.ts';
 import { findRollForward, rolledForwardManifest } from './roll-forward.ts';
 
@@ -107,17 +106,6 @@ interface NewerObject {
   readonly offset: number;
 }
 
-function normalized(prefix: string): string {
-  let result: string;
-  try {
-    result = normalizePrefix(prefix);
-  } catch (error) {
-    throw new RestoreOptionsError('prefix', messageOf(error));
-  }
-  if (result === '') throw new RestoreOptionsError('prefix', 'must not be empty');
-  return result;
-}
-
 function callOptions(
   options: FindUnnamedNewerDataOptions,
   delimiter?: string,
@@ -156,7 +144,7 @@ export async function findUnnamedNewerData(
   manifest: Pick<Manifest, 'commitSeq' | 'walGeneration' | 'segments'>,
   options: FindUnnamedNewerDataOptions = {},
 ): Promise<UnnamedNewerData> {
-  const base = normalized(prefix);
+  const base = checkedPrefix(prefix);
   const generation = manifest.walGeneration;
   const walEnd = walEndOf(base, manifest);
   const newer: NewerObject[] = [];
@@ -262,7 +250,7 @@ export async function findUnnamedNewerDataAfter(
   manifestKey: string,
   options: FindUnnamedNewerDataOptions = {},
 ): Promise<UnnamedNewerData | null> {
-  const base = normalized(prefix);
+  const base = checkedPrefix(prefix);
   const point = await loadRestorePoint(store, base, manifestKey, options.signal);
   if (point === null) return null;
   if (options.afterRollForward !== true)

@@ -40,7 +40,7 @@ import {
   parseSegmentKey,
   type SegmentEntry,
 } from '@x/manifest';
-import { isValidKey, normalizePrefix, type ObjectInfo, type ObjectStore } from '@x/store';
+import { isValidKey, type ObjectInfo, type ObjectStore } from '@x/store';
 import { completeFrames } from '@x/wal-segment';
 import {
   compactedCoverProblem,
@@ -50,8 +50,8 @@ import {
 } from './compacted-cover.ts';
 import type { VerifyProgress } from './progress.ts';
 import { PROGRESS_BYTE_STEP } from './progress.ts';
-import { ObjectCorruptError, ObjectMissingError, RestoreOptionsError } from './restore-errors.ts';
-import { classifiedProblems, messageOf } from './restore-point-checks.ts';
+import { ObjectCorruptError, ObjectMissingError } from './restore-errors.ts';
+import { checkedPrefix, classifiedProblems, messageOf } from './restore-point-checks.ts';
 import {
   followMovedLatest,
   type LatestReading,
@@ -243,17 +243,6 @@ interface Listing {
   /** Every manifest key to check: the listed ones, and LATEST's target when it was not listed. */
   readonly keys: readonly string[];
   readonly problems: VerifyProblem[];
-}
-
-function normalizedPrefix(prefix: string): string {
-  let normalized: string;
-  try {
-    normalized = normalizePrefix(prefix);
-  } catch (error) {
-    throw new RestoreOptionsError('prefix', messageOf(error));
-  }
-  if (normalized === '') throw new RestoreOptionsError('prefix', 'must not be empty');
-  return normalized;
 }
 
 /** Phase 1: LATEST, then one listing of `manifest/`. */
@@ -740,7 +729,7 @@ export async function verify(
   prefix: string,
   options: VerifyOptions = {},
 ): Promise<VerifyReport> {
-  const normalized = normalizedPrefix(prefix);
+  const normalized = checkedPrefix(prefix);
   const { signal, onProgress } = options;
   const deep = options.deep === true;
   const counters = new VerifyCounters(onProgress);
