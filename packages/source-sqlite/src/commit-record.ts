@@ -52,13 +52,9 @@
  * refuses it (bad magic).
  *
  * Version 4 (magic `0x34434253`, "SBC4"): version 3 followed by one
- * 8-byte page hash per patched page, in the patch entries' order: the first
- * 8 bytes of the SHA-256 of the page as the tap captured it (the version
- * the patch gives over the right base). A restore compares each page it
- * rebuilt from a patch with its hash, so a patch put over a wrong base is
- * found even where SQLite's own checks read nothing wrong. The tap writes
- * version 4 for every record with a patch; a merged record is version 4
- * when every patch it keeps has a hash, else version 3.
+ * {@link PAGE_HASH_BYTES}-byte hash per patched page, in the patch entries'
+ * order, of the page as captured (docs/format.md; why:
+ * docs/decisions/2026-12-06-recorded-page-hashes.md).
  *
  * Why this layout: a merged record (commit-log-merge.ts) is then never
  * longer than the run it replaces (each whole page and each patch entry
