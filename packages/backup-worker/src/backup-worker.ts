@@ -56,7 +56,6 @@ import {
   messageOf,
   ShutdownAbandonedError,
   WorkerPanicError,
-  type WriterConflictError,
 } from './errors.ts';
 import { continueGeneration } from './generation-continuation.ts';
 import {
@@ -74,16 +73,12 @@ import { Requests } from './requests.ts';
 import { retentionPolicy } from './retention-plan.ts';
 import { keyOf, Shipper } from './shipper.ts';
 import { UnrestorableCommits } from './shutdown-report.ts';
-import {
-  SNAPSHOT_FORCE_AFTER_STEPS,
-  SNAPSHOT_FORCE_MAX_BACKLOG_BYTES,
-  SNAPSHOT_FORCE_MIN_AGE_MS,
-  snapshotDue,
-} from './snapshot-schedule.ts';
+import { decideSnapshot } from './snapshot-schedule.ts';
 import { type BackupSource, type DurablePosition, unchangedBetween } from './source.ts';
 import { SourceSlot } from './source-slot.ts';
 import { chainBytes, Tenure } from './tenure.ts';
 import { Triggers } from './triggers.ts';
+import type { WorkerCallbacks } from './worker-callbacks.ts';
 import {
   type BackupHandle,
   type BackupLogger,
@@ -127,18 +122,6 @@ export class BackupWorker {
 
   /** What this worker knows about the bucket; a new lease tenure replaces it. */
   #tenure = new Tenure();
-  /** Consecutive steps a scheduled snapshot was due without the capture caught up (see #scheduleSnapshot). */
-  #snapshotDueSteps = 0;
-  /**
-   * The generation found due for a scheduled snapshot, and why: it stays due
-   * until it is replaced (see #scheduleSnapshot).
-   */
-  #snapshotDueFor: { readonly generation: number; readonly reason: string } | null = null;
-  /**
-   * The last #scheduleSnapshot found a switch due at once but for a
-   * compaction in flight: the next step starts none (see there).
-   */
-  #switchAwaitsCompaction = false;
   #backoffMs = FIRST_BACKOFF_MS;
   #refused: LineageRefusedError | null = null;
   /** Aborted when a shutdown abandons what is in flight. */
@@ -174,8 +157,21 @@ export class BackupWorker {
     this.#hooks = options.hooks;
     this.#health = new HealthTracker(this.#walIntervalMs, manifestIntervalMs);
     this.#unrestorable = new UnrestorableCommits(this.#clock, this.#health);
-    const conflict = (what: string, key?: string, cause?: unknown): WriterConflictError =>
-      this.#lease.conflict(what, key, cause);
+    const callbacks: WorkerCallbacks = {
+      runSignal: () => this.#runAbort.signal,
+      writeFence: () => this.#lease.writeFence(),
+      conflict: (what, key, cause) => this.#lease.conflict(what, key, cause),
+      started: () => this.#started,
+      leaseFailed: (error) =>
+        this.#abandonedByStop() ? this.#abandoned(error) : this.#failed(error),
+      newTenure: () => {
+        // Forget everything known about the bucket: another writer may have changed it.
+        this.#tenure = new Tenure();
+        this.#health.shipped = null;
+      },
+      defer: (why) => this.#defer(why),
+      segmentStored: (key, bytes) => this.#compaction.remember(key, bytes),
+    };
     this.#requests = new Requests({
       store,
       clock: this.#clock,
@@ -183,9 +179,7 @@ export class BackupWorker {
       conditional,
       partSize: options.partSize,
       hooks: options.hooks,
-      runSignal: () => this.#runAbort.signal,
-      writeFence: () => this.#lease.writeFence(),
-      conflict,
+      callbacks,
     });
     this.#lease = new LeaseHolder({
       store,
@@ -199,14 +193,7 @@ export class BackupWorker {
       logger: this.#logger,
       health: this.#health,
       requests: this.#requests,
-      runSignal: () => this.#runAbort.signal,
-      started: () => this.#started,
-      failed: (error) => (this.#abandonedByStop() ? this.#abandoned(error) : this.#failed(error)),
-      onNewTenure: () => {
-        // Forget everything known about the bucket: another writer may have changed it.
-        this.#tenure = new Tenure();
-        this.#health.shipped = null;
-      },
+      callbacks,
     });
     const worker = this;
     const ctx: WorkerContext = {
@@ -224,16 +211,13 @@ export class BackupWorker {
       get leaseGeneration() {
         return worker.#lease.generation;
       },
-      conflict,
+      callbacks,
     };
     this.#context = ctx;
     this.#writer = new ManifestWriter(ctx, retentionPolicy(options));
     this.#shipper = new Shipper(ctx, this.#writer, {
       maxSegmentBytes: options.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES,
       manifestIntervalMs,
-      runSignal: () => this.#runAbort.signal,
-      defer: (why) => this.#defer(why),
-      stored: (key, bytes) => this.#compaction.remember(key, bytes),
     });
     const levelsMs = options.compactionLevels ?? DEFAULT_COMPACTION_LEVELS_MS;
     const levelsProblem = compactionLevelsProblem(levelsMs);
@@ -627,93 +611,37 @@ export class BackupWorker {
   }
 
   /**
-   * A scheduled snapshot (snapshot-schedule.ts): once the current generation
-   * is due and everything durable of it is shipped and in a restore point,
-   * ask the source for a new generation; the next step ships its snapshot.
-   *
-   * Under a load that never lets the capture be caught up at a step's end
-   * (commits land while the step ships), a due snapshot waits at most
-   * {@link SNAPSHOT_FORCE_AFTER_STEPS} steps: meanwhile every step writes its
-   * restore point at once, and then the switch happens as soon as everything
-   * shipped is in a restore point and what is not shipped yet is at most
-   * {@link SNAPSHOT_FORCE_MAX_BACKLOG_BYTES} (an application that outruns the
-   * shipping is not made to pay for a switch on top), and at most once per
-   * {@link SNAPSHOT_FORCE_MIN_AGE_MS} (each such switch reads the WAL's frames
-   * and the database while the application keeps writing). The commits captured
-   * after the last shipped byte go into the new snapshot: they are
-   * restorable with it, not one by one.
-   *
-   * When everything else says switch, the switch still waits for a
-   * compaction in flight to land in a restore point (no new one starts
-   * meanwhile, so the wait is one compaction at most): the generation's last
-   * restore point then names the compacted object, not the fine segments it
-   * replaced (kept for the retention window), and no compacted object is
-   * left that no restore point names. Until then, a due generation keeps
-   * compacting: a forced switch may wait for the minimum age, and the log
-   * would grow unmerged meanwhile.
-   *
-   * A generation found due stays due until it is replaced: compaction
-   * shrinks the log the size rule counts, so under a steady load the rule
-   * would otherwise flap between due and not due with every merge, and
-   * each flap would restart the wait (writing early restore points all the
-   * while, each naming objects the window then keeps).
+   * A scheduled snapshot: once `decideSnapshot` says the current generation
+   * is due and may switch, ask the source for a new generation; the next
+   * step ships its snapshot.
    */
   async #scheduleSnapshot(source: BackupSource): Promise<void> {
-    // Only this decision holds compaction back: a switch that stops being
-    // imminent (a backlog past the bound) lets the generation compact again.
-    this.#switchAwaitsCompaction = false;
-    const generation = this.#tenure.current;
-    if (!source.startGeneration || generation === null || this.#refused) return;
+    const tenure = this.#tenure;
+    const generation = tenure.current;
+    if (!source.startGeneration || generation === null || this.#refused) {
+      tenure.snapshotWait = { ...tenure.snapshotWait, awaitsCompaction: false };
+      return;
+    }
     const position = await source.durablePosition();
-    const sameWal = sameWalKey(generation.key, keyOf(position));
-    const latched =
-      this.#snapshotDueFor?.generation === generation.number ? this.#snapshotDueFor.reason : null;
-    const reason =
-      latched ??
-      snapshotDue({
-        startedAt: generation.startedAt,
-        now: this.#clock.wallNow(),
-        intervalMs: this.#snapshotIntervalMs,
-        shippedBytes: chainBytes(generation),
-        databaseBytes: position.engine?.databaseBytes ?? null,
-        logFactor: this.#snapshotLogFactor,
-      });
-    this.#snapshotDueFor = reason === null ? null : { generation: generation.number, reason };
-    if (reason === null || !sameWal) {
-      this.#snapshotDueSteps = 0;
-      return;
-    }
-    const inRestorePoint = generation.inRestorePoint === generation.cursor;
-    const caughtUp = inRestorePoint && position.durableLength === generation.cursor;
-    if (!caughtUp) {
-      // Not while the application outruns the shipping (a backlog past the
-      // bound: a switch then costs the capture what it cannot spare), nor
-      // more often than the minimum age; meanwhile no early restore points.
-      const forcible =
-        position.durableLength - generation.cursor <= SNAPSHOT_FORCE_MAX_BACKLOG_BYTES &&
-        this.#clock.wallNow() - generation.startedAt >= SNAPSHOT_FORCE_MIN_AGE_MS;
-      if (!forcible) {
-        this.#snapshotDueSteps = 0;
-        return;
-      }
-      this.#snapshotDueSteps += 1;
-      if (!inRestorePoint || this.#snapshotDueSteps <= SNAPSHOT_FORCE_AFTER_STEPS) return;
-    }
-    if (this.#compaction.busy || this.#tenure.manifestDirty) {
-      // A compaction of this generation in flight, or applied and not in a
-      // restore point yet: switch once a restore point names it (the next
-      // step writes one), or its object would be named by none, and the
-      // generation's last restore point would keep the fine segments it
-      // replaced for the retention window.
-      this.#snapshotDueSteps = Math.max(1, this.#snapshotDueSteps);
-      this.#switchAwaitsCompaction = true;
-      return;
-    }
-    this.#snapshotDueSteps = 0;
+    const decision = decideSnapshot(tenure.snapshotWait, {
+      generation: generation.number,
+      startedAt: generation.startedAt,
+      now: this.#clock.wallNow(),
+      intervalMs: this.#snapshotIntervalMs,
+      shippedBytes: chainBytes(generation),
+      databaseBytes: position.engine?.databaseBytes ?? null,
+      logFactor: this.#snapshotLogFactor,
+      sameWal: sameWalKey(generation.key, keyOf(position)),
+      inRestorePoint: generation.inRestorePoint === generation.cursor,
+      backlogBytes: position.durableLength - generation.cursor,
+      compactionUnnamed: this.#compaction.busy || tenure.manifestDirty,
+    });
+    tenure.snapshotWait = decision.wait;
+    if (!decision.start) return;
     this.#logger.info('backup.snapshot_scheduled', {
       walGeneration: generation.number,
-      reason,
-      ...(caughtUp ? {} : { uncaughtBytes: position.durableLength - generation.cursor }),
+      reason: decision.reason,
+      ...(decision.backlogBytes === 0 ? {} : { uncaughtBytes: decision.backlogBytes }),
     });
     await source.startGeneration({ signal: this.#runAbort.signal });
   }
@@ -781,18 +709,16 @@ export class BackupWorker {
       return;
     }
     await this.#shipper.shipSegments();
-    // None while a scheduled snapshot's switch waits for the one before
-    // (see #scheduleSnapshot): the wait ends with it.
-    if (!this.#switchAwaitsCompaction)
+    // None while a scheduled snapshot's switch waits for the one in flight.
+    if (!this.#tenure.snapshotWait.awaitsCompaction)
       this.#compaction.startDue(position.engine?.databaseBytes ?? null);
-    // A due snapshot waits for a restore point of everything shipped: write
-    // it now rather than at the interval (see #scheduleSnapshot). So does a
-    // merge the bytes rule made (a load that ships the database's size
-    // within a window): until a restore point names it, the bucket holds
-    // both it and the database-sized run it replaced, at every such merge.
+    // A due snapshot waits for a restore point of everything shipped, and a
+    // merge the bytes rule made keeps a database-sized run alive until one
+    // names it: write it now rather than at the interval.
     if (
       this.#shipper.manifestDue() ||
-      (this.#tenure.manifestDirty && (this.#snapshotDueSteps > 0 || compacted === 'bytes'))
+      (this.#tenure.manifestDirty &&
+        (this.#tenure.snapshotWait.dueSteps > 0 || compacted === 'bytes'))
     )
       await this.#shipper.writeManifest();
   }

@@ -4,11 +4,11 @@
  * is read live (a new tenure replaces it).
  */
 import type { Clock } from '@x/lease';
-import type { WriterConflictError } from './errors.ts';
 import type { HealthTracker } from './health.ts';
 import type { Requests } from './requests.ts';
 import type { BackupSource } from './source.ts';
 import type { Tenure } from './tenure.ts';
+import type { WorkerCallbacks } from './worker-callbacks.ts';
 import type { BackupLogger } from './worker-options.ts';
 
 export interface WorkerContext {
@@ -22,6 +22,5 @@ export interface WorkerContext {
   readonly tenure: Tenure;
   /** The generation of the lease held (the fencing token stamped on restore points); `null` without one. */
   readonly leaseGeneration: number | null;
-  /** A refused write: another writer is active. Drops the lease; returns the error to throw. */
-  conflict(what: string, key?: string, cause?: unknown): WriterConflictError;
+  readonly callbacks: WorkerCallbacks;
 }

@@ -52,15 +52,19 @@ function holder(store: MemoryStore = new FlakyLeaseStore()) {
       clock,
       operationTimeoutMs: 30_000,
       conditional: true,
-      runSignal: () => new AbortController().signal,
-      writeFence: () => lease.writeFence(),
-      conflict: (what, key, cause) => lease.conflict(what, key, cause),
+      callbacks: {
+        runSignal: () => new AbortController().signal,
+        writeFence: () => lease.writeFence(),
+        conflict: (what, key, cause) => lease.conflict(what, key, cause),
+      },
     }),
-    runSignal: () => new AbortController().signal,
-    started: () => true,
-    failed: () => 1_000,
-    onNewTenure: () => {
-      tenuresBegun += 1;
+    callbacks: {
+      runSignal: () => new AbortController().signal,
+      started: () => true,
+      leaseFailed: () => 1_000,
+      newTenure: () => {
+        tenuresBegun += 1;
+      },
     },
   });
   return { clock, health, logs, lease, store, tenuresBegun: () => tenuresBegun };

@@ -27,6 +27,7 @@ import type { ObjectStore } from '@x/store';
 import { BackupError, messageOf, WriteFencedError, WriterConflictError } from './errors.ts';
 import { type HealthTracker, MAX_BACKOFF_MS } from './health.ts';
 import type { Requests } from './requests.ts';
+import type { WorkerCallbacks } from './worker-callbacks.ts';
 import type { BackupLogger } from './worker-options.ts';
 
 export interface LeaseHolderOptions {
@@ -42,14 +43,7 @@ export interface LeaseHolderOptions {
   readonly logger: BackupLogger;
   readonly health: HealthTracker;
   readonly requests: Requests;
-  /** The signal a shutdown aborts (an acquisition in flight is abandoned). */
-  runSignal(): AbortSignal;
-  /** Whether the worker was started (only then may a failed acquisition have left a record). */
-  started(): boolean;
-  /** Count a failed attempt; returns the back-off to wait. */
-  failed(error: unknown): number;
-  /** A new tenure begins (the lease was taken again): forget the bucket. */
-  onNewTenure(): void;
+  readonly callbacks: Pick<WorkerCallbacks, 'runSignal' | 'started' | 'leaseFailed' | 'newTenure'>;
 }
 
 export class LeaseHolder {
@@ -129,7 +123,7 @@ export class LeaseHolder {
         clock: o.clock,
         logger: o.logger,
         watch: this.#watch,
-        signal: AbortSignal.any([deadline.signal, o.runSignal()]),
+        signal: AbortSignal.any([deadline.signal, o.callbacks.runSignal()]),
         // A sixth of a TTL (5 s at the default 30 s), not the operation
         // deadline: a renewal that hangs is given up and retried (after
         // RENEW_RETRY_MS) well before writes stop.
@@ -169,7 +163,7 @@ export class LeaseHolder {
         o.health.preconditionsIgnored = error.message;
         return MAX_BACKOFF_MS;
       }
-      return o.failed(
+      return o.callbacks.leaseFailed(
         new BackupError(`taking the bucket lease: ${messageOf(deadline.reason() ?? error)}`, {
           cause: error,
         }),
@@ -222,7 +216,7 @@ export class LeaseHolder {
         await keeper.release({ signal: deadline.signal });
         return true;
       }
-      if (!o.started()) return false;
+      if (!o.callbacks.started()) return false;
       // An acquisition that failed, timed out or was abandoned may have
       // landed: remove a record naming this instance, never another's.
       return releaseOwnRecord(o.store, o.prefix, o.instanceId, { signal: deadline.signal });
@@ -244,7 +238,7 @@ export class LeaseHolder {
   /** Hold `keeper`'s lease, and forget a previous tenure's view of the bucket. */
   #hold(keeper: LeaseKeeper): void {
     const { health, logger } = this.#options;
-    if (this.#tenures > 0) this.#options.onNewTenure();
+    if (this.#tenures > 0) this.#options.callbacks.newTenure();
     this.#tenures += 1;
     this.#foreign = null;
     health.lease = null;

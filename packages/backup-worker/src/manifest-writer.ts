@@ -12,7 +12,7 @@
  *   the version last written or read (create-if-absent when none).
  * - Retention deletes only what no kept manifest names (see the planner);
  *   each manifest is read once per listed version.
- * - A refused write is a conflict: the lease is dropped (`ctx.conflict`).
+ * - A refused write is a conflict: the lease is dropped (`ctx.callbacks.conflict`).
  */
 import {
   latestKey,
@@ -143,16 +143,20 @@ export class ManifestWriter {
           return false;
         }
         if (!existing || existing.lineage !== tenure.ownLineage())
-          throw this.#ctx.conflict(`${key} is another lineage's manifest`, key, error);
+          throw this.#ctx.callbacks.conflict(`${key} is another lineage's manifest`, key, error);
         try {
           version = await requests.putConditional(key, bytes, { ifMatch: existing.version });
         } catch (retryError) {
           if (isRefusal(retryError))
-            throw this.#ctx.conflict(`${key} changed since this worker read it`, key, retryError);
+            throw this.#ctx.callbacks.conflict(
+              `${key} changed since this worker read it`,
+              key,
+              retryError,
+            );
           throw retryError;
         }
       } else if (isRefusal(error)) {
-        throw this.#ctx.conflict(`${key} changed since this worker wrote it`, key, error);
+        throw this.#ctx.callbacks.conflict(`${key} changed since this worker wrote it`, key, error);
       } else throw error;
     }
     tenure.manifestVersions.set(key, version);
@@ -216,7 +220,7 @@ export class ManifestWriter {
       } catch (error) {
         if (isRefusal(error) || NotFoundError.isInstance(error)) {
           if (!settled && (await this.#settleLatestInDoubt())) continue;
-          throw this.#ctx.conflict(
+          throw this.#ctx.callbacks.conflict(
             'LATEST changed since this worker last wrote or read it',
             key,
             error,

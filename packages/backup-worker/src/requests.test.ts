@@ -58,11 +58,13 @@ function layer(
     operationTimeoutMs: 1_000,
     conditional: options.conditional ?? true,
     hooks: options.hooks,
-    runSignal: () => new AbortController().signal,
-    writeFence: options.fence ?? (() => null),
-    conflict: (what, key) => {
-      conflicts.push(what);
-      return new WriterConflictError(what, { key });
+    callbacks: {
+      runSignal: () => new AbortController().signal,
+      writeFence: options.fence ?? (() => null),
+      conflict: (what, key) => {
+        conflicts.push(what);
+        return new WriterConflictError(what, { key });
+      },
     },
   });
   return { clock, store, requests, conflicts };

@@ -33,6 +33,7 @@ import {
 import { encodeSegmentObjectInMemory, encodeSegmentObjectStream } from '@x/wal-segment';
 import { BackupError, messageOf, OperationTimeoutError, WriteFencedError } from './errors.ts';
 import type { FrameCounting, OpenedFile } from './source.ts';
+import type { WorkerCallbacks } from './worker-callbacks.ts';
 import type { WorkerHooks } from './worker-options.ts';
 
 /**
@@ -63,15 +64,7 @@ export interface RequestsOptions {
   readonly conditional: boolean;
   readonly partSize?: number | undefined;
   readonly hooks?: WorkerHooks | undefined;
-  /** The signal a shutdown aborts, read for every request (it is replaced after an abandoned step). */
-  runSignal(): AbortSignal;
-  /**
-   * The fence a write runs under: `null` without a lease (`runOnce`, tests);
-   * throws `WriteFencedError` when writes are stopped.
-   */
-  writeFence(): AbortSignal | null;
-  /** The error for a refused write: another writer is active (the caller drops its lease). */
-  conflict(what: string, key?: string, cause?: unknown): Error;
+  readonly callbacks: Pick<WorkerCallbacks, 'runSignal' | 'writeFence' | 'conflict'>;
 }
 
 export class Requests {
@@ -87,10 +80,13 @@ export class Requests {
    * request's deadline.
    */
   alsoAbortedBy(signal: AbortSignal): Requests {
-    const runSignal = this.#options.runSignal;
+    const { callbacks } = this.#options;
     return new Requests({
       ...this.#options,
-      runSignal: () => AbortSignal.any([runSignal(), signal]),
+      callbacks: {
+        ...callbacks,
+        runSignal: () => AbortSignal.any([callbacks.runSignal(), signal]),
+      },
     });
   }
 
@@ -120,8 +116,8 @@ export class Requests {
 
   /** The signals a request that changes the bucket runs under. */
   writeSignals(deadline: AbortSignal): AbortSignal {
-    const signals = [deadline, this.#options.runSignal()];
-    const fence = this.#options.writeFence();
+    const signals = [deadline, this.#options.callbacks.runSignal()];
+    const fence = this.#options.callbacks.writeFence();
     if (fence !== null) signals.push(fence);
     return AbortSignal.any(signals);
   }
@@ -136,7 +132,7 @@ export class Requests {
     try {
       const signal = write
         ? this.writeSignals(deadline.signal)
-        : AbortSignal.any([deadline.signal, this.#options.runSignal()]);
+        : AbortSignal.any([deadline.signal, this.#options.callbacks.runSignal()]);
       try {
         return await request(signal, deadline.rearm);
       } catch (error) {
@@ -181,7 +177,11 @@ export class Requests {
       if (!AlreadyExistsError.isInstance(error) && !ConflictError.isInstance(error)) throw error;
       const existing = await this.get(key);
       if (existing !== null && crc32Hex(existing.body) === crc32) return;
-      throw this.#options.conflict(`${key} already exists with other content`, key, error);
+      throw this.#options.callbacks.conflict(
+        `${key} already exists with other content`,
+        key,
+        error,
+      );
     }
   }
 
@@ -214,7 +214,8 @@ export class Requests {
     lineage: string,
     envelope?: { readonly generation: number },
   ): Promise<FileEntry> {
-    const { store, conditional, hooks, partSize, conflict } = this.#options;
+    const { store, conditional, hooks, partSize } = this.#options;
+    const { conflict } = this.#options.callbacks;
     if (
       (await this.request(`HEAD ${key}`, false, (signal) => store.head(key, { signal }))) !== null
     )
@@ -233,7 +234,7 @@ export class Requests {
       envelope === undefined
         ? null
         : await encodeSegmentObjectInMemory(
-            file.read({ signal: this.#options.runSignal() }),
+            file.read({ signal: this.#options.callbacks.runSignal() }),
             file.size,
             fields(file.size),
             { maxStoredBytes: IN_MEMORY_ENVELOPE_BYTES },
@@ -313,7 +314,7 @@ export class Requests {
   async *getStream(key: string, missing: () => Error): AsyncGenerator<Uint8Array, void> {
     const operation = `GET ${key}`;
     const deadline = this.deadline(operation);
-    const signal = AbortSignal.any([deadline.signal, this.#options.runSignal()]);
+    const signal = AbortSignal.any([deadline.signal, this.#options.callbacks.runSignal()]);
     try {
       const found = await this.#options.store.getStream(key, { signal });
       if (found === null) throw missing();

@@ -56,12 +56,6 @@ export function keyOf(position: DurablePosition): WalKey {
 export interface ShipperOptions {
   readonly maxSegmentBytes: number;
   readonly manifestIntervalMs: number;
-  /** The signal a shutdown aborts, read at every use. */
-  runSignal(): AbortSignal;
-  /** Records why this step defers (not a failure). */
-  defer(why: string): void;
-  /** A `.seg` segment was stored: its key and stored bytes (for the compaction). */
-  stored?(key: string, bytes: Uint8Array): void;
 }
 
 export class Shipper {
@@ -76,11 +70,11 @@ export class Shipper {
   }
 
   #runSignal(): AbortSignal {
-    return this.#options.runSignal();
+    return this.#ctx.callbacks.runSignal();
   }
 
   #defer(why: string): void {
-    this.#options.defer(why);
+    this.#ctx.callbacks.defer(why);
   }
 
   /** A restore point is due: something changed, and the manifest interval has passed. */
@@ -338,7 +332,7 @@ export class Shipper {
         throw error;
       }
       if (this.#ctx.tenure.current !== generation) return;
-      this.#options.stored?.(key, stored);
+      this.#ctx.callbacks.segmentStored(key, stored);
       generation.cursor = range.end;
       generation.segments.push({
         key,

@@ -11,9 +11,8 @@
  * requests (a snapshot upload, its checks, a restore point) that save a
  * restore only a few kilobytes of reading.
  *
- * Pure: the worker asks after a step that left nothing unshipped and
- * nothing outside a restore point, so the old generation ends restorable to
- * its last commit and no point-in-time history is lost at the switch.
+ * When a due generation may switch: `decideSnapshot`, below, and
+ * docs/decisions/2026-12-06-scheduled-snapshot-switch.md.
  */
 
 /**
@@ -60,35 +59,85 @@ export function snapshotDue(input: SnapshotScheduleInput): string | null {
   return null;
 }
 
-/**
- * Steps a due snapshot waits for the capture to be caught up at a step's
- * end before it switches anyway, once everything shipped is in a restore
- * point (see the worker's scheduled snapshots). One: each step of the wait
- * writes a restore point at once, and each such point keeps the fine
- * segments it names for the retention window (at 100 updates/s on a 2 MiB
- * database, three steps cost about 0.7 × the database per switch).
- */
+/** Steps a due snapshot waits for a caught-up capture before it switches anyway. */
 export const SNAPSHOT_FORCE_AFTER_STEPS = 1;
 
-/**
- * Largest backlog (durable log bytes not shipped yet) at which a due
- * snapshot switches without a caught-up capture: past it the application
- * outruns the shipping, and the switch (reading the WAL's frames into the
- * new snapshot, pinning the reader while the image is read) would cost the
- * capture more than it can spare; the snapshot then waits for the backlog
- * to shrink.
- */
+/** Largest unshipped backlog at which a due snapshot switches without a caught-up capture. */
 export const SNAPSHOT_FORCE_MAX_BACKLOG_BYTES = 4 * 1024 * 1024;
 
-/**
- * Youngest generation a due snapshot replaces without a caught-up capture:
- * under a load that never lets the capture catch up, scheduled snapshots
- * come at most this often (each reads the WAL's frames and the database
- * while the application writes, and the WAL grows meanwhile). 10 s: under
- * a load that rewrites the database every few seconds, the log a restore
- * reads grows by about the database's size per level-1 window (30 s by
- * default), so a longer wait let it pass the size rule's bound by half as
- * much again (a restore read 5.3 × the database at 500 updates/s on 2 MiB
- * with 30 s).
- */
+/** Youngest generation a due snapshot replaces without a caught-up capture. */
 export const SNAPSHOT_FORCE_MIN_AGE_MS = 10_000;
+
+/**
+ * What a worker remembers between steps about a due snapshot; kept in the
+ * tenure, so a new tenure starts with none.
+ */
+export interface SnapshotWait {
+  /** The generation found due, and why: it stays due until replaced. */
+  readonly dueFor: { readonly generation: number; readonly reason: string } | null;
+  /** Consecutive steps it was due without the capture caught up. */
+  readonly dueSteps: number;
+  /** A switch was due but for a compaction in flight: start no other meanwhile. */
+  readonly awaitsCompaction: boolean;
+}
+
+export const NO_SNAPSHOT_WAIT: SnapshotWait = {
+  dueFor: null,
+  dueSteps: 0,
+  awaitsCompaction: false,
+};
+
+/** What a step's end knows about the current generation. */
+export interface SnapshotFacts extends SnapshotScheduleInput {
+  /** Its number in the bucket. */
+  readonly generation: number;
+  /** The engine still writes the generation's WAL (else the next step ships a new base anyway). */
+  readonly sameWal: boolean;
+  /** Everything shipped is in the restore point LATEST names. */
+  readonly inRestorePoint: boolean;
+  /** Durable log bytes not shipped yet. */
+  readonly backlogBytes: number;
+  /** A compaction is in flight, or applied and in no restore point yet. */
+  readonly compactionUnnamed: boolean;
+}
+
+export type SnapshotDecision =
+  | { readonly start: false; readonly wait: SnapshotWait }
+  | {
+      readonly start: true;
+      readonly wait: SnapshotWait;
+      readonly reason: string;
+      /** Durable bytes not shipped at the switch (0: caught up); they go into the new snapshot. */
+      readonly backlogBytes: number;
+    };
+
+/**
+ * Whether to start a new generation now, and what to remember until the
+ * next step. Rationale: docs/decisions/2026-12-06-scheduled-snapshot-switch.md.
+ */
+export function decideSnapshot(wait: SnapshotWait, facts: SnapshotFacts): SnapshotDecision {
+  const latched = wait.dueFor?.generation === facts.generation ? wait.dueFor.reason : null;
+  const reason = latched ?? snapshotDue(facts);
+  const dueFor = reason === null ? null : { generation: facts.generation, reason };
+  const hold = (dueSteps: number, awaitsCompaction = false): SnapshotDecision => ({
+    start: false,
+    wait: { dueFor, dueSteps, awaitsCompaction },
+  });
+  if (reason === null || !facts.sameWal) return hold(0);
+  let dueSteps = wait.dueSteps;
+  if (!(facts.inRestorePoint && facts.backlogBytes === 0)) {
+    const forcible =
+      facts.backlogBytes <= SNAPSHOT_FORCE_MAX_BACKLOG_BYTES &&
+      facts.now - facts.startedAt >= SNAPSHOT_FORCE_MIN_AGE_MS;
+    if (!forcible) return hold(0);
+    dueSteps += 1;
+    if (!facts.inRestorePoint || dueSteps <= SNAPSHOT_FORCE_AFTER_STEPS) return hold(dueSteps);
+  }
+  if (facts.compactionUnnamed) return hold(Math.max(1, dueSteps), true);
+  return {
+    start: true,
+    wait: { dueFor, dueSteps: 0, awaitsCompaction: false },
+    reason,
+    backlogBytes: facts.backlogBytes,
+  };
+}

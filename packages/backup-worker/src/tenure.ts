@@ -10,6 +10,7 @@
 import type { FileEntry, Manifest, SegmentEntry } from '@x/manifest';
 import type { ObjectVersion } from '@x/store';
 import type { WalKey } from './health.ts';
+import { NO_SNAPSHOT_WAIT, type SnapshotWait } from './snapshot-schedule.ts';
 
 /** The WAL generation being shipped: its objects and how far it got. */
 export interface Generation {
@@ -59,6 +60,8 @@ export interface KnownArchive {
 }
 
 export class Tenure {
+  /** A due scheduled snapshot, carried from step to step (`decideSnapshot`). */
+  snapshotWait: SnapshotWait = NO_SNAPSHOT_WAIT;
   /** The bucket's previous state was read and the lineage checked. */
   resumed = false;
   lineage: string | null = null;
