@@ -71,29 +71,35 @@ interface LineCount {
 
 /** Lines holding code, and lines holding only comments (blank lines count as neither). */
 function countLines(text: string): LineCount {
-  const commentOnly = new Set<number>();
+  const source = ts.createSourceFile('counted.ts', text, ts.ScriptTarget.Latest, true);
+  const lineOf = (position: number): number => source.getLineAndCharacterOfPosition(position).line;
   const codeLines = new Set<number>();
-  const scanner = ts.createScanner(
-    ts.ScriptTarget.Latest,
-    false,
-    ts.LanguageVariant.Standard,
-    text,
-  );
-  const lineOf = (position: number): number =>
-    ts.getLineAndCharacterOfPosition(sourceLike, position).line;
-  const sourceLike = ts.createSourceFile('x.ts', text, ts.ScriptTarget.Latest);
-  for (let kind = scanner.scan(); kind !== ts.SyntaxKind.EndOfFileToken; kind = scanner.scan()) {
-    const first = lineOf(scanner.getTokenStart());
-    const last = lineOf(scanner.getTokenEnd());
-    const isComment =
-      kind === ts.SyntaxKind.SingleLineCommentTrivia ||
-      kind === ts.SyntaxKind.MultiLineCommentTrivia;
-    const isSpace = kind === ts.SyntaxKind.WhitespaceTrivia || kind === ts.SyntaxKind.NewLineTrivia;
-    if (isSpace) continue;
-    for (let line = first; line <= last; line += 1) (isComment ? commentOnly : codeLines).add(line);
-  }
-  for (const line of codeLines) commentOnly.delete(line);
-  return { code: codeLines.size, comment: commentOnly.size };
+  const commentLines = new Set<number>();
+  const mark = (lines: Set<number>, start: number, end: number): void => {
+    for (let line = lineOf(start); line <= lineOf(Math.max(start, end - 1)); line += 1)
+      lines.add(line);
+  };
+  const comments = (ranges: ts.CommentRange[] | undefined): void => {
+    for (const range of ranges ?? []) mark(commentLines, range.pos, range.end);
+  };
+  const visit = (node: ts.Node): void => {
+    if (node.kind >= ts.SyntaxKind.FirstJSDocNode && node.kind <= ts.SyntaxKind.LastJSDocNode) {
+      mark(commentLines, node.getStart(source), node.getEnd());
+      return;
+    }
+    const children = node.getChildren(source);
+    if (children.length > 0) {
+      for (const child of children) visit(child);
+      return;
+    }
+    comments(ts.getLeadingCommentRanges(text, node.getFullStart()));
+    comments(ts.getTrailingCommentRanges(text, node.getEnd()));
+    if (node.kind !== ts.SyntaxKind.EndOfFileToken)
+      mark(codeLines, node.getStart(source), node.getEnd());
+  };
+  visit(source);
+  for (const line of codeLines) commentLines.delete(line);
+  return { code: codeLines.size, comment: commentLines.size };
 }
 
 /** The names `src/index.ts` exports (values and types), read without resolving re-exports' files. */

@@ -1,44 +1,14 @@
 /**
  * The backup worker: ships WAL segments, snapshots, archives and side files,
- * and writes the manifests that name consistent restore points.
- *
- * It learns everything about the engine through a {@link BackupSource} and
- * writes nothing into the store's directory except the lineage id, once.
- *
- * Consistency
- * - Nothing is read while a snapshot intent is pending: the step is deferred,
- *   not failed.
- * - Every read is bracketed by two observations of the files and kept only if
- *   neither the snapshot, the WAL file nor the intent changed and the WAL did
- *   not shrink.
- * - A restore point is built only when the engine's position names the
- *   snapshot and WAL file on disk; a new generation starts whenever the
- *   engine generation, snapshot or WAL file changes.
- * - A manifest's `commitSeq` is computed from the objects it lists (floor plus
- *   the frames of every archive and segment), so it is what a restore reports.
- *
- * Objects and ordering
- * - Immutable objects (segments, side files) are written create-if-absent; one
- *   already there is accepted only with the same CRC (a retried upload that
- *   had landed). Snapshots and archives are streamed in bounded memory and
- *   checked absent first (and created conditionally where the store can).
- * - Manifests and `LATEST` are written replace-if-version against the version
- *   this worker last wrote or read (create-if-absent when there was none).
- * - A manifest only after every object it names; `LATEST` only after its
- *   manifest; retention deletes only what no kept manifest names. So after a
- *   crash between any two requests, every manifest verifies and `LATEST`
- *   names one of them.
- * - A refused conditional write means another writer: the worker drops its
- *   lease and starts over through it, reading the bucket afresh.
- *
- * The parts: `tenure.ts` (what one lease tenure knows), `requests.ts`
- * (deadline, fence, write accounting), `lease-holder.ts` (the lease, held
- * through `@x/lease`'s keeper), `shipper.ts` (restore points and segments),
- * `manifest-writer.ts` with `restore-point-builder.ts` and
- * `retention-plan.ts` (manifests, LATEST, retention), `shutdown-report.ts`.
- * This class runs them: the run loop, steps, flush, resume and lineage,
- * health. The rules are described where they are implemented and in the
- * package README.
+ * and writes the manifests that name consistent restore points. It learns
+ * about the engine only through a {@link BackupSource}, and writes nothing
+ * into the store's directory but the lineage id, once. The bucket stays
+ * restorable by order: an object before the manifest naming it, a manifest
+ * before `LATEST`, deletions only of what no kept manifest names; a refused
+ * conditional write means another writer, and the lease is dropped. All rules:
+ * package README (Guarantees and limits). Parts: tenure.ts, requests.ts,
+ * lease-holder.ts, shipper.ts, manifest-writer.ts, shutdown-report.ts; this
+ * class runs them (loop, steps, flush, resume and lineage, health).
  */
 import { type Clock, DEFAULT_TTL_S, newInstanceId, systemClock } from '@x/lease';
 import {

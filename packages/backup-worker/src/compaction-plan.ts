@@ -1,44 +1,13 @@
 /**
- * Which run of a generation's chain to compact next, as a pure plan: the
- * chain's entries (level, stored size, when shipped) in, at most one run
- * out. The worker does the I/O (compaction.ts).
- *
- * Levels: level 0 is a fine segment (one step's commits); level ℓ ≥ 1 is an
- * object that merged entries of lower levels. `levelsMs[ℓ − 1]` is level
- * ℓ's interval: its objects cover the entries shipped inside one aligned
- * window of that length (`floor(shippedAt / interval)`).
- *
- * The rules, lowest level first, one run per call:
- * - A run at level ℓ is consecutive entries of levels up to ℓ shipped inside
- *   one window of level ℓ, at least two of them and at least one below ℓ: a
- *   window's objects of level ℓ merge again with what came after them, so a
- *   closed window ends as one object of its level.
- * - It is due once its window has ended (`now` past the window's end). Also
- *   inside a window still open once its entries below the level hold as
- *   many stored bytes as the database (level 1: the fine segments), or
- *   twice as many (higher levels): under a load that rewrites the database
- *   every few seconds, waiting for the window's end would let the chain
- *   (what a restore of the latest state reads) grow to many times the
- *   database; at level 1 each closed window's object holds about the whole
- *   database, and the next window's first merge adds another. Twice, above
- *   level 1, so one burst of fine bytes costs one merge, not one per level.
- * - The chain's last entry is never part of a run: the next segment names
- *   its stored CRC-32 as its `previous`, and a restart continues from it, so
- *   it stays the fine object it is.
- * - With `maxRunLogBytes` (an engine whose merge holds every byte of its
- *   inputs, such as the framed store's concatenation), a run covering more
- *   of the log than that is not planned: its window's entries stay as they
- *   are at that level, and in every level above, whose windows hold it.
- *
- * Guarantees: a run never mixes windows of its level, so the granularity of
- * point-in-time restore inside an object of level ℓ is ℓ's window at worst
- * (an engine whose merge keeps every commit, the framed store's, stays
- * exact to the commit). What the chain holds is bounded by the levels, not
- * by uptime, except at the top level, one object per closed window: the
- * scheduled snapshot's size rule (a new generation once the chain outgrows
- * a multiple of the database), or the engine's own snapshots, bound that.
- * Nor past `maxRunLogBytes`: a window that covers more log than that keeps
- * its entries, as many as the steps that shipped them.
+ * Which run of a generation's chain to compact next, as a pure plan: chain
+ * entries (level, stored size, when shipped) in, at most one run out; the I/O
+ * is compaction.ts's. Level 0 is a fine segment; level ℓ's interval is
+ * `levelsMs[ℓ − 1]`. A run at ℓ is consecutive entries of levels up to ℓ, at
+ * least two and one below ℓ, shipped inside one aligned window of ℓ
+ * (`floor(shippedAt / interval)`). It is due once the window has ended, or
+ * earlier once its entries below ℓ hold the database's size in stored bytes
+ * (twice that above level 1). Never the chain's last entry; never a run over
+ * `maxRunLogBytes`. Rules and reasons: docs/decisions/2026-12-06-compaction-levels.md.
  */
 
 /** What the planner needs to know about one entry of the chain. */

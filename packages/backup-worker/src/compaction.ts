@@ -1,44 +1,14 @@
 /**
- * Compaction of the commit log: a run of consecutive entries of the current
- * generation's chain (compaction-plan.ts picks it) is downloaded, checked,
- * merged by the source's {@link LogCompactor} into one body (SQLite: one
- * record of the newest version of each page and the database size after
- * the last commit, restorable at its end only; the framed store: the run's
- * frames concatenated, every commit restorable) and
- * stored as one compacted object (`@x/wal-segment` kind `compacted`, key
- * `wal/{g}/{start}-{end}.L{level}.{from}-{to}.seg`) covering the same byte
- * range of the log. The next restore point names it in place of the run.
- *
- * Guarantees:
- * - The object is written create-if-absent, like every object but LEASE and
- *   LATEST, and only ever replaces the run in the worker's chain after it is
- *   stored; no input is deleted here. Retention deletes an input once no
- *   kept restore point names it (retention-plan.ts), so until a restore
- *   point naming the compacted object is LATEST's, every restore point and
- *   the roll-forward still find the fine objects.
- * - Every input is checked before its bytes are merged: the stored size and
- *   CRC-32 against its manifest entry, then the envelope's own checks and its
- *   header against the entry (generation, range, commits, lineage). A
- *   mismatch is an {@link CompactionInputError}; the run stays as it is.
- * - The chain stays provable: the object names as `previous` what its first
- *   input named, and as `chainEnd` the stored CRC-32 of the last fine segment
- *   it covers, which the entry after it names as its `previous`.
- * - One compaction at a time, off the step: the steps keep shipping while it
- *   runs, and its result is applied at a step's start only if the run is
- *   still in the chain, unchanged, in the same generation.
- *
- * Requests: an input this tenure wrote is taken from memory (up to
- * {@link COMPACTION_INPUT_CACHE_BYTES}, the newest kept), so a merge
- * usually costs one PUT; after a restart, or past that bound, inputs are
- * downloaded.
- *
- * Limits: the merge holds its result in memory: for SQLite the newest
- * version of every page the run touched (at most the database's size, and
- * the compactor's own cap; past the cap the run is left uncompacted and the
- * failure logged); for an engine whose merge keeps every byte (the framed
- * store's concatenation), the run's bodies and their concatenation, so up
- * to twice the source's `maxCompactedLogBytes`, which bounds the runs
- * planned.
+ * Compaction of the commit log: a run of the current generation's chain
+ * (compaction-plan.ts) is read, checked, merged by the source's
+ * {@link LogCompactor} and stored create-if-absent as one compacted object,
+ * `wal/{g}/{start}-{end}.L{level}.{from}-{to}.seg`, covering the same log
+ * range; the next restore point names it in place of the run. Every input is
+ * checked before it is merged (stored size and CRC-32 against its entry, then
+ * the envelope and its header against the entry); a mismatch is a
+ * {@link CompactionInputError}, and the run stays. Nothing is deleted here. One
+ * compaction at a time, off the step, applied at a step's start only if its run
+ * is still in the chain, unchanged (docs/decisions/2026-12-06-compaction-levels.md).
  */
 import { compactedSegmentKey, crc32Hex, parseSegmentKey, type SegmentEntry } from '@x/manifest';
 import { encodeSegmentObjectAsync, type SegmentObjectHeader } from '@x/wal-segment';

@@ -1,33 +1,13 @@
 /**
- * A restart without a new snapshot: the worker offers its source the
- * generation of the newest restore point, and when the source proves that
- * it opened on exactly that restore point's state, or on it plus pages it
- * then ships as one commit (see `BackupSource.continueGeneration`), the
- * tenure takes that generation over where its log ends, instead of
- * uploading the database again.
- *
- * What is offered: only the restore point `LATEST` names, of the store's own
- * lineage, made of a snapshot and log objects alone, in the newest
- * generation the bucket holds. With the offer comes the restore point's
- * content, read back on demand (restore-point-read.ts): a source that has no
- * record of its own (a start after a crash) proves its state against it.
- * One LIST of the generation's log objects looks for a tail beyond the
- * restore point's end: segments a crashed run uploaded after its last
- * restore point, which a restore of the latest state already rolls forward
- * over. A tail that chains as a roll-forward requires (tail-adoption.ts) is
- * part of the state offered (its end, its commits) and goes into the log as
- * it is; compacted objects beyond it (a compaction whose restore point was
- * never written) are passed over; anything else beyond the end makes no
- * offer. Without an offer, or without the source's proof, the worker starts
- * a new generation as before; each such refusal after a candidate was found
- * is logged (`backup.continuation_skipped` with its reason, or
- * `backup.continuation_unproven` when the content did not read back).
- *
- * Guarantee: on `true`, the tenure's current generation is that restore
- * point's (number, snapshot entry, segments and the tail, floor, times),
- * its cursor at the log's end (after the tail), dirty only when a tail was
- * taken (the next restore point names it); the next segment chains on the
- * last one. Nothing is written to the bucket here.
+ * A restart without a new snapshot: the worker offers its source the restore
+ * point `LATEST` names, and when the source proves that it opened on exactly
+ * that state, or on it plus pages it then ships as one commit (see
+ * `BackupSource.continueGeneration`), the tenure takes that generation over
+ * where its log ends instead of uploading the database again. What is offered,
+ * the tail, the logged refusals: package README (`continueGeneration`); why:
+ * docs/decisions/2026-12-06-continuing-generations.md. On `true`, the tenure's
+ * current generation is that restore point's (with the tail), its cursor at the
+ * log's end, dirty only when a tail was taken. Writes nothing to the bucket.
  */
 import {
   type Manifest,
@@ -48,7 +28,7 @@ function msOrNull(text: string | null | undefined): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
-/** The candidate `latest` offers, or `null` when it offers none (see the module comment). */
+/** The candidate `latest` offers, or `null` (rules: package README, `continueGeneration`). */
 export function candidateOf(
   prefix: string,
   latest: Manifest | null,

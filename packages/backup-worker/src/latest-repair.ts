@@ -1,27 +1,14 @@
 /**
- * Reading `LATEST` at resume, and healing it when it is unusable.
- *
- * LATEST is unusable when it is larger than `MAX_LATEST_BYTES`, does not
- * hold one manifest key of the prefix (truncated, garbage), or names a
- * manifest that is missing, too large, does not parse, names another
- * lineage in its entries, or whose body's commit differs from its key's.
- * Then the lease holder:
- * - looks for the newest manifest under `manifest/` (key order is commit
- *   order) that passes the same checks; one LIST of `manifest/` (keys only,
- *   as retention lists it), then one GET per manifest tried, newest first;
- * - when that manifest is of this store's lineage (its own, or before it has
- *   one, the lineage it was restored from), points LATEST at it with a
- *   conditional write against the version it read (`backup.latest_repaired`);
- *   when it is another lineage's, writes nothing and resumes from it, so the
- *   lineage rules refuse the prefix as they would with a readable LATEST;
- * - when no manifest passes, throws {@link LatestUnusableError}, which the
- *   worker turns into a permanent refusal of the prefix (health says why).
- *
- * A rewrite that loses a race (LATEST changed since it was read) is not an
- * error: another writer fixed it or wrote a newer one, so LATEST is read
- * again and whatever it now names is used. Nothing is ever deleted here, and
- * a LATEST that is merely missing is left to the next manifest write (an
- * empty prefix, or a crash before the first LATEST).
+ * Reading `LATEST` at resume, and healing it when it is unusable: too large,
+ * not one manifest key of the prefix, or naming a manifest that is missing,
+ * too large, unparsable, of another lineage in its entries, or of another
+ * commit than its key. The newest manifest under `manifest/` that passes the
+ * same checks is found (one LIST, one GET per manifest tried, newest first):
+ * of this store's lineage, `LATEST` is pointed at it conditionally; of another,
+ * nothing is written and the lineage rules refuse; none, and it throws
+ * {@link LatestUnusableError}. A lost race re-reads `LATEST`; nothing is
+ * deleted; a missing `LATEST` is left to the next manifest write. Details:
+ * package README (An unusable LATEST at resume).
  */
 import {
   latestKey,

@@ -1,18 +1,12 @@
 /**
- * Whose prefix is this: the lineage rules of resume, as a pure decision.
- * Inputs are what the worker read (the manifest LATEST names, the store's
- * own lineage, the parent record a restore left); the worker does the I/O,
- * creates a new lineage when told to, and refuses the prefix with the text
- * given here.
- *
- * The rules:
- * - A store restored from exactly the restore point LATEST names (a parent
- *   of LATEST's lineage, and no lineage of its own or another one) adopts
- *   the prefix as a new lineage; if LATEST has moved on since, it is refused.
+ * Whose prefix is this: the lineage rules of resume, as a pure decision over
+ * what the worker read (LATEST's manifest, the store's lineage, a restore's
+ * parent record); the worker does the I/O and refuses with the text given.
+ * - A store restored from exactly LATEST's restore point, with no lineage of
+ *   its own, adopts the prefix as a new lineage; refused if LATEST moved on.
  * - Otherwise the newest restore point must be this store's lineage, and the
- *   store must hold at least its commits; a store that was never backed up
- *   may not take over a prefix that holds restore points.
- * - An empty prefix is the store's: its lineage, or a new one.
+ *   store must hold at least its commits; a store never backed up may not take
+ *   a prefix holding restore points. An empty prefix is the store's.
  */
 
 export interface LatestRestorePoint {

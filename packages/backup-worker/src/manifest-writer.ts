@@ -1,18 +1,11 @@
 /**
  * The worker's writes of restore points: the manifest, then `LATEST`, then
- * retention (planned by `retention-plan.ts`, carried out here); and the read
- * of `LATEST` at resume, healed when it is unusable (`latest-repair.ts`).
- *
- * Guarantees:
- * - A manifest is written replace-if-version against the version this tenure
- *   wrote at its key; otherwise create-if-absent, and over an existing one
- *   only when it is this lineage's. A key holding the manifest of the lineage
- *   this store was restored from is left alone (the same state).
- * - `LATEST` is written only after its manifest, replace-if-version against
- *   the version last written or read (create-if-absent when none).
- * - Retention deletes only what no kept manifest names (see the planner);
- *   each manifest is read once per listed version.
- * - A refused write is a conflict: the lease is dropped (`ctx.callbacks.conflict`).
+ * retention (planned by retention-plan.ts); and the read of `LATEST` at resume
+ * (latest-repair.ts). A manifest is written replace-if-version against the
+ * version this tenure wrote at its key, else create-if-absent, and over an
+ * existing one only of this lineage (one of the lineage this store was
+ * restored from is left alone: the same state). `LATEST` follows its manifest,
+ * replace-if-version. A refused write is a conflict: the lease is dropped.
  */
 import {
   latestKey,

@@ -1,23 +1,14 @@
 /**
- * The worker's request layer: every request it makes to the bucket goes
- * through here, under an operation deadline on the injected clock, the
- * shutdown signal, and — for a request that changes the bucket — the lease's
- * fence.
- *
- * Guarantees:
- * - A write starts only while the fence allows writes (else
- *   `WriteFencedError`), and is aborted the moment it stops allowing them.
- * - An aborted request rejects with the abort's reason when that is a
- *   `BackupError` (`OperationTimeoutError`, `WriteFencedError`,
- *   `ShutdownAbandonedError`), otherwise with a `WriteFencedError` naming it.
- * - Immutable objects are create-if-absent; one already there is accepted
- *   only with the same CRC. A refusal is turned into the caller's conflict
- *   error (which drops the lease).
- * - A store without a conditional mode (`NotImplementedError`) gets the write
- *   unconditionally; so does every write with `conditional: false`.
- *
- * Not guaranteed: a request the store already received when the fence falls
- * still completes there; that is why the writes are conditional.
+ * The worker's request layer: every request to the bucket runs under an
+ * operation deadline (injected clock) and the shutdown signal, and a request
+ * that changes the bucket under the lease's fence too: it starts only while
+ * writes are allowed (else `WriteFencedError`) and is aborted when they stop.
+ * An aborted request rejects with the abort's reason when it is a
+ * `BackupError`, else with a `WriteFencedError` naming it. Immutable objects are
+ * create-if-absent (an existing one is accepted with the same CRC only; a
+ * refusal becomes the caller's conflict); a store without the conditional mode,
+ * or `conditional: false`, writes unconditionally. A request the store already
+ * received still completes after the fence falls: that is why writes are conditional.
  */
 import type { Clock } from '@x/lease';
 import { Crc32, crc32Hex, type FileEntry } from '@x/manifest';

@@ -1,19 +1,12 @@
 /**
- * A restore point read back from the bucket, for a restart that has no
- * record of its own to prove its state with (generation-continuation.ts):
- * the snapshot's image, streamed, and the log's bodies, one object at a
- * time, each checked as a restore checks it before a byte is handed on as
- * good.
- *
- * - The snapshot: its stored size and CRC-32 against the manifest entry
- *   (counted as it streams; a mismatch throws at the stream's end, before
- *   the iteration completes), and, for a `.snap`, the envelope's checks
- *   (header, decoded length, decoded CRC-32) and its kind and generation.
- * - Each log object: log-object-read.ts.
- *
- * Every failure is a {@link RestorePointReadError} naming the key (or the
- * request's own error). Memory: one log object at a time, and the
- * snapshot's stream buffers. Reads only; writes nothing.
+ * A restore point read back from the bucket, for a restart with no record of
+ * its own to prove its state with (generation-continuation.ts): the snapshot's
+ * image, streamed, then each log object's body, each checked as a restore
+ * checks it before a byte is handed on. The snapshot: stored size and CRC-32
+ * as it streams (a mismatch throws before the iteration completes), and for a
+ * `.snap` the envelope, its kind and generation; log objects:
+ * log-object-read.ts. Failures are {@link RestorePointReadError}s naming the
+ * key. Memory: one log object, and the snapshot's stream buffers. Reads only.
  */
 import { Crc32, type Manifest, parseSnapshotKey } from '@x/manifest';
 import { decodeSegmentObjectStream } from '@x/wal-segment';

@@ -1,42 +1,12 @@
 /**
- * Retention as a pure plan: restore points and listings in, deletions out.
- * The worker does the I/O (LIST, GET, DELETE) between the phases, in the
- * order they need: the manifests are listed and read first
+ * Retention as a pure plan: restore points and listings in, deletions out. The
+ * worker does the I/O between the phases: manifests are listed and read first
  * ({@link selectManifests}); only when some are dropped are the base objects
- * and the retiring generations' segments listed
- * ({@link retiringGenerations}, {@link planDeletions}).
- *
- * The rules:
- * - Only manifests that parse and name this lineage are counted or deleted.
- *   The manifest just written and LATEST's target are always kept.
- * - By count (`retain`): the newest `retain` of them by key (commit order).
- * - By time (`retainFor`): every one from the oldest created inside the
- *   window on (in key order), and the one just before it, which holds the
- *   commits at the window's start; when none is inside, the newest. A
- *   `createdAt` that does not read as a time, or lies ahead of the clock,
- *   counts as inside (never a deletion on doubt). Ordering by key, not by
- *   `createdAt`, means a clock that went back keeps more, never less.
- * - Both given: what either keeps is kept.
- * - Superseded by compaction: a manifest that names a segment the newest
- *   manifest of its generation no longer names (a compaction replaced it)
- *   is dropped, whatever the count or the window say. Its state stays
- *   restorable through the newest one at the compaction's granularity (a
- *   commit inside a compacted object's range is not), which is how the
- *   fine objects leave the bucket once compacted.
- * - Snapshots and archives are deleted when no kept manifest names them and
- *   their generation is this lineage's (named by one of its manifests or
- *   allocated by this tenure). Side files when a dropped manifest named them,
- *   they are a name this source writes, and no kept one does.
- * - Segments: a generation of this lineage older than every kept manifest's
- *   (and not the current one, nor one already retired) has its own prefix
- *   listed once, and its unnamed segments deleted. `wal/` is never listed
- *   whole. In the generations still kept, a segment is deleted when a
- *   dropped manifest named it, or a compaction of this tenure replaced it,
- *   and no kept manifest names it (no listing needed).
- * - Never an object another lineage's manifest names; never LATEST or LEASE
- *   (they are not in any listing given here).
- * - Conservative on doubt: a manifest that cannot be read protects
- *   everything but the surplus manifests.
+ * and the retiring generations' segments listed ({@link retiringGenerations},
+ * {@link planDeletions}). It keeps by count, by time window or both, drops the
+ * manifests a compaction superseded, and deletes only this lineage's objects
+ * that no kept manifest names, never LATEST or LEASE; on doubt it keeps. Every
+ * rule and its reason: docs/decisions/2026-12-06-retention-rules.md.
  */
 import { type Manifest, parseSegmentKey, parseVersionedGeneration } from '@x/manifest';
 import { BackupError } from './errors.ts';

@@ -1,24 +1,13 @@
 /**
- * Shipping: a new restore point when the engine's generation, snapshot or
- * WAL file changed (snapshot, archives, chain and side files under keys of
- * their own), the durable WAL as immutable segments, and the manifest that
- * names them (through {@link ManifestWriter}).
- *
- * Guarantees:
- * - Every read is bracketed by two observations and kept only if neither the
- *   snapshot, the WAL file nor the intent changed and the WAL did not shrink;
- *   otherwise the step defers (nothing half-read is uploaded).
- * - A generation number is burned when allocated: objects a failed attempt
- *   leaves belong to a generation no manifest will ever name.
- * - Archives are reused only when number, length and CRC match the local file.
- * - A step ships up to the durable length seen when it began, never chasing
- *   what lands meanwhile, and stops early once a restore point is due.
- * - Segments are stored as `.seg` objects in `@x/wal-segment`'s envelope,
- *   zstd-compressed; the header names the generation, the byte range, the
- *   commits, the decoded CRC-32 and the stored CRC-32 of the object before it
- *   in the generation (the previous segment, or the generation's snapshot for
- *   the first), so each object says what it is and where it belongs. The
- *   manifest entry records the stored object's size and CRC-32.
+ * Shipping: a new restore point when the engine's generation, snapshot or WAL
+ * file changed (snapshot, archives, chain and side files under keys of their
+ * own), the durable WAL as immutable `.seg` segments, and the manifest that
+ * names them (through {@link ManifestWriter}). Every read is bracketed by two
+ * observations and kept only if nothing moved and the WAL did not shrink; the
+ * step defers otherwise, so nothing half-read is uploaded. A generation number
+ * is burned when allocated: a failed attempt's objects belong to a generation
+ * no manifest will name. Archives are reused only when number, length and CRC
+ * match. Segment envelope and entries: package README (`maxSegmentBytes`).
  */
 import {
   archiveKey,
@@ -282,16 +271,10 @@ export class Shipper {
    * Ship the durable WAL bytes of the current generation not shipped yet, in
    * segments of at most `maxSegmentBytes`. Each read is bracketed by two
    * observations and dropped if anything that pairs it with the snapshot
-   * moved. The next segment is read while the current one uploads (reads
-   * and uploads overlap; uploads stay one at a time and in order).
-   *
-   * Bounded: it ships up to the durable length seen when it starts, never
-   * chasing what lands meanwhile, and stops early once a restore point is
-   * due. Against an application that commits faster than the bucket takes
-   * it, a step that chased the moving end never ended, so no restore point
-   * was written and the source could never let go of what had shipped.
-   * What is left is the next step's, which starts at once when this one
-   * overran its interval (see `BackupWorker.step`), with larger segments.
+   * moved. The next segment is read while the current one uploads (uploads
+   * stay one at a time and in order). Bounded: it ships up to the durable
+   * length seen when it starts and stops early once a restore point is due;
+   * the rest is the next step's (docs/decisions/2026-12-06-bounded-steps.md).
    */
   async shipSegments(): Promise<void> {
     const generation = this.#ctx.tenure.current;

@@ -1,17 +1,11 @@
 /**
  * What a stop could not make restorable: the commits captured but in no
  * restore point `LATEST` names, and when they were first seen. The worker
- * notes the captured commit count at every health evaluation; a shutdown
- * turns it into a {@link ShutdownReport} and logs an incomplete one.
- *
- * Complete only when the stop knows nothing committed is left out: every
- * captured commit in LATEST's restore point after a flush that finished,
- * another holder backing the database up (a standby), or a source that
- * holds nothing. A stop that never held the lease, abandoned its flush or
- * could not read the count is incomplete (see {@link ShutdownShortfall}).
- *
- * Limits: times are when a count was first *seen* (at an evaluation, every
- * WAL interval), not when the application committed. A source never opened
+ * notes the captured commit count at every health evaluation; a shutdown turns
+ * it into a {@link ShutdownReport} and logs an incomplete one. Complete only
+ * when the stop knows nothing committed was left out ({@link ShutdownShortfall};
+ * docs/decisions/2026-12-05-honest-exit-from-every-state.md). Times are when a
+ * count was first seen, not when it was committed. A source never opened
  * (`openSource`, no lease) is not looked at: its owner knows its files.
  */
 import type { Clock } from '@x/lease';

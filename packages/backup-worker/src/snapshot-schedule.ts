@@ -1,17 +1,11 @@
 /**
- * When a generation has run long enough to start a new one with a fresh
- * snapshot (a scheduled snapshot): after `intervalMs` of wall time, or once
- * the WAL it shipped outgrows `logFactor` times the database. A new
- * generation lets retention's window drop the old one and bounds what a
- * restore of the latest state reads (one snapshot plus the log since it).
- *
- * The size rule waits for at least {@link SNAPSHOT_LOG_FLOOR_BYTES} of log,
- * whatever the factor: for a small database a few kilobytes of log would
- * otherwise outgrow it every second or two, and each new generation costs
- * requests (a snapshot upload, its checks, a restore point) that save a
- * restore only a few kilobytes of reading.
- *
- * When a due generation may switch: `decideSnapshot`, below, and
+ * When a generation has run long enough for a new one with a fresh snapshot:
+ * after `intervalMs` of wall time, or once the log it shipped outgrows
+ * `logFactor` × the database and is at least {@link SNAPSHOT_LOG_FLOOR_BYTES}
+ * (for a small database, a few kilobytes of log would otherwise buy a snapshot
+ * upload and a restore point every second or two). A new generation bounds
+ * what a restore of the latest state reads and lets retention drop the old
+ * one. When a due generation switches: `decideSnapshot`, below, and
  * docs/decisions/2026-12-06-scheduled-snapshot-switch.md.
  */
 

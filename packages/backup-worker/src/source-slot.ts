@@ -1,19 +1,12 @@
 /**
- * The worker's source and its lifecycle.
- *
- * A worker is given either a source that is already open (`source`: the
- * caller opened it and closes it) or a way to open one (`openSource`: the
- * worker opens it when it holds the lease and is about to step, and closes
- * it when the lease is dropped or released). The second form is for engines
- * whose open has effects a standby instance must not have: the SQLite source
- * pins a read transaction, runs checkpoints and keeps a commit-count state
- * file beside the database, so a second `replicate` waiting for the lease
- * must not open it (it would count commits of its own and overwrite the
- * holder's state).
- *
- * Guarantees: an opened source is closed exactly once, before the next one
- * is opened; a source given ready-made is never closed by the worker. While
- * nothing is open, the position is unknown (health sees no lag of its own).
+ * The worker's source and its lifecycle: given open (`source`, which the
+ * caller closes) or opened by the worker (`openSource`) when it holds the
+ * lease and is about to step, then closed when the lease is dropped or
+ * released. The second form is for engines whose open has effects a standby
+ * must not have: the SQLite source pins a read transaction, runs checkpoints
+ * and keeps a commit-count state file that a waiting `replicate` would
+ * overwrite. An opened source is closed exactly once, before the next opens;
+ * a given one never. With nothing open the position is unknown (no lag).
  */
 import { BackupError, messageOf } from './errors.ts';
 import type { BackupSource, OpenSource, SourceCallOptions } from './source.ts';

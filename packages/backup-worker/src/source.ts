@@ -1,45 +1,14 @@
 /**
  * The source interface: everything the backup worker learns about a database
- * engine, and the only way it touches the engine's files.
- *
- * The worker knows no engine. A source answers five kinds of question:
- *
- * 1. **Where is the engine durable?** {@link BackupSource.durablePosition}:
- *    which WAL generation, which snapshot and WAL file it is on, how many WAL
- *    bytes are durable, how many commits the store holds, whether a snapshot
- *    is being taken.
- * 2. **What do the files on disk say?** {@link BackupSource.observe}: the
- *    identity of the snapshot and of the WAL file, the WAL's length, whether a
- *    snapshot intent is pending. Every read the worker keeps is bracketed by
- *    two observations ({@link unchangedBetween}).
- * 3. **Catch up.** {@link BackupSource.catchUp}: when the files on disk show
- *    what the engine's position does not (another process wrote them), the
- *    engine absorbs it.
- * 4. **Read.** {@link BackupSource.openRestorePoint} opens a snapshot, its
- *    archives and its chain files; {@link BackupSource.readWalRange} reads
- *    complete WAL frames (the source counts them: frame formats differ);
- *    {@link BackupSource.readSideFile} reads a small side file.
- * 5. **Hooks.** {@link BackupSource.afterStep} runs after every step with
- *    what is safely in the bucket, so an engine that must be kept from
- *    restarting its WAL over unshipped frames (SQLite: a held read
- *    transaction, checkpoints run by the source) can act between steps.
- *
- * What the worker guarantees a source:
- * - Calls are never concurrent: one step at a time, and the health supervisor
- *   only calls {@link BackupSource.durablePosition}, which must therefore be
- *   cheap and safe to call at any moment (it takes no engine lock).
- * - The worker writes nothing into the store's directory except through
- *   {@link BackupSource.createLineage}, once, on the store's first backup.
- *
- * What a source must guarantee the worker (the consistency rules rest on it):
- * - Identities ({@link FileIdentity}) name one version of a file: a snapshot
- *   file replaced, or a WAL file restarted, gets a new identity; the WAL file
- *   growing keeps its identity.
- * - The position's `snapshot` and `wal` identities are computed exactly as
- *   {@link BackupSource.observe} computes them, so the worker can compare them.
- * - `durableLength` never counts bytes the engine could still lose, except
- *   where the source documents otherwise (see `FramedDirSource` out of
- *   process).
+ * engine, and its only way to touch the engine's files: where the engine is
+ * durable, what the files on disk say, catching up with another process's
+ * writes, reads, and a hook after every step. The worker never calls it
+ * concurrently (the supervisor calls only `durablePosition`, which must be
+ * cheap and take no engine lock). A source guarantees that a
+ * {@link FileIdentity} names one version of a file (a replaced snapshot or a
+ * restarted WAL gets a new one, a growing WAL keeps its own), computed alike by
+ * the position and `observe`, and that `durableLength` never counts bytes the
+ * engine could still lose (except as documented: `FramedDirSource` out of process).
  */
 import type { ParentRecord } from '@x/manifest';
 
@@ -374,18 +343,15 @@ export interface BackupSource {
 
   /**
    * Continue the bucket's generation `candidate` instead of starting a new
-   * one: `true` only when the source can prove that the state it opened on
-   * is exactly the state a restore of `candidate` produces, or what it
-   * differs by (for SQLite: a record its previous run left beside the
-   * database at a graceful stop, or else `candidate.content` read back,
-   * checked against a hash of the database as it is now). Then its next
-   * positions continue that generation's log: `durableLength` counts from
-   * `candidate.logEnd`, `readWalRange` takes offsets of the bucket's log,
-   * and its commit count continues from `candidate.commitSeq`. `false`
-   * changes nothing, and the worker uploads a new snapshot as before. The
-   * worker asks at most once per tenure, before its first generation, and
-   * only for a restore point of a snapshot and segments alone (no archives,
-   * chain or side files). Optional.
+   * one: `true` only when the source proves that the state it opened on is
+   * exactly what a restore of `candidate` produces, or what it differs by
+   * (SQLite: a record its previous run left at a graceful stop, or else
+   * `candidate.content` checked against a hash of the database now). Its next
+   * positions then continue that log: `durableLength` from `candidate.logEnd`,
+   * `readWalRange` in the bucket's offsets, commits from `candidate.commitSeq`.
+   * `false` changes nothing (the worker uploads a new snapshot). Asked at most
+   * once per tenure, before its first generation, and only for a restore
+   * point of a snapshot and segments alone. Optional.
    */
   continueGeneration?(
     candidate: GenerationCandidate,

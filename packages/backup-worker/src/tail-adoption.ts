@@ -1,28 +1,14 @@
 /**
- * The tail a crashed run left after its newest restore point: `.seg`
- * segments it uploaded that no restore point names yet, which a restore of
- * the latest state already rolls forward over (`@x/restore`'s roll-forward).
- * A restart that continues the generation (generation-continuation.ts)
- * takes them into its log as they are, so the commits they hold keep their
- * own restore points instead of being folded into one.
- *
- * A segment is taken only under the rules a roll-forward applies: a `.seg`
- * key of the generation starting exactly where the chain ends; a header that
- * decodes and names that generation, that range and the lineage; its
- * `previousCrc32` the stored CRC-32 of the object before it (for the first,
- * the last named segment's, or the snapshot's when none is named); a body
- * that decodes to the header's length and CRC-32. Its entry records the
- * stored size and CRC-32 that were checked.
- *
- * Compacted objects beyond the end are passed over: a compaction of the
- * crashed run whose restore point was never written. No restore point names
- * them, and the fine segments they merged are still there (an input is
- * deleted only once a restore point names its compacted object).
- *
- * `null` when any other object of the generation beyond the restore point's
- * end is left over (a segment that fails, a gap, a raw `.segment`): the
- * worker then makes no offer and starts a new generation, as it did before
- * tails were taken. One GET per tail segment, each read whole.
+ * The tail a crashed run left after its newest restore point: `.seg` segments
+ * no restore point names yet, which a restore of the latest state already
+ * rolls forward over. A continued generation takes them into its log as they
+ * are, so their commits keep their own restore points. Taken only under the
+ * roll-forward's rules: a `.seg` key of the generation starting where the
+ * chain ends; a header naming that generation, range and lineage, and as
+ * `previousCrc32` the stored CRC-32 of the object before it (the last named
+ * segment, else the snapshot); a body decoding to the header's length and
+ * CRC-32. Compacted objects beyond the end are passed over; any other leftover
+ * gives `null` (no offer). One GET per tail segment, each read whole.
  */
 import { crc32Hex, type Manifest, parseSegmentKey, type SegmentEntry } from '@x/manifest';
 import { decodeSegmentObject } from '@x/wal-segment';

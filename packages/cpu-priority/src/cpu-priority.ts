@@ -1,33 +1,13 @@
 /**
- * The CPU priority of a background process (backupd's, first): it is
- * background work, and it yields the CPU to the application it serves.
- *
- * Why: an application committing back to back wakes from every commit's
- * fsync. When the kernel runs it on the CPU where one of backupd's captures
- * is in progress (a few milliseconds of reading and checksumming), an
- * application at the same priority waits for backupd's time slice to end,
- * and those commits take milliseconds instead of a fraction of one. On a
- * two-core machine that cost the overhead benchmark about 3 % of its
- * transactions (eight invocations: 94.3–99.6 % of the unattached rate,
- * median 97.0 %); with backupd at `idle`, the application's slow commits
- * were as rare as without backupd (see the SQLite README for the figures).
- *
- * - `idle` (backupd's default): Linux's SCHED_IDLE policy for every thread of
- *   this process. The application preempts it as soon as it wakes, and the
- *   kernel counts a CPU running only this process as free when it places a
- *   waking thread. Set with `chrt` (util-linux); where that is missing or
- *   refuses, or on another system, it falls back to `low` and says so.
- * - `low`: nice 19 for every thread. Portable; helps less (the woken
- *   application still waits for this process's slice to end, shorter as it is).
- * - `normal`: what the process was started with, unchanged.
- *
- * Limits: lowering is one-way (without privileges a process cannot raise its
- * priority again). On a machine whose CPUs are all busy with other work, an
- * `idle` process runs only in the gaps (for backupd: replication lag and the
- * WAL then grow until the load drops; the health endpoint reports the lag).
- * Choose `normal` where the process must keep pace under full load. Threads
- * started later inherit the setting; processes started before applying it
- * (the application of backupd's `--exec`) keep theirs.
+ * The CPU priority of a background process (backupd's, first), so that it
+ * yields the CPU to the application it serves: an application woken from a
+ * commit's fsync on a CPU where this process is mid-slice otherwise waits for
+ * the slice to end. Why `idle` by default, with figures:
+ * docs/decisions/2026-12-06-cpu-priority-idle.md.
+ * - `idle`: SCHED_IDLE for every thread, set with `chrt`; `low` where that fails.
+ * - `low`: nice 19 for every thread. `normal`: left as started.
+ * Lowering is one-way; later threads inherit it, processes started before
+ * keep theirs. Under full load an `idle` process runs only in the gaps.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';

@@ -1,32 +1,14 @@
 /**
- * The bucket lease: an advisory single-writer lease on a prefix, held in one
- * object, `{prefix}/LEASE`, and fenced by its holder's own clocks.
- *
- * Guarantees (on a store whose conditional writes hold, which the probe at
- * every acquire checks):
- * - Every write of the record is conditional: create-if-absent on an empty
- *   key, replace-if-version otherwise. Of instances that start together,
- *   exactly one gets the lease; a holder whose lease was taken over learns it
- *   at its next renewal (`LeaseLostError`), and never renews it back.
- * - The holder may write only until two thirds of a TTL after its last
- *   successful renewal was *sent*, on both its monotonic and its wall clock;
- *   nobody else may take over before a full TTL after that renewal by their
- *   own clock. So a holder that cannot renew stops a third of a TTL before a
- *   takeover, and clock skew up to a third of a TTL is absorbed.
- * - The generation grows by one on every new tenure and never goes backwards
- *   on a prefix: release writes a *released* record (it is not deleted), so
- *   the next holder continues from it.
- *
- * Not guaranteed: a request the store already received when the fence fell
- * still completes, and a process frozen between its fence check and its
- * request sends that request when it wakes. Without conditional writes
- * (`conditional: false`) two instances that start together may both acquire.
- *
- * This module is the protocol of a held lease (acquire's rounds, renew,
- * release, the fence); what an acquire decides from the record it read is in
- * acquire-plan.ts, the precondition probe in acquire-probe.ts, and the
- * record writes they share (the released record, `releaseOwnRecord`) in
- * lease-writes.ts.
+ * The bucket lease: an advisory single-writer lease on a prefix, held in
+ * `{prefix}/LEASE` and fenced by its holder's own clocks. On a store whose
+ * conditional writes hold (probed at acquire), every record write is
+ * conditional: of instances starting together exactly one gets the lease, and
+ * a holder taken over learns it at its next renewal. The holder writes only
+ * until 2/3 TTL after its last renewal was sent, by both its clocks; others
+ * take over a full TTL after it, absorbing a skew of 1/3 TTL. Release writes a
+ * released record, so the generation never goes back. What is not guaranteed:
+ * package README. Here: the held lease's protocol; acquire-plan.ts decides an
+ * acquire, acquire-probe.ts probes, lease-writes.ts has the shared writes.
  */
 
 import { hostname } from 'node:os';

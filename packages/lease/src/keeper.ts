@@ -1,26 +1,13 @@
 /**
- * A keeper: acquire, renew every TTL/3, expose the fence, release on dispose.
- * The one renew loop of this repository: standalone jobs use it through
- * `holdLease`, and so does `@x/backup-worker`.
- *
- * Renewal schedule: the next renewal is due one interval (TTL/3) after the
- * send time of the last successful one. Each renewal gets `renewTimeoutMs`
- * (default TTL/6), so one that hangs is given up and retried before writes
- * stop. A renewal that fails for a transient reason (transport failure,
- * timeout) is retried after `RENEW_RETRY_MS` — doubling on each further
- * failure (`renewRetry: 'doubling'`, the default) or not (`'steady'`) —
- * never waiting longer than the interval. A renewal that finds the lease
- * taken over, or fenced by term, ends the loop for good: the fence signal
- * aborts and a `lost` event fires.
- *
- * `drop(reason)` ends the loop from the holder's side (it learned by other
- * means that another writer is active, e.g. a refused conditional write): the
- * fence aborts with `reason` and the record is left alone — not renewed, not
- * released, it expires by itself.
- *
- * Not guaranteed: events are delivered on the renew loop's turn, so a
- * listener learns of a failure after the fact; `mayWrite()` and `signal` are
- * the truth at the moment of a write.
+ * A keeper: acquire, renew every TTL/3, expose the fence, release on dispose;
+ * the one renew loop of this repository (`holdLease`, and so
+ * `@x/backup-worker`). A renewal is due TTL/3 after the last successful one
+ * was sent and gets `renewTimeoutMs` (default TTL/6), so a hung one is retried
+ * before writes stop; a transient failure is retried after `RENEW_RETRY_MS`,
+ * doubling or steady, never past the interval. A takeover or a fence by term
+ * ends the loop (the fence aborts, `lost` fires); `drop(reason)` ends it from
+ * the holder's side and leaves the record to expire. Events come on the loop's
+ * turn, after the fact: `mayWrite()` and `signal` are the truth at a write.
  */
 import type { ObjectStore } from '@x/store';
 import { BucketLease } from './bucket-lease.ts';

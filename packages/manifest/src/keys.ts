@@ -1,23 +1,13 @@
 /**
  * The object layout under a backup prefix, as constructors and their exact
- * inverses.
- *
- * Every number in a key is zero-padded to 20 decimal digits, so the
- * lexicographic order a bucket lists in is numeric order, and "the newest N
- * manifests" is the tail of one LIST of `manifest/`. Numbers are integers in
- * 0..2^53 − 1 (JavaScript's exact integers; 16 digits, so 20 always fits).
- *
- * Guarantees:
- * - a constructor either returns a key that is valid for every store (the
- *   rules of `@x/store`'s `validateKey`, used from `@x/store/keys`, at most
- *   1024 UTF-8 bytes) and lies
- *   under `${prefix}/`, or throws {@link KeyLayoutError};
- * - a parse function returns a value only for a key some constructor produces
- *   from exactly that value: `parseX(prefix, xKey(prefix, ...v))` is `v`, and
- *   for any other string (other prefix, other padding, non-digits, numbers
- *   beyond 2^53 − 1, names that are not plain names) it returns `undefined`;
- * - parse functions never throw for a key taken from a bucket; they throw
- *   {@link KeyLayoutError} only for an invalid `prefix` (a caller's bug).
+ * inverses. Every number in a key is zero-padded to 20 digits, so listing
+ * order is numeric order ("the newest N manifests" is the tail of one LIST of
+ * `manifest/`); numbers are integers in 0..2^53 − 1 (16 digits at most).
+ * - A constructor returns a key under `${prefix}/` valid for every store
+ *   (`@x/store/keys`: at most 1024 UTF-8 bytes), or throws {@link KeyLayoutError}.
+ * - `parseX(prefix, xKey(prefix, ...v))` is `v`; any other string (other
+ *   prefix or padding, non-digits, too large, not a plain name) is `undefined`.
+ *   Parsers never throw for a bucket's key, only for an invalid `prefix`.
  */
 import { keyProblem, MAX_KEY_BYTES } from '@x/store/keys';
 import { isCrc32Hex } from './crc32.ts';

@@ -1,26 +1,13 @@
 /**
- * The manifest: one restore point, as a JSON document.
- *
- * A manifest lists every object a restore needs (snapshot, archives, chain
- * and side files, WAL segments), each with its size, CRC-32, frame count and
- * lineage. Its `commitSeq` is what the restored store reports, and it is
- * computed from what the manifest lists, so parsing refuses a document whose
- * numbers do not add up.
- *
- * Parsing is strict on purpose: a bucket can hold anything (a hostile or
- * corrupted object, a document of a newer format), and a restore must refuse
- * it with a clear error instead of misreading it or writing outside its
- * target. Unknown fields are refused, not ignored: a writer that needs a new
- * field bumps {@link MANIFEST_FORMAT_VERSION}, and this reader then refuses the
- * document by its version, with a message that says so.
- *
- * Versions: 1 is the original layout; 2 adds `snapshotTime` and
- * `commitTime`, the times of the oldest and newest state the restore point
- * restores (either `null` when the engine does not know it). A version 1
- * document parses exactly as before (the two fields are refused in it, as any
- * unknown field) and comes back without them; a version 2 document must
- * carry both. Version 3 adds `leaseGeneration`, the generation of the
- * bucket lease the writer held (the fencing token), after `walGeneration`.
+ * The manifest: one restore point as a JSON document, listing every object a
+ * restore needs (snapshot, archives, chain and side files, WAL segments) with
+ * its size, CRC-32, frame count and lineage. `commitSeq`, what the restored
+ * store reports, is computed from what it lists, so a document whose numbers
+ * do not add up is refused. Parsing is strict: a bucket can hold anything,
+ * and a restore must refuse it clearly, not misread it. Unknown fields are
+ * refused; a new field means a new {@link MANIFEST_FORMAT_VERSION}, refused by
+ * older readers by its version. Version 2 adds `snapshotTime` and `commitTime`,
+ * version 3 `leaseGeneration`; version 1 parses as it always did (package README).
  */
 import { isCrc32Hex } from './crc32.ts';
 import { KeyLayoutError, ManifestError } from './errors.ts';

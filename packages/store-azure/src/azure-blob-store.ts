@@ -1,30 +1,13 @@
 /**
- * `ObjectStore` on Azure Blob Storage (block blobs), via `@azure/storage-blob`.
- *
- * Guarantees:
- * - `create` sends `If-None-Match: *`, `{ ifMatch }` sends `If-Match` with the
- *   ETag exactly as the service returned it; Azure evaluates both atomically,
- *   so of concurrent conditional writes of one key exactly one succeeds.
- * - `upload` stages blocks of `partSize` bytes (default 8 MiB) one at a time,
- *   so memory stays near one block, and commits the block list with the
- *   condition: nothing is visible at the key before the commit, and a refused
- *   or failed commit leaves the existing blob untouched.
- * - Every request carries the caller's `AbortSignal`; an aborted call
- *   rejects with the signal's reason.
- * - Errors and `description` never contain the account key or a SAS token.
- *
- * Limits:
- * - Blocks staged by a failed or aborted `upload` are never committed and
- *   cannot be deleted one by one: Azure discards uncommitted blocks when the
- *   blob's block list is next committed, or after 7 days.
- * - Two `upload`s of one key at the same time: the first commit discards the
- *   other's staged blocks, so the second fails (`AlreadyExistsError` in
- *   `create` mode when the key now exists, `ConflictError` otherwise).
- * - The SDK retries failed requests (network errors, 5xx). A retried
- *   conditional write whose first attempt landed is refused by its own
- *   result; every write carries a random write id in the blob's metadata, and
- *   on a refusal the adapter reads the blob back and reports success when it
- *   finds its own write id.
+ * `ObjectStore` on Azure Blob Storage block blobs, via `@azure/storage-blob`.
+ * `create` sends `If-None-Match: *`, `{ ifMatch }` `If-Match` with the ETag as
+ * returned; Azure checks both atomically. `upload` stages one block of
+ * `partSize` at a time and commits the block list with the condition, so
+ * nothing shows before the commit, and a refused or failed commit leaves the
+ * blob as it was; blocks it staged cannot be deleted (Azure drops them at the
+ * blob's next commit, or after 7 days). A conditional write the SDK retried is
+ * recognised by the write id in the blob's metadata. Errors and `description`
+ * never hold the account key or a SAS token. More: package README.
  */
 import { randomUUID } from 'node:crypto';
 import type { TokenCredential } from '@azure/core-auth';

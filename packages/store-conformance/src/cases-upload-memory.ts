@@ -1,15 +1,12 @@
 /**
  * The bounded-memory case of `upload` (group `basics`): a store must stream
- * an upload, not hold the body whole before writing it.
- *
- * What is observed is deterministic, not timed: which of the chunks the
- * store was given it still references. The source makes a fresh buffer per
- * chunk and keeps only a `WeakRef` to each; every few MiB, and when the store
- * asks for the end of the body, it forces a full garbage collection and
- * counts the chunks still alive. A store that collects the chunks before
- * writing (the usual way to buffer) holds all of them then. Not caught: a
- * store that copies every chunk into a buffer of its own (the chunks are
- * released, the copy is not); see docs/decisions.
+ * an upload, not hold the body whole before writing it. Observed without
+ * timing: the source makes a fresh buffer per chunk and keeps only a `WeakRef`
+ * to each; every few MiB, and when the store asks for the end of the body, it
+ * forces a full garbage collection and counts the chunks still alive. A store
+ * that collects the chunks before writing (the usual way to buffer) holds all
+ * of them then. Not caught: a store that copies every chunk into a buffer of
+ * its own. Rationale: docs/decisions/2026-12-05-runnable-examples-and-upload-memory.md.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';

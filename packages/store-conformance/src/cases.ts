@@ -1,35 +1,13 @@
 /**
- * The conformance cases: one implementation, run by `runConformanceCases`
- * (plain async, for reports and scripts) and by `describeStoreConformance`
- * (a thin vitest wrapper over the same functions).
- *
- * Each case writes only under its own sub-prefix of the run's prefix and
- * deletes what is there when it ends, so a run never touches other keys.
- *
- * Capabilities. A case that needs a capability (conditional put, conditional
- * delete, multipart create) is `not-applicable` when the capability is passed
- * as `false`. Then, if the store itself also declares the capability `false`,
- * a matching case checks that it refuses with `NotImplementedError` rather
- * than silently ignoring the condition (the interface's contract). A store
- * declaring `true` but tested with `false` (e.g. an S3 endpoint known to
- * ignore conditions) gets no check of that capability: use
- * `probeConditionalWrites` to see what it does.
- *
- * `distinctVersions` is different: it is not a precondition a service could
- * ignore but a property the store discloses (S3 ETags are content hashes, so
- * a rewrite of identical bytes keeps the version). The cases that write the
- * same bytes twice apply only when it is tested and the store declares it;
- * a store declaring it `false` is not held to it. Every other case writes
- * distinct bytes wherever it compares versions, so it holds either way.
- *
- * Keys. No case stores a key that is also the folder of another key (`a/b`
- * next to `a/b/c`): the interface allows it, but file-system-backed S3
- * servers refuse or hide it, and no layout that must be portable uses it.
- *
- * The cases themselves live in one module per group (cases-basics.ts,
- * cases-create.ts, cases-replace.ts, cases-delete.ts, cases-multipart.ts,
- * cases-races.ts, cases-abort.ts); their types in case-types.ts, what they
- * share in case-helpers.ts. This module runs them.
+ * The conformance cases, run by `runConformanceCases` (plain async, for
+ * reports and scripts) and by `describeStoreConformance` (a thin vitest
+ * wrapper). Each case writes only under its own sub-prefix of the run's
+ * prefix and deletes what is there when it ends. A case needing a capability
+ * passed `false` is `not-applicable`; a store that declares it `false` too is
+ * checked to refuse with `NotImplementedError`. `distinctVersions` is a
+ * disclosure, not a precondition: the same-bytes cases apply only when it is
+ * tested and declared. Rules and reasons: package README. Cases: one module per
+ * group (cases-*.ts), types in case-types.ts, helpers in case-helpers.ts.
  */
 import { normalizePrefix, type ObjectStore, type StoreCapabilities } from '@x/store';
 import { ConformanceFailure, describeError } from './assertions.ts';

@@ -1,18 +1,11 @@
 /**
- * Cleaning up after the probe and the cases, without trusting the store's
- * listing alone.
- *
- * A store whose listing is broken (truncated pages, dropped keys, an error)
- * would leave behind every key it failed to list, and a cleanup that only
- * lists would never know. So every key written through a
- * {@link KeyRecordingStore} is remembered, and cleanup deletes the keys it
- * remembers as well as the keys it lists. What it reports is what it knows:
- * the keys whose delete failed, the keys still listed after the sweep, and
- * every error on the way.
- *
- * Limits: a key the store holds but neither lists nor was written through the
- * recorder (another writer under the same prefix) is not known; an
- * incomplete multipart upload is invisible to `list` and is not counted.
+ * Cleaning up after the probe and the cases without trusting the store's
+ * listing alone: a broken listing would leave behind every key it drops. Every
+ * key written through a {@link KeyRecordingStore} is remembered; cleanup
+ * deletes those and what it lists, and reports what it knows was left (failed
+ * deletes, keys still listed, errors). Not known: keys the store holds that
+ * it neither lists nor got through the recorder (another writer under the
+ * prefix), and incomplete multipart uploads (invisible to `list`).
  */
 import {
   isValidKey,

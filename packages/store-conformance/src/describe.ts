@@ -1,19 +1,11 @@
 /**
- * `describeStoreConformance`: the conformance cases as a vitest suite. A thin
- * wrapper: each test runs the same case function `runConformanceCases` runs.
- *
- * Cases are registered before the store exists, from the capabilities passed
- * in; the store's own declaration is known only when a test runs. A test is
- * then reported passed only when its case ran, or when the store's
- * `distinctVersions: false` disclosure is what it checks; a declared-absent
- * case the store's declaration rules out is reported skipped, with the
- * reason. Groups with no applicable case are not declared (vitest fails a
- * run on an empty suite).
- *
- * It is the package's `@x/store-conformance/vitest` entry point, the only
- * one that imports vitest: the main entry (the probe, the cases and
- * `runConformanceCases`) loads without vitest installed and without
- * touching it at import time.
+ * `describeStoreConformance`: the cases as a vitest suite, each test running
+ * the case function `runConformanceCases` runs. Tests are registered from the
+ * capabilities passed in, before the store exists; when a test runs, a case
+ * the store's own declaration rules out is reported skipped with the reason,
+ * never passed. Groups without an applicable case are not declared (vitest
+ * fails an empty suite). Entry `@x/store-conformance/vitest`, the only one that
+ * imports vitest: the main entry loads without it.
  */
 import type { ObjectStore, StoreCapabilities } from '@x/store';
 import { afterAll, beforeAll, describe, it } from 'vitest';

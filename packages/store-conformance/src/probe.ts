@@ -1,31 +1,14 @@
 /**
- * `probeConditionalWrites`: measures, by behaviour, whether a store honours
- * create-if-absent, replace-if-version and delete-if-version — what a store
- * declares in `capabilities` is a claim, this is the evidence.
- *
- * For each condition it first checks the refusal one request at a time (a
- * second create, a stale version, a made-up version on a missing key), then,
- * for create and replace, races a few concurrent writers against one key: a
- * store that checks and then writes without atomicity passes the first and
- * fails the second. Either failure is reported as `ignored`, with the
- * evidence saying which.
- *
- * Multipart create is probed with a real multipart upload: a store decides
- * between one single write and a multipart upload by size (S3 sends a
- * `PutObject` for anything that fits in one part), and a service may honour
- * `If-None-Match` on `PutObject` but not on `CompleteMultipartUpload`. So the
- * probe uploads two parts — one of `uploadPartSize` (default 5 MiB, S3's
- * smallest part) and a short last one — with that `partSize`, twice: once to
- * a fresh key (must succeed) and once over it (must be refused, the first
- * content kept). That moves about 10 MiB up and 5 MiB down.
- *
- * Limits: a race that happens to serialise can hide non-atomicity (the probe
- * shows what happened, not a proof); `honoured` means these requests were
- * refused as they should be. A store that ignores `partSize` (memory, file)
- * writes the upload in one piece. Everything is written under a fresh
- * sub-prefix of `prefix` and deleted at the end — every key written, not
- * only those the store lists; `cleanup` says what was left and why when
- * that failed.
+ * `probeConditionalWrites`: whether a store honours create-if-absent,
+ * replace-if-version and delete-if-version, by behaviour (`capabilities` is a
+ * claim; this is the evidence). Each refusal is first checked one request at a
+ * time, then create and replace race concurrent writers on one key: a store
+ * that checks, then writes, passes the first and fails the second. Multipart
+ * create uses a real two-part upload, since a service may honour
+ * `If-None-Match` on `PutObject` but not on `CompleteMultipartUpload` (about
+ * 10 MiB up, 5 MiB down). A race that happens to serialise can hide
+ * non-atomicity. All it writes is deleted at the end (`cleanup` says what was
+ * left). Details: package README.
  */
 import {
   AlreadyExistsError,

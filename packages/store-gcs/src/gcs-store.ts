@@ -1,43 +1,14 @@
 /**
- * `ObjectStore` on Google Cloud Storage, via `@google-cloud/storage`.
- *
- * Guarantees:
- * - The version is the object generation (a decimal string). `create` sends
- *   `ifGenerationMatch=0`, `{ ifMatch }` and conditional `delete` send
- *   `ifGenerationMatch=<generation>`; the service checks them atomically.
- * - `upload` is a resumable upload carrying the same precondition, sent in
- *   chunks of `partSize` (default 8 MiB) with one chunk in memory: nothing
- *   is visible at the key until it completes (see `resumable-upload.ts`).
- * - Errors and `description` never contain credentials.
- * - Every write gets a new generation, also of identical bytes
- *   (`distinctVersions: true`).
- *
- * Capabilities. Google Cloud Storage honours every precondition, so all are
- * on by default. An emulator may not (fake-gcs-server v1.56.1 ignores
- * `ifGenerationMatch` on DELETE): the `capabilities` option declares one
- * off, and the adapter then refuses that mode with `NotImplementedError`
- * instead of sending a condition the service would ignore.
- *
- * Retries. The SDK's automatic retries are turned off on the client this
- * adapter builds: the SDK retries a write that carries a precondition, and a
- * retried create whose first attempt landed answers 412, which would report a
- * successful create as `AlreadyExistsError`; the SDK also flips a retry
- * switch shared by the whole client as a side effect of single calls, so its
- * retry behaviour depends on call history. Instead the adapter retries
- * transient failures itself (408, 429, 5xx, dropped connections; `maxRetries`,
- * default 3), and every write records a random write id in the object's
- * custom metadata: when a conditional write is refused, the adapter reads the
- * object's metadata and reports success (with that generation) if the object
- * holds its own write. `upload` and the body of `getStream` are streams and
- * are not retried.
- *
- * Abort. `upload` sends its chunks with `fetch`, which takes the signal, and
- * cancels its session when aborted. The SDK takes no `AbortSignal`: `put`
- * and `getStream` destroy their SDK stream when the signal fires, which ends
- * the HTTP request; metadata calls (`head`, `delete`, `list`) cannot be
- * cancelled, so the adapter rejects with the signal's reason at once, stops
- * retrying, and drops the late answer; such a request may still reach the
- * service.
+ * `ObjectStore` on Google Cloud Storage, via `@google-cloud/storage`. Versions
+ * are object generations; `create` sends `ifGenerationMatch=0`, `{ ifMatch }`
+ * and conditional `delete` `ifGenerationMatch=<generation>`, checked by the
+ * service. A capability declared off (an emulator ignoring it) is refused with
+ * `NotImplementedError`. The SDK's retries are off: it retries preconditioned
+ * writes (a create that landed comes back 412) and flips a client-wide retry
+ * switch as a side effect of single calls. The adapter retries transient
+ * failures itself and recognises its own refused write by the write id in the
+ * object's metadata. The SDK takes no signal: an aborted `head`, `delete` or
+ * `list` rejects at once, but may still reach the service. More: package README.
  */
 import {
   type File,

@@ -1,21 +1,13 @@
 /**
- * A resumable upload that streams in bounded memory and can be cancelled.
- *
- * The SDK opens the session (it knows how to authenticate, and sends the
- * precondition and metadata); the data goes to the session URI in chunks of
- * `chunkSize` bytes with `fetch`, which takes the caller's `AbortSignal`. A
- * session URI is itself the authorisation for its upload, so the chunk
- * requests carry no credentials.
- *
- * Guarantees: memory holds one chunk; nothing is visible at the key until the
- * last chunk is accepted; the precondition given when the session opened is
- * checked when the upload completes (a 412 then). A failed or aborted upload
- * cancels its session (best effort, `DELETE` on the session URI).
- *
- * Limits: a failed chunk is not resent. Resuming needs a status query
- * (`Content-Range: bytes *\/*`), and fake-gcs-server v1.56.1 answers a status
- * query by finalizing the upload with the bytes received so far — a
- * truncated object — so this module never sends one.
+ * A resumable upload in bounded memory (one chunk) that can be cancelled. The
+ * SDK opens the session (authentication, precondition, metadata); the chunks
+ * go to the session URI with `fetch`, which takes the caller's signal, and
+ * carry no credentials (the URI authorises its upload). Nothing is visible at
+ * the key until the last chunk is accepted, when the precondition is checked
+ * (a 412 then). A failed or aborted upload cancels its session (best effort).
+ * A failed chunk is not resent: resuming needs a status query
+ * (`Content-Range: bytes *\/*`), which fake-gcs-server v1.56.1 answers by
+ * finalizing a truncated object, so none is ever sent.
  */
 import type { File, FileMetadata, PreconditionOptions } from '@google-cloud/storage';
 import { chunksOf, type UploadSource } from '@x/store';

@@ -1,23 +1,11 @@
 /**
- * Maps what the S3 SDK throws onto the store's typed errors.
- *
- * Classification uses the error code and the HTTP status together, since
- * S3-compatible services differ in which of the two they get right:
- * - 412 / `PreconditionFailed` → `AlreadyExistsError` for a create,
- *   `PreconditionFailedError` for a replace or a conditional delete;
- * - 404 / `NoSuchKey` on an `If-Match` write or delete → `PreconditionFailedError`
- *   (there is no object, so it is not the named version);
- * - 409 / `ConditionalRequestConflict` → `ConflictError` (the caller of
- *   {@link classifyS3Error} retries these first);
- * - 501 / `NotImplemented` → `NotImplementedError`, whose message carries the
- *   service's own message and the header it named (S3 names the offending
- *   request header in `<Header>`, e.g. `x-amz-checksum-crc32` from a service
- *   that does not implement the SDK's default checksums);
- * - anything else → `StoreError` naming the key, status, code and request id.
- *
- * The original SDK error is not kept as `cause`: some S3 error answers echo
- * the access key id and the string that was signed. The cause is a plain
- * `Error` with the code, status and message instead.
+ * Maps what the S3 SDK throws onto the store's typed errors (the table is in
+ * the package README), by error code and HTTP status together, since
+ * S3-compatible services get one or the other wrong. A 501 names the request
+ * header the service refused (S3's `<Header>`, e.g. `x-amz-checksum-crc32`).
+ * The SDK's error is never kept as `cause`: some S3 error answers echo the
+ * access key id and the signed string. The cause is a plain `Error` with the
+ * code, status and message.
  */
 import {
   AlreadyExistsError,

@@ -4,7 +4,7 @@
  * conditional writes — 409 `ConditionalRequestConflict` retried with
  * bounded, jittered back-off; a precondition answer after SDK retries
  * resolved by reading the object back and recognising our own write id (see
- * "Retried conditional writes" in s3-store.ts).
+ * "Retried conditional writes are recognised" in the package README).
  */
 import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { ConflictError, type ObjectVersion, StoreError } from '@x/store';

@@ -1,69 +1,14 @@
 /**
  * `ObjectStore` on Amazon S3 and S3-compatible services, through
- * `@aws-sdk/client-s3` v3.
- *
- * Conditional writes map onto S3's conditional requests:
- * - `put(…, { mode: 'create' })` → `PutObject` with `If-None-Match: *`;
- * - `put(…, { mode: { ifMatch } })` → `PutObject` with `If-Match: <etag>`,
- *   the ETag exactly as the service returned it;
- * - `delete(…, { ifMatch })` → `HeadObject`, then `DeleteObject` with
- *   `If-Match` (see "Conditional delete of a missing key" below);
- * - `upload(…, { mode: 'create' })` → multipart upload whose
- *   `CompleteMultipartUpload` carries `If-None-Match: *`.
- * The adapter checks nothing itself: atomicity is the service's. A service
- * that ignores these headers (s3rver; MinIO's `If-Match` on DELETE) silently
- * breaks them — `probeConditionalWrites` in `@x/store-conformance` detects
- * it, and the `capabilities` option lets you declare a capability off, after
- * which the adapter refuses that mode with `NotImplementedError` instead of
- * pretending.
- *
- * Retried conditional writes. The SDK retries a request whose answer was
- * lost (timeout, reset, 5xx). If the lost attempt had been applied, the retry
- * is answered 412 (or 404 for a replace), and a naive adapter would report
- * "someone else won" for its own write. Every conditional write therefore
- * carries a random write id in its user metadata (`x-amz-meta-write-id`);
- * when a conditional write fails with a precondition answer after more than
- * one attempt, the adapter reads the object back: if it carries our write id,
- * the write is reported as the success it was. For a retried conditional
- * delete, an absent object is reported as success (the named version is gone,
- * and our own first attempt is the likely cause). If another writer replaced
- * our object between our write and the read-back, the read-back cannot see
- * ours and the failure stands: the caller re-reads, as for any lost race.
- *
- * 409 `ConditionalRequestConflict` (S3's answer when two conditional writes
- * race in flight) is retried with bounded, jittered back-off, then reported
- * as `ConflictError`.
- *
- * Conditional delete of a missing key. The interface says
- * `PreconditionFailedError`; AWS answers 404 `NoSuchKey`, but versitygw
- * answers 204 — the same answer as a successful delete, so the adapter cannot
- * tell from the DELETE alone. It therefore sends a HEAD first: no object →
- * `PreconditionFailedError`, and no DELETE is sent. Otherwise the DELETE
- * carries `If-Match` and the service decides (the adapter does not compare
- * ETags itself: that check-then-act would hide a service that ignores
- * `If-Match`). If the object vanishes between the HEAD and the DELETE, a
- * service answering 204 makes the delete a success: harmless, since the
- * object is gone either way and the caller's version was current at HEAD
- * time. Cost: one extra HEAD per conditional delete (rare in backupd: the
- * lease releases by writing a released record).
- *
- * Versions. S3 ETags are content hashes (MD5 of the body for a single PUT,
- * of the part hashes for multipart), on AWS too: a rewrite of identical bytes
- * keeps its ETag, and `If-Match` compares ETags only. The adapter therefore
- * declares `distinctVersions: false`; callers that rely on replace-if-version
- * make each write's bytes unique (the lease's record carries a nonce).
- *
- * Listings. A directory placeholder — a key ending in `/` with zero bytes,
- * as the AWS console, some tools and some S3-compatible services create — is
- * left out of `list` (it is no key of this store: keys never end in `/`),
- * whether or not the service gives it an ETag. Any other entry without an
- * ETag fails the whole listing with a `StoreError` naming its key: an object
- * without a version would break every conditional write made from it.
- *
- * Parts: s3-options.ts (options, limits, their checks), s3-requests.ts (one
- * request and its typed error, conditional writes and their recovery),
- * s3-multipart.ts (multipart upload), errors.ts (error mapping); this module
- * is the operations.
+ * `@aws-sdk/client-s3` v3. Conditional writes are S3's conditional requests
+ * (`If-None-Match: *`; `If-Match` with the ETag exactly as returned; on
+ * `CompleteMultipartUpload` for an upload), and atomicity is the service's:
+ * the adapter never checks then writes. A capability declared off is refused
+ * with `NotImplementedError` instead of being sent and ignored. A conditional
+ * write the SDK retried is recognised by its write id (`x-amz-meta-write-id`);
+ * a conditional delete sends HEAD first (versitygw answers 204 for a missing
+ * key); ETags hash the content, so `distinctVersions` is false. Why, and the
+ * rest: package README. Parts: s3-options.ts, s3-requests.ts, s3-multipart.ts.
  */
 import {
   DeleteObjectCommand,

@@ -1,19 +1,13 @@
 /**
- * Markers that let typed errors be recognised across copies of a package.
+ * Markers that let typed errors be recognised across copies of a package
+ * (two versions, or one bundled twice), where `instanceof` fails because each
+ * copy has its own classes. A marker is a `Symbol.for` symbol, global to the
+ * process: each error class sets its own and its base classes' in the
+ * constructor, and its `static isInstance` looks for it.
  *
- * When two copies of a package are installed (two versions, or one bundled
- * twice), each has its own class objects, so `instanceof` fails across them.
- * A `Symbol.for` symbol is global to the process, so a marker set by one copy
- * is seen by the other. Each error class sets its marker in its constructor
- * (subclasses set theirs as well as the base class's) and answers its
- * `static isInstance` by looking for it.
- *
- * Namespace rule: the marker of class `Name` is `Symbol.for(`${namespace}.${Name}`)`,
- * where `namespace` is `x.<package>.error` (or `x.<package>.<area>.error` for
- * a sub-area with its own classes). The string is part of the compatibility
- * contract between copies: never change a released one, or older and newer
- * copies stop recognising each other's errors. Two classes must never share
- * a string.
+ * The string `${namespace}.${Name}` (namespace `x.<package>.error`, or
+ * `x.<package>.<area>.error`) is a contract between copies: never change a
+ * released one, and never give two classes the same one.
  */
 
 /** The marker of error class `name` in `namespace`, e.g. `errorMarker('x.store.error', 'StoreError')`. */

@@ -1,18 +1,12 @@
 /**
- * `ForwardingStore`: the base of every `ObjectStore` wrapper. It forwards
- * each method of the interface to `inner`, with the same arguments and the
- * same signal, and passes results and errors back untouched; a wrapper
- * overrides only what it changes. Every forwarded call goes through one
- * hook, `intercept(operation, key, signal, proceed)`, so a wrapper that acts
- * on every call (counting, injecting faults, timing) overrides that alone
- * and cannot miss a method — also one added to the interface later.
- *
- * `listPages` is forwarded through `listPages(inner, …)` (so an inner store
- * without it still lists, as one page), and `intercept` sees each step of
- * the iteration separately, as operation `listPages` — each page, and the
- * step that ends the listing — since a page is a request to the service. A wrapper that overrides `list` to change what it returns
- * must override `listPages` too; `STORE_OPERATIONS` names every method, for
- * tests that check a wrapper forwards them all.
+ * `ForwardingStore`: the base of every `ObjectStore` wrapper. Each method goes
+ * to `inner` with the same arguments and signal, results and errors untouched;
+ * a wrapper overrides only what it changes. Every call passes through
+ * `intercept(operation, key, signal, proceed)`, so a wrapper that acts on all
+ * calls (counting, faults, timing) overrides that alone and misses no method,
+ * even one added later. `listPages` goes through `listPages(inner, …)` and
+ * reaches `intercept` once per step (a page is a request). A wrapper that
+ * changes what `list` returns must change `listPages` too.
  */
 import { listPages } from './list-pages.ts';
 import type {

@@ -1,5 +1,5 @@
 /**
- * `FsStore`'s on-disk layout (see fs-store.ts for the whole design): the
+ * `FsStore`'s on-disk layout (design: docs/decisions/2026-12-06-fs-store-locking.md): the
  * names it writes (`~obj`, `~lock`, `~tmp.`, `~stale.`, `~` escaped as
  * `~7e`), how a key maps to directories and a file name, and the 64-byte
  * header that carries each object file's version. Also the context every

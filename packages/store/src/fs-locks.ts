@@ -4,7 +4,7 @@
  * breaks a stale lock (dead holder on this host, or older than
  * `staleLockMs`) by moving it aside and checking it moved the lock it judged;
  * a holder confirms the lock is still its own just before it commits. The
- * guarantees and the one known limit are in fs-store.ts's module comment.
+ * design and its one known race: docs/decisions/2026-12-06-fs-store-locking.md.
  */
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
@@ -200,7 +200,7 @@ export async function breakIfStale(context: FsContext, lockPath: string): Promis
   if (!same) {
     // We moved a live lock taken after our look: put it back.
     await link(displaced, lockPath).catch(() => {
-      // Someone took the free name in between (see the module comment's limit).
+      // Someone took the free name in between (the known race, see above).
     });
   }
   await unlink(displaced).catch(() => {

@@ -1,84 +1,13 @@
 /**
- * `FsStore`: objects as files under a root directory — the embedded default
+ * `FsStore`: objects as files under a root directory, the embedded default
  * backend (`file://`). Conditional writes are atomic across processes on one
- * host (and on any filesystem with POSIX `link`, `rename` and `O_EXCL`).
- *
- * Layout. Key `a/b/c.json` lives at `<root>/a/b/c.json~obj`. Directory names
- * are the key's segments; an object's file name is its last segment plus the
- * suffix `~obj`, so key `a` and key `a/b` can both exist (`a~obj` beside the
- * directory `a`). A `~` inside a segment is written as `~7e`, so a name with
- * any other `~` sequence is never an object or a key directory: temp files
- * (`~tmp.*`), lock files (`*~lock`) and displaced stale locks (`~stale.*`)
- * can never be mistaken for objects and are never listed.
- *
- * Object files. Each file holds a 64-byte header — `xstore-object/1 `, a
- * 128-bit random version id in hex, padding, `\n` — then the object's bytes
- * (`tail -c +65` prints them). The version lives inside the file because a
- * file is replaced as one inode by `rename`: a reader that opened the file
- * reads a header and a body of the same write, and a fresh random id per write
- * makes the version change on every write, also when the bytes and the size
- * do not (inode numbers, mtimes and sizes can all repeat).
- *
- * Writes and their atomicity:
- * - Every write first stages the whole object in a temp file in the target
- *   directory (`~tmp.<random>`, created with `O_EXCL`), streams the bytes in
- *   bounded memory, `fsync`s it, and only then makes it visible. Readers never
- *   see a partial object.
- * - `create` publishes the temp file with `link(temp, final)`: the kernel
- *   refuses (`EEXIST`) when the name exists, so of any number of concurrent
- *   creates in any number of processes exactly one wins. No lock is needed.
- * - `overwrite`, `{ ifMatch }` and `delete` (with or without `ifMatch`) run
- *   under a per-key lock file (`<name>~lock`, created with `O_CREAT|O_EXCL`):
- *   read the current version, compare, then `rename(temp, final)` or
- *   `unlink(final)`. Unconditional writes take the lock too, so that an
- *   overwrite or delete can never slip between another writer's check and its
- *   write; `create` needs no lock because while the object exists it cannot
- *   succeed, and the object only disappears under the lock.
- * - Within one process, operations on one key queue on an in-memory mutex
- *   first, so the lock file is only contended between processes.
- *
- * Stale locks. A lock file records `{ pid, host, nonce, createdAt }`. Holders
- * keep it for milliseconds (the bytes are staged before it is taken). A
- * waiter treats a lock as stale when its holder is a dead process on this
- * host, or when it is older than `staleLockMs` (default 30 s; the only test
- * for holders on other hosts). A stale lock is removed by renaming it to a
- * unique name and checking that what was moved is the lock judged stale (same
- * nonce, inode and mtime); if a live lock was moved by mistake it is linked
- * back. A holder re-reads its lock just before it commits and gives up with
- * `ConflictError` (retryable) when the lock is no longer its own or it has
- * held it longer than half of `staleLockMs`. Limit: after a holder crashed,
- * two waiters breaking its lock at the same moment while a third acquires in
- * the microseconds between a mistaken move and the link back could overlap;
- * this needs a crash plus a three-way race inside a window of a few system
- * calls. Without crashes, exclusion rests on `O_EXCL` alone. The dead-process
- * test assumes that processes reporting the same host name share one pid
- * namespace (containers sharing a volume should have distinct host names).
- * POSIX only (`O_NOFOLLOW`, `link`); not for Windows.
- *
- * Durability. The temp file is `fsync`ed before it is published and the
- * directory after every link, rename, unlink or new directory, so a write that
- * resolved survives a power loss (on filesystems that honour `fsync`).
- * `fsync: false` skips this (tests, tmpfs).
- *
- * Containment. Keys are validated (`validateKey`); segments are used as
- * literal names, never as paths. Every directory below the root is checked
- * with `lstat` as it is walked, and files are opened with `O_NOFOLLOW`: a
- * symbolic link anywhere inside the root is refused with a `StoreError`, so
- * no call reads, writes or deletes outside the root, even when someone
- * plants links in it. (The root itself may be a link.)
- *
- * Limits. A segment may hold at most 250 bytes once `~` is escaped
- * (filesystems cap names at 255 bytes); longer ones get `InvalidKeyError`.
- * The filesystem must be case-sensitive and must not normalise Unicode
- * (Linux ext4/xfs/btrfs are fine; macOS APFS by default is not: `A` and `a`
- * would be one object). `list` is not a snapshot: objects written or deleted
- * while it walks may or may not appear. `upload`'s `partSize` is ignored.
- * Empty directories are removed after deletes on a best-effort basis; temp
- * files left by a crashed process are never listed and may be deleted by hand.
- *
- * The parts live beside this file: fs-layout.ts (names and the object
- * header), fs-paths.ts (path safety), fs-write.ts (atomic writes),
- * fs-locks.ts (the per-key lock) and fs-list.ts (listing in key order).
+ * host or a filesystem with POSIX `link`, `rename` and `O_EXCL`: `create`
+ * publishes a staged temp file with `link`; every other write and every
+ * delete runs under a per-key lock file. Known limit: breaking the stale lock
+ * of a crashed holder has a narrow race (two breakers and an acquirer within a
+ * few system calls). Layout, guarantees, limits: package README; the design
+ * and the race: docs/decisions/2026-12-06-fs-store-locking.md. Parts:
+ * fs-layout.ts, fs-paths.ts, fs-write.ts, fs-locks.ts, fs-list.ts.
  */
 import { type FileHandle, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';

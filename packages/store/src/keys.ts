@@ -1,20 +1,12 @@
 /**
- * Key rules shared by every store, so that a key accepted by one backend is
- * accepted by all, and no key can name a path outside a store's root.
- *
- * A key is a `/`-separated path of one or more segments. Refused, with
- * {@link InvalidKeyError} naming the rule:
- * - the empty key;
- * - a key that starts with `/` (it would read as absolute), or has an empty
- *   segment (`a//b`); a trailing `/` is refused as well, since it names no object;
- * - a `.` or `..` segment;
- * - NUL or any other control character (U+0000–U+001F, U+007F);
- * - a backslash (a path separator on some systems);
- * - more than {@link MAX_KEY_BYTES} bytes of UTF-8;
- * - a string that is not well-formed UTF-16 (a lone surrogate cannot be encoded).
- *
- * Pure (no I/O): the format packages use these rules through the
- * `@x/store/keys` subpath, so a key a format builds is one every store takes.
+ * Key rules shared by every store: a key one backend accepts, all accept, and
+ * none names a path outside a store's root. A key is `/`-separated segments.
+ * Refused with {@link InvalidKeyError}: the empty key; a leading `/` (reads as
+ * absolute), an empty segment or a trailing `/` (names no object); `.` and
+ * `..` segments; control characters (U+0000–U+001F, U+007F); a backslash (a
+ * separator on some systems); a lone surrogate (not encodable); more than
+ * {@link MAX_KEY_BYTES} bytes of UTF-8. Pure: the format packages use these
+ * rules through `@x/store/keys`, so a key a format builds every store takes.
  */
 import { InvalidKeyError } from './errors.ts';
 

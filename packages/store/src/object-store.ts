@@ -1,36 +1,14 @@
 /**
- * The object-store interface: everything the backup worker and the lease need
- * from a bucket, and nothing more.
- *
- * Semantics (the reference is {@link MemoryStore}):
- * - Keys follow the rules in `keys.ts`; a bad key is refused with
- *   `InvalidKeyError` before any request is sent.
- * - Every write produces a new {@link ObjectVersion} when its bytes differ
- *   from the object it replaces. When the bytes are identical, it does so
- *   only if the store declares `capabilities.distinctVersions`: S3 ETags are
- *   content hashes (on AWS too), so there two writes of the same bytes share
- *   a version and a replace-if-version cannot tell them apart (an ABA: a
- *   writer holding the old version still matches). Callers that rely on
- *   replace-if-version to detect another writer must make each write's
- *   bytes unique — e.g. a fresh nonce in every record, as the lease's record
- *   carries.
- * - Keys are names, not paths, but some file-system-backed S3 servers
- *   (versitygw's posix backend, MinIO) store them as paths: they refuse, or
- *   hide from listings, a key that is also the folder of another key (`a/b`
- *   next to `a/b/c`). Portable layouts never create one. backupd's layout
- *   under a backup prefix (`LATEST`, `LEASE`, `manifest/…`, `snapshots/…`,
- *   `archives/<g>/…`, `wal/<g>/…`, `side/<name>/…`) never does, as long as
- *   one backup prefix is not itself a key of another backup (e.g. `p` and
- *   `p/LATEST`).
- * - Conditional writes are atomic: of any number of concurrent
- *   create-if-absent writes of one key exactly one succeeds; of concurrent
- *   replace-if-version writes against one version exactly one succeeds.
- * - Every method takes an `AbortSignal`. An aborted call rejects with the
- *   signal's reason (an `AbortError`, or a `TimeoutError` for
- *   `AbortSignal.timeout`) and leaves no partial object behind. A write whose
- *   request already reached the service when the signal fired may still have
- *   been applied: callers that care read back.
- * - Anything else that goes wrong is a `StoreError` (the base class).
+ * The object-store interface: what the backup worker and the lease need from
+ * a bucket. {@link MemoryStore} is the reference semantics. Key rules: keys.ts
+ * (a bad key is refused before any request); portable layouts: package README.
+ * - Other bytes always get a new {@link ObjectVersion}, the same bytes only
+ *   where `capabilities.distinctVersions` (not S3: ETags hash the content);
+ *   code relying on replace-if-version to see another writer writes unique bytes.
+ * - Conditional writes are atomic: of concurrent creates of a key, or
+ *   replaces against one version, exactly one succeeds.
+ * - An aborted call rejects with the signal's reason and leaves no partial
+ *   object; a write already received may apply. Other failures: `StoreError`.
  */
 
 /**

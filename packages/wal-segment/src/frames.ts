@@ -1,17 +1,13 @@
 /**
- * The framed WAL format of a store directory: each frame is one commit.
- *
- * ```
- * offset 0  u32 little-endian  payload length L (1 ≤ L ≤ 2^32 − 1)
- * offset 4  u32 little-endian  CRC-32 (IEEE, as zlib) of the payload
- * offset 8  L bytes            payload
- * ```
+ * The framed WAL format of a store directory, one frame per commit:
+ * u32 little-endian payload length L (1 ≤ L ≤ 2^32 − 1), u32 little-endian
+ * CRC-32 (IEEE, as zlib) of the payload, then the L payload bytes.
  *
  * The readable log is the longest prefix of whole, valid frames. The first
- * frame that is partial, declares length 0, or fails its CRC ends it: that
- * frame and every byte after it are a torn tail, never counted, never
- * shipped. Length 0 is refused on purpose: a zero-filled tail (what some file
- * systems expose after a crash) would otherwise read as endless empty commits.
+ * frame that is partial, declares length 0 or fails its CRC ends it: it and
+ * every byte after it are a torn tail, never counted, never shipped. Length 0
+ * is refused so that a zero-filled tail (what some file systems expose after
+ * a crash) does not read as endless empty commits.
  */
 import { crc32 } from 'node:zlib';
 import { crc32Combine } from './crc32-combine.ts';

@@ -1,46 +1,14 @@
 /**
- * The stored-object envelope: `header + body`, where the body is a
- * commit-log segment's (or a snapshot's) bytes encoded by a codec the header
- * names. Byte layout (little-endian):
- *
- * | offset | size | field |
- * |---|---|---|
- * | 0 | 4 | magic `BKO1` |
- * | 4 | 2 | header length H (everything before the body, header CRC included) |
- * | 6 | 1 | envelope version: 1 |
- * | 7 | 1 | codec: 0 identity, 1 zstd |
- * | 8 | 1 | encryption: 0 none (any other value is refused) |
- * | 9 | 1 | kind: 1 commit-log segment, 2 compacted commit log, 3 snapshot |
- * | 10 | 2 | reserved, written 0, ignored on read |
- * | 12 | 8 | generation |
- * | 20 | 8 | start (log byte offset of the body's first byte; 0 for a snapshot) |
- * | 28 | 8 | end (exclusive; decoded body length = end − start, except for kind 2) |
- * | 36 | 8 | commits the body holds |
- * | 44 | 4 | previous: CRC-32 of the stored bytes of the object before this one in the chain (0 for a snapshot) |
- * | 48 | 4 | CRC-32 of the decoded body |
- * | 52 | 1 | lineage length L (1..128) |
- * | 53 | L | lineage (ASCII: A-Z a-z 0-9 . _ -) |
- * | 53+L | 8 | kind 2 only: decoded body length |
- * | 61+L | 4 | kind 2 only: chain end, the CRC-32 of the stored bytes of the last fine segment the object covers |
- * | H−4 | 4 | CRC-32 of header bytes 0..H−4 |
- *
- * A compacted object (kind 2) stands for log bytes `start..end` and
- * `commits` commits (at least 2) but holds them merged by the engine (one
- * record, the newest version of each page), so its decoded length is its
- * own field. Its `previous` is what the first object it covers named; the
- * object after it in the chain names its chain end as `previous`.
- *
- * Bytes between the lineage (and kind 2's fields) and H−4 are fields a later
- * version of this envelope may add; a reader skips them (they are covered by
- * the header CRC). Kinds 1 and 3 are written byte for byte as before kind 2.
- *
- * Guarantees: {@link decodeSegmentObject} returns a body only when every
- * check passed (header CRC, known version/codec/encryption/kind, decoded
- * length = the header's, decoded CRC); zstd output is bounded by that length
- * while decoding, so a decompression bomb cannot allocate more than the
- * header claims. Limits: the calls are synchronous and hold the whole object
- * in memory — meant for segments of at most a few MiB. A CRC-32 catches
- * corruption and torn writes, not tampering.
+ * The stored-object envelope (`BKO1`): a header, then a commit-log segment's
+ * or a snapshot's bytes encoded by the codec the header names. The byte
+ * layout is in the package README and docs/format.md. A compacted object
+ * (kind 2) stands for log bytes `start..end` and at least 2 commits merged by
+ * the engine, so its decoded length is a field of its own; its `previous` is
+ * what its first input named, and its chain end (the stored CRC-32 of the last
+ * fine segment it covers) is what the next object names as `previous`. Kinds
+ * 1 and 3 are written as they were before kind 2 existed. Decoding checks
+ * everything before it returns a body, and caps zstd's output at the header's
+ * length; calls are synchronous and whole-object, for segments of a few MiB.
  */
 import {
   constants,

@@ -1,28 +1,14 @@
 /**
- * SQLite's write-ahead log format (https://www.sqlite.org/fileformat.html#the_write_ahead_log).
- *
- * ```
- * WAL header, 32 bytes, every field a big-endian u32:
- *   0 magic 0x377f0682 (checksum words little-endian) or 0x377f0683 (big-endian)
- *   4 format version 3007000        8 page size (512..65536, stored as is)
- *  12 checkpoint sequence          16 salt-1        20 salt-2
- *  24 checksum-1, 28 checksum-2 of bytes 0..24
- * Then frames of 24 + page size bytes; frame header, big-endian u32s:
- *   0 page number (≥ 1)            4 database size in pages after a commit, else 0
- *   8 salt-1, 12 salt-2 (must equal the header's)
- *  16 checksum-1, 20 checksum-2: cumulative over the header's checksum, the
- *     frame header's first 8 bytes and the page
- * ```
- *
- * A frame is valid when its salts equal the header's, its page number is not
- * 0 and its checksum matches; the log is the longest run of valid frames, and
- * what a reader may use ends at the last commit frame (non-zero database
- * size) in that run. After SQLite restarts the WAL it writes a new header
- * (new salts) over the old one and new frames over old ones; stale frames
- * beyond the new end fail the salt check, so they are never read as commits.
- *
- * The checksum: for each pair of 32-bit words (x0, x1) in order, with the
- * byte order the magic selects, `s0 += x0 + s1; s1 += x1 + s0` modulo 2^32.
+ * SQLite's write-ahead log (https://www.sqlite.org/fileformat.html#the_write_ahead_log):
+ * a 32-byte header, then frames of a 24-byte header and a page, every field a
+ * big-endian u32 (the layout is in the package README). A frame is valid when
+ * its salts equal the header's, its page number is not 0 and its checksum
+ * matches; the log is the longest run of valid frames, usable up to its last
+ * commit frame (non-zero database size). A WAL restart writes new salts over
+ * the header and new frames over old ones; stale frames past the new end fail
+ * the salt check, so they never read as commits. Checksum: for each pair of
+ * words (x0, x1), in the magic's byte order, `s0 += x0 + s1; s1 += x1 + s0`
+ * mod 2^32; a frame's continues the previous one's over its first 8 bytes and page.
  */
 
 import { open } from 'node:fs/promises';

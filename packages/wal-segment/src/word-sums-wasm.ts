@@ -1,18 +1,12 @@
 /**
  * The inner loop of SQLite's WAL checksum as a few dozen bytes of
- * WebAssembly, built here from its opcodes (no toolchain, no binary file).
- *
- * Why: the checksum is a serial chain of 32-bit additions over every word of
- * every page. V8 runs the plain-JavaScript loop at about 2 GB/s; the same
- * loop in WebAssembly, including the copy of the bytes into its memory, runs
- * at about 8 GB/s, and a tap verifying every frame it ships spends
- * correspondingly less of the machine it shares with the database.
- *
- * Limits: the kernel reads little-endian words only, and inputs in whole
- * blocks of 8 words; the caller handles other byte orders and the rest.
- * Where WebAssembly is unavailable (`node --jitless`), {@link wasmWordSums}
- * is `null` and the caller keeps to JavaScript. Results are bit-identical
- * either way (the unit tests compare them).
+ * WebAssembly, assembled here from its opcodes (no toolchain, no binary file).
+ * It runs several times faster than the JavaScript loop, so a tap that
+ * checksums every frame it ships takes less CPU from the database's machine
+ * (figures: docs/decisions/2026-12-06-wal-checksum-wasm.md). It reads
+ * little-endian words in blocks of 8; the caller handles other byte orders,
+ * the rest, and runtimes without WebAssembly ({@link wasmWordSums} is `null`
+ * under `node --jitless`). Results are bit-identical either way.
  */
 
 /** Bytes of input per kernel call (the scratch area of its memory). */
