@@ -106,8 +106,11 @@ module.exports = {
       name: 'testing-subpath-only-in-tests',
       severity: 'error',
       comment:
-        "@x/backup-worker/testing (test hooks, tuning constants) is for tests and benchmarks: no package's or app's product code imports it.",
-      from: { path: '^(packages|apps)/[^/]+/src/', pathNot: TEST_FILE },
+        "@x/backup-worker/testing (test hooks, tuning constants) is for tests, benchmarks and the engine conformance suite: no package's or app's product code imports it.",
+      from: {
+        path: '^(packages|apps)/[^/]+/src/',
+        pathNot: [TEST_FILE, '^packages/engine-conformance/src/'],
+      },
       to: { path: '^packages/backup-worker/src/testing\\.ts$' },
     },
     {

@@ -852,8 +852,7 @@ async function generationOverlaps(
         const target = join(directory, `overlap-${generation}-${start}`);
         try {
           await restore(store, prefix, target, {
-            manifestKey: manifest,
-            commitSeq: start,
+            target: { kind: 'restore-point', manifestKey: manifest, commitSeq: start },
             materializer: sqliteMaterializer({ databaseName: 'restored.db' }),
           });
           const { integrity, writerCommit } = inspect(join(target, 'restored.db'), commitOfHash);

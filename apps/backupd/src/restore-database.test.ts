@@ -139,14 +139,20 @@ describe('a restore whose restore point a compaction retires under it', () => {
     // restore's first snapshot read.
     const racing = racingStore(store, 'p/snapshots/', advance);
     const target = join(directory, 'by-time', 'app.db');
-    const result = await restoreDatabase(racing.store, 'p', target, { time, force: false });
+    const result = await restoreDatabase(racing.store, 'p', target, {
+      target: { kind: 'time', time },
+      force: false,
+    });
     expect(racing.picked()).toBeDefined();
     expect(result.manifestKey).not.toBe(racing.picked());
     // Inside the compacted range now: the newest boundary at or before it.
     expect(result.commitSeq).toBeLessThanOrEqual(before);
     expect(states.has(hashOf(target))).toBe(true);
     const direct = join(directory, 'direct', 'app.db');
-    await restoreDatabase(store, 'p', direct, { commitSeq: result.commitSeq, force: false });
+    await restoreDatabase(store, 'p', direct, {
+      target: { kind: 'commit', commitSeq: result.commitSeq },
+      force: false,
+    });
     expect(hashOf(target)).toBe(hashOf(direct));
   });
 });

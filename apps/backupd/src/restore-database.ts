@@ -13,6 +13,8 @@ import {
   type LatestFallback,
   NoRestorePointError,
   ObjectMissingError,
+  type RestorePointTarget,
+  type RestoreTarget,
   RestoreTargetNotEmptyError,
   type RolledForward,
   restore,
@@ -21,11 +23,18 @@ import { sqliteCommitAtTime, sqliteMaterializer } from '@x/source-sqlite';
 import type { ObjectStore } from '@x/store';
 import type { ProgressState } from './progress-bar.ts';
 
+/** The newest commit at or before `time` (Unix milliseconds): SQLite's commit records date them. */
+export interface TimeTarget {
+  readonly kind: 'time';
+  readonly time: number;
+}
+
+/** Which state of a database to restore: one of `@x/restore`'s targets, or a time. */
+export type DatabaseRestoreTarget = RestoreTarget | TimeTarget;
+
 export interface DatabaseRestoreOptions {
-  readonly manifestKey?: string;
-  readonly commitSeq?: number;
-  /** Unix milliseconds: the newest commit at or before it. */
-  readonly time?: number;
+  /** Default the latest state. */
+  readonly target?: DatabaseRestoreTarget;
   readonly force: boolean;
   readonly onProgress?: (state: ProgressState) => void;
   readonly signal?: AbortSignal;
@@ -79,11 +88,9 @@ export interface DatabaseRestoreResult {
   readonly rolledForward?: RolledForward;
 }
 
-/** What a time search chose: the restore point and commit, and whether to roll forward into it. */
+/** What a time search chose: the restore point and commit (rolled forward into, when past its own). */
 export interface TimeChoice {
-  readonly manifestKey: string;
-  readonly commitSeq: number;
-  readonly rollForward: boolean;
+  readonly target: RestorePointTarget;
   /** The chosen commit's recorded time (ms). */
   readonly commitTime: number;
 }
@@ -102,13 +109,7 @@ export async function chooseByTime(
       `no restore point holds a commit at or before ${new Date(time).toISOString()}`,
     );
   }
-  // A time past the newest restore point, among the chained segments after it.
-  return {
-    manifestKey: found.manifestKey,
-    commitSeq: found.commitSeq,
-    rollForward: found.rollForward === true,
-    commitTime: found.commitTime,
-  };
+  return { target: found.target, commitTime: found.commitTime };
 }
 
 /**
@@ -119,54 +120,52 @@ export async function chooseByTime(
  */
 const TIME_SEARCH_ATTEMPTS = 3;
 
+/** Restores the state `options.target` names as the database file `databasePath`. */
 export async function restoreDatabase(
   store: ObjectStore,
   prefix: string,
-  target: string,
+  databasePath: string,
   options: DatabaseRestoreOptions,
 ): Promise<DatabaseRestoreResult> {
-  const { time } = options;
-  if (time === undefined) return restoreChoice(store, prefix, target, options, undefined);
-  let choice = await chooseByTime(store, prefix, time, options.signal);
+  const { target } = options;
+  if (target?.kind !== 'time') return restoreTarget(store, prefix, databasePath, options, target);
+  let choice = await chooseByTime(store, prefix, target.time, options.signal);
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await restoreChoice(store, prefix, target, options, choice);
+      return await restoreTarget(store, prefix, databasePath, options, choice.target);
     } catch (error) {
       if (attempt >= TIME_SEARCH_ATTEMPTS || !ObjectMissingError.isInstance(error)) throw error;
-      const again = await chooseByTime(store, prefix, time, options.signal).catch(() => null);
-      if (again === null || again.manifestKey === error.manifestKey) throw error;
+      const again = await chooseByTime(store, prefix, target.time, options.signal).catch(
+        () => null,
+      );
+      if (again === null || again.target.manifestKey === error.manifestKey) throw error;
       choice = again;
     }
   }
 }
 
-/** One restore: of `choice` when the time chose it, else of what the options name. */
-async function restoreChoice(
+/** One restore of `target` (the latest state when undefined). */
+async function restoreTarget(
   store: ObjectStore,
   prefix: string,
-  target: string,
+  databasePath: string,
   options: DatabaseRestoreOptions,
-  choice: TimeChoice | undefined,
+  target: RestoreTarget | undefined,
 ): Promise<DatabaseRestoreResult> {
-  const manifestKey = choice?.manifestKey ?? options.manifestKey;
-  const commitSeq = choice?.commitSeq ?? options.commitSeq;
-  const rollForward = choice?.rollForward ?? false;
   let result: Awaited<ReturnType<typeof restore>>;
   // What the rebuilt database holds, from the records applied (so it is
   // right for every way of choosing, a roll-forward included).
   let commitTime: number | null = null;
   try {
-    result = await restore(store, prefix, dirname(target), {
+    result = await restore(store, prefix, dirname(databasePath), {
       materializer: sqliteMaterializer({
-        databaseName: basename(target),
+        databaseName: basename(databasePath),
         onRebuilt: (rebuilt) => {
           commitTime = rebuilt.commitTime;
         },
       }),
       force: options.force,
-      ...(manifestKey ? { manifestKey } : {}),
-      ...(commitSeq !== undefined ? { commitSeq } : {}),
-      ...(rollForward ? { rollForward } : {}),
+      ...(target === undefined ? {} : { target }),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
@@ -174,7 +173,7 @@ async function restoreChoice(
     // The library speaks of the directory it restores into and of its own
     // `force` option; a person restoring a database file needs that file named.
     if (RestoreTargetNotEmptyError.isInstance(error))
-      throw new DatabaseTargetExistsError(target, error.entries, error);
+      throw new DatabaseTargetExistsError(databasePath, error.entries, error);
     throw error;
   }
   return {

@@ -114,7 +114,7 @@ for (const storeCase of localStores) {
     it('a named manifest never falls back', async () => {
       await overwrite(store, newest().key, encode('not json'));
       const error = await restoreFramedStore(store, PREFIX, join(scratch.path, 'restored'), {
-        manifestKey: newest().key,
+        target: { kind: 'restore-point', manifestKey: newest().key },
       }).catch((e: unknown) => e);
       expect(RestorePointRejectedError.isInstance(error), String(error)).toBe(true);
       expect((error as RestorePointRejectedError).key).toBe(newest().key);

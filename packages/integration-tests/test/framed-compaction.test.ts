@@ -101,7 +101,9 @@ describe('compaction of a framed store’s commit log', () => {
     expect(covered.size).toBeGreaterThan(96);
     for (const [commitSeq, manifestKey] of covered) {
       const target = join(work, `restored-${commitSeq}`);
-      const result = await restoreFramedStore(store, PREFIX, target, { commitSeq, manifestKey });
+      const result = await restoreFramedStore(store, PREFIX, target, {
+        target: { kind: 'restore-point', manifestKey, commitSeq },
+      });
       const base = points.find((p) => p.manifestKey === result.manifestKey)!.restorableFrom!;
       const files = await readFiles(target);
       expect(framePayloads(files.get('wal.bin')!, 'wal.bin'), `commit ${commitSeq}`).toEqual(

@@ -64,7 +64,9 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()]) {
     /** What the package's `restore()` makes of the manifest: a restored store with a parent record and no lineage. */
     async function restoreFrom(manifestKey: string, name: string): Promise<FramedTestEngine> {
       const directory = join(root, name);
-      await restoreFramedStore(store, prefix, directory, { manifestKey });
+      await restoreFramedStore(store, prefix, directory, {
+        target: { kind: 'restore-point', manifestKey },
+      });
       await expect(readFile(join(directory, 'backup.lineage'))).rejects.toThrow();
       return original.restoredInto(directory);
     }

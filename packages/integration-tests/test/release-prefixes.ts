@@ -179,7 +179,7 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
 
       const earlierDir = tempDir('sqlite-earlier');
       const earlier = await restore(store, want.prefix, earlierDir, {
-        commitSeq: want.earlier.commitSeq,
+        target: { kind: 'commit', commitSeq: want.earlier.commitSeq },
         materializer,
       });
       expect(earlier.commitSeq).toBe(want.earlier.commitSeq);
@@ -299,7 +299,10 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
       ).toEqual(want.restorePoints.map((point) => point.manifestKey));
       // The old restore points still restore.
       const old = tempDir('sqlite-old-still');
-      await restore(store, want.prefix, old, { commitSeq: want.earlier.commitSeq, materializer });
+      await restore(store, want.prefix, old, {
+        target: { kind: 'commit', commitSeq: want.earlier.commitSeq },
+        materializer,
+      });
       expect(hashOfDatabase(join(old, 'app.db')).contentHash).toBe(want.earlier.contentHash);
     });
   });
@@ -323,8 +326,8 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
           which === 'latest'
             ? {}
             : which === 'earlier'
-              ? { manifestKey: state.manifestKey }
-              : { commitSeq: state.commitSeq },
+              ? { target: { kind: 'restore-point', manifestKey: state.manifestKey } }
+              : { target: { kind: 'commit', commitSeq: state.commitSeq } },
         );
         expect(result.manifestKey).toBe(state.manifestKey);
         expect(result.commitSeq).toBe(state.commitSeq);

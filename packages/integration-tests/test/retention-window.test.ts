@@ -22,7 +22,7 @@ import { BackupWorker } from '@x/backup-worker';
 import { TestHooks } from '@x/backup-worker/testing';
 import { FakeClock } from '@x/lease';
 import { latestKey, type Manifest } from '@x/manifest';
-import { verify } from '@x/restore';
+import { type RestoreTarget, verify } from '@x/restore';
 import { FramedDirSource, restoreFramedStore } from '@x/source-framed';
 import { MemoryStore } from '@x/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -56,7 +56,7 @@ async function sourceFiles(directory: string): Promise<Map<string, Buffer>> {
 async function restoredFiles(
   store: MemoryStore,
   target: string,
-  options: { manifestKey?: string; commitSeq?: number },
+  options: { target?: RestoreTarget },
 ): Promise<{ commitSeq: number; manifestKey: string; files: Map<string, Buffer> }> {
   await rm(target, { recursive: true, force: true });
   const result = await restoreFramedStore(store, P, target, { ...options, force: true });
@@ -158,7 +158,7 @@ describe('retention by time (retainFor)', () => {
       if (before !== undefined) {
         // The commit at the window's start: restorable, exactly as it was.
         const atStart = await restoredFiles(inner, join(scratch, 'at-start'), {
-          commitSeq: before.commitSeq,
+          target: { kind: 'commit', commitSeq: before.commitSeq },
         });
         expect(atStart.commitSeq).toBe(before.commitSeq);
         expect(atStart.manifestKey).toBe(before.key);
@@ -195,7 +195,7 @@ describe('retention by time (retainFor)', () => {
     const remaining = (await checkBucket(inner, P)).manifests;
     for (const point of shipped.filter((p) => remaining.has(p.key))) {
       const restored = await restoredFiles(inner, join(scratch, 'kept'), {
-        manifestKey: point.key,
+        target: { kind: 'restore-point', manifestKey: point.key },
       });
       expect(restored.commitSeq).toBe(point.commitSeq);
       expectSameFiles(restored.files, point.files);

@@ -66,7 +66,10 @@ for (const storeCase of localStoreCases()) {
       await second.runOnce();
       expect(await latestCommitSeq(store, prefix)).toBe(engine.durableCommits);
       const restored = await restoreFramedStore(store, prefix, join(work, 'restored'), {
-        manifestKey: parseLatest((await store.get(latestKey(prefix)))!.body, { prefix }),
+        target: {
+          kind: 'restore-point',
+          manifestKey: parseLatest((await store.get(latestKey(prefix)))!.body, { prefix }),
+        },
       });
       expect(restored.commitSeq).toBe(engine.durableCommits);
     });

@@ -23,8 +23,8 @@ import {
   segmentKey,
   snapshotKey,
 } from '@x/manifest';
-import { findUnnamedNewerDataAfter } from '@x/restore';
-import { FramedDirSource, restoreFramedStore } from '@x/source-framed';
+import { findUnnamedNewerDataAfter, NoRestorePointError } from '@x/restore';
+import { FramedDirSource, type FramedRestoreOptions, restoreFramedStore } from '@x/source-framed';
 import type { ObjectStore } from '@x/store';
 import { decodeSegmentObject, encodeSegmentObject, segmentObjectFieldsOf } from '@x/wal-segment';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -265,12 +265,15 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()] as StoreCase
     });
 
     it('costs three LISTs and two GETs per rolled segment more than a restore of the restore point', async () => {
-      const counted = async (options: { manifestKey?: string }, name: string) => {
+      const counted = async (options: FramedRestoreOptions, name: string) => {
         const counting = new CountingStore(store);
         await restoreFramedStore(counting, prefix, join(work, name), options);
         return { ...counting.counts };
       };
-      const named = await counted({ manifestKey: shipped.manifestKey }, 'named');
+      const named = await counted(
+        { target: { kind: 'restore-point', manifestKey: shipped.manifestKey } },
+        'named',
+      );
       const latest = await counted({}, 'latest');
       // LATEST is read for the latest state only (one GET); the roll-forward lists
       // wal/ and snapshots/ (delimiter) and the generation's wal/{g}/ (one page),
@@ -282,10 +285,45 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()] as StoreCase
 
     it('a restore of a named restore point does not roll forward', async () => {
       const result = await restoreFramedStore(store, prefix, join(work, 'named'), {
-        manifestKey: shipped.manifestKey,
+        target: { kind: 'restore-point', manifestKey: shipped.manifestKey },
       });
       expect(result.commitSeq).toBe(shipped.manifest.commitSeq);
       expect(result.rolledForward).toBeUndefined();
+    });
+
+    it('a named restore point with rollForward reaches the commits chained after it, and no further', async () => {
+      const { manifestKey } = shipped;
+      const own = shipped.manifest.commitSeq;
+      const named = (name: string, commitSeq?: number, rollForward?: boolean) =>
+        restoreFramedStore(store, prefix, join(work, name), {
+          target: { kind: 'restore-point', manifestKey, commitSeq, rollForward },
+        });
+      const whole = await named('whole', undefined, true);
+      expect(whole.commitSeq).toBe(shipped.commits);
+      expect(whole.rolledForward).toEqual({
+        fromCommitSeq: own,
+        segments: SHIPS,
+        commits: SHIPS * COMMITS_PER_SHIP,
+      });
+      // A commit inside the second chained segment: the result counts what of the roll it used.
+      const cut = await named('cut', own + COMMITS_PER_SHIP + 1, true);
+      expect(cut.commitSeq).toBe(own + COMMITS_PER_SHIP + 1);
+      expect(cut.rolledForward).toEqual({
+        fromCommitSeq: own,
+        segments: 2,
+        commits: COMMITS_PER_SHIP + 1,
+      });
+      // Its own commit: nothing of the roll used.
+      expect((await named('own', own, true)).rolledForward).toBeUndefined();
+      const beyond = await named('beyond', shipped.commits + 1, true).catch((e: unknown) => e);
+      expect(NoRestorePointError.isInstance(beyond), String(beyond)).toBe(true);
+      expect((beyond as Error).message).toContain(`${manifestKey} rolled forward restores commits`);
+      // Without rollForward the chained commits are past the restore point.
+      const unrolled = await named('unrolled', own + 1).catch((e: unknown) => e);
+      expect(NoRestorePointError.isInstance(unrolled), String(unrolled)).toBe(true);
+      expect((unrolled as Error).message).toMatch(
+        new RegExp(`${manifestKey} restores commits \\d+ to ${own}, not ${own + 1}`),
+      );
     });
   });
 }

@@ -29,11 +29,16 @@ export {
   RestoreTargetUnsafeError,
 } from './restore-errors.ts';
 export {
+  type CommitTarget,
+  type LatestTarget,
   type PlannedObject,
   planRestore,
   type RestoreChoice,
   type RestoreOptions,
   type RestorePlan,
+  type RestorePointTarget,
+  type RestoreTarget,
+  type RestoreTargetKind,
   type RolledForward,
 } from './restore-plan.ts';
 export { fileNameProblem } from './restore-point-checks.ts';

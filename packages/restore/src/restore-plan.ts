@@ -4,15 +4,11 @@
  * bucket without writing anything. `restore()` acts on this choice;
  * `planRestore()` returns it (what `backupd restore --dry-run` prints).
  */
-import { type FileEntry, type Manifest, parseManifestKey, type SegmentEntry } from '@x/manifest';
+import type { FileEntry, Manifest, SegmentEntry } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
 import type { RestoreMaterializer } from './materializer.ts';
 import type { RestoreProgress } from './progress.ts';
-import {
-  NoRestorePointError,
-  RestoreOptionsError,
-  RestorePointRejectedError,
-} from './restore-errors.ts';
+import { NoRestorePointError, RestorePointRejectedError } from './restore-errors.ts';
 import { checkedPrefix, fileNameProblem, messageOf } from './restore-point-checks.ts';
 import {
   type LatestFallback,
@@ -22,26 +18,27 @@ import {
   type PickedLatest,
   restorePointForCommit,
 } from './restore-points.ts';
+import {
+  checkTargetOptions,
+  LATEST_TARGET,
+  type RestoreTarget,
+  requestedCommit,
+  rollsForward,
+} from './restore-target.ts';
 import { findRollForward, type RollForward, rolledForwardManifest } from './roll-forward.ts';
 
+export type {
+  CommitTarget,
+  LatestTarget,
+  RestorePointTarget,
+  RestoreTarget,
+  RestoreTargetKind,
+} from './restore-target.ts';
+
 export interface RestoreOptions {
-  /** Restore from this manifest (a full key under the prefix) instead of LATEST's. */
-  readonly manifestKey?: string;
-  /**
-   * Restore exactly this commit: the restore point covering it, with the WAL
-   * cut after its frame. With `manifestKey`, that manifest must cover it.
-   */
-  readonly commitSeq?: number;
-  /**
-   * With `manifestKey`: roll forward past that restore point over the
-   * chained segments of its generation shipped after it (also when a later
-   * generation exists), so `commitSeq` may name a commit among them (what a
-   * search by time finds past a generation's newest restore point). Without `manifestKey` it changes
-   * nothing: the latest state always rolls forward, a `commitSeq` alone
-   * never does.
-   */
-  readonly rollForward?: boolean;
-  /** Restore into a non-empty target, replacing the store files in it. */
+  /** Which state to restore (see {@link RestoreTarget}); default the latest. */
+  readonly target?: RestoreTarget;
+  /** Restore into a non-empty target directory, replacing the store files in it. */
   readonly force?: boolean;
   readonly signal?: AbortSignal;
   readonly onProgress?: (progress: RestoreProgress) => void;
@@ -93,54 +90,60 @@ export interface PlannedFile {
   readonly name: string;
 }
 
+/** The prefix normalized, once it and the target are checked. @throws RestoreOptionsError */
 export function validateOptions(prefix: string, options: RestoreChoice): string {
   const normalized = checkedPrefix(prefix);
-  const { commitSeq, manifestKey } = options;
-  if (commitSeq !== undefined && (!Number.isSafeInteger(commitSeq) || commitSeq < 0)) {
-    throw new RestoreOptionsError(
-      'commitSeq',
-      `must be a non-negative integer, got ${String(commitSeq)}`,
-    );
-  }
-  if (
-    manifestKey !== undefined &&
-    (typeof manifestKey !== 'string' || parseManifestKey(normalized, manifestKey) === undefined)
-  ) {
-    throw new RestoreOptionsError(
-      'manifestKey',
-      `must be a manifest key of this prefix (${normalized}/manifest/{20-digit commit}.json)`,
-    );
-  }
+  checkTargetOptions(normalized, options);
   return normalized;
 }
 
+/** The target the options choose: the latest state unless one is given. */
+export function targetOf(options: Pick<RestoreOptions, 'target'>): RestoreTarget {
+  return options.target ?? LATEST_TARGET;
+}
+
+/** @throws NoRestorePointError unless `point` restores `commitSeq`; `what` names it in the message. */
+function checkCovers(
+  prefix: string,
+  point: LoadedRestorePoint,
+  commitSeq: number,
+  what: string,
+): void {
+  const from = point.restorableFrom;
+  const to = point.manifest.commitSeq;
+  if (commitSeq >= from && commitSeq <= to) return;
+  throw new NoRestorePointError(
+    prefix,
+    `${what} restores commits ${from} to ${to}, not ${commitSeq}`,
+    { requestedCommitSeq: commitSeq, available: [{ manifestKey: point.key, from, to }] },
+  );
+}
+
+/**
+ * The restore point a target names, before any roll-forward. A named one
+ * rolled forward is checked against its commit only once its chained
+ * segments are known (chooseRestore).
+ */
 export async function pickRestorePoint(
   store: ObjectStore,
   prefix: string,
-  options: RestoreChoice,
+  target: RestoreTarget,
+  signal?: AbortSignal,
 ): Promise<PickedLatest> {
-  const { manifestKey, commitSeq, signal } = options;
-  if (manifestKey !== undefined) {
-    const point = await loadRestorePoint(store, prefix, manifestKey, signal);
-    if (point === null) throw new NoRestorePointError(prefix, `${manifestKey} does not exist`);
-    if (
-      commitSeq !== undefined &&
-      (commitSeq < point.restorableFrom || commitSeq > point.manifest.commitSeq)
-    ) {
-      throw new NoRestorePointError(
-        prefix,
-        `${manifestKey} restores commits ${point.restorableFrom} to ${point.manifest.commitSeq}, not ${commitSeq}`,
-        {
-          requestedCommitSeq: commitSeq,
-          available: [{ manifestKey, from: point.restorableFrom, to: point.manifest.commitSeq }],
-        },
-      );
+  switch (target.kind) {
+    case 'latest':
+      return latestRestorePoint(store, prefix, signal);
+    case 'commit':
+      return { point: await restorePointForCommit(store, prefix, target.commitSeq, signal) };
+    case 'restore-point': {
+      const { manifestKey, commitSeq } = target;
+      const point = await loadRestorePoint(store, prefix, manifestKey, signal);
+      if (point === null) throw new NoRestorePointError(prefix, `${manifestKey} does not exist`);
+      if (commitSeq !== undefined && target.rollForward !== true)
+        checkCovers(prefix, point, commitSeq, manifestKey);
+      return { point };
     }
-    return { point };
   }
-  if (commitSeq !== undefined)
-    return { point: await restorePointForCommit(store, prefix, commitSeq, signal) };
-  return latestRestorePoint(store, prefix, signal);
 }
 
 /** The file entries to download and their target names, checked. */
@@ -185,10 +188,7 @@ function planSegments(manifest: Manifest, walCommits: number): SegmentEntry[] {
 }
 
 /** Which state a restore takes: the options of {@link RestoreOptions} that choose it. */
-export type RestoreChoice = Pick<
-  RestoreOptions,
-  'manifestKey' | 'commitSeq' | 'rollForward' | 'signal' | 'materializer'
->;
+export type RestoreChoice = Pick<RestoreOptions, 'target' | 'signal' | 'materializer'>;
 
 /** The restore point chosen, and what of it a restore downloads. */
 export interface ChosenRestore {
@@ -205,62 +205,21 @@ export interface ChosenRestore {
 }
 
 /**
- * Picks the restore point the options choose, rolls the latest state (or a
+ * Picks the restore point the target chooses, rolls the latest state (or a
  * named restore point with `rollForward`) forward over the chained segments
- * after it, and lists the objects a restore of `commitSeq` needs.
+ * after it, and lists the objects a restore of the commit asked for needs.
  */
 export async function chooseRestore(
   store: ObjectStore,
   normalizedPrefix: string,
   options: RestoreChoice,
 ): Promise<ChosenRestore> {
-  const { materializer, signal } = options;
-  // A named restore point rolled forward is checked against the commit
-  // asked for only once its chained segments are known (below).
-  const rollNamed = options.rollForward === true && options.manifestKey !== undefined;
-  const picked = await pickRestorePoint(
-    store,
-    normalizedPrefix,
-    rollNamed ? { ...options, commitSeq: undefined } : options,
-  );
-  let point = picked.point;
-  // The latest state: the restore point, then the chained segments shipped
-  // after it. The segment list and the commit count grow by them; each is
-  // downloaded and checked again like a named one (size, CRC-32, envelope,
-  // chain, commits).
-  let rolledForward: RolledForward | undefined;
-  if ((options.manifestKey === undefined && options.commitSeq === undefined) || rollNamed) {
-    const found = await findRollForward(store, normalizedPrefix, point.manifest, {
-      createWalCutter: (commits) => materializer.createWalCutter(commits),
-      // A commit of a named restore point's generation is asked for, not the
-      // newest state: its chained tail serves even when a later generation exists.
-      ...(rollNamed ? { pastLaterGenerations: true } : {}),
-      ...(signal === undefined ? {} : { signal }),
-    });
-    rolledForward = rolledForwardOf(point.manifest.commitSeq, found);
-    point = { ...point, manifest: rolledForwardManifest(point.manifest, found) };
-    const wanted = options.commitSeq;
-    if (
-      rollNamed &&
-      wanted !== undefined &&
-      (wanted < point.restorableFrom || wanted > point.manifest.commitSeq)
-    )
-      throw new NoRestorePointError(
-        normalizedPrefix,
-        `${point.key} rolled forward restores commits ${point.restorableFrom} to ${point.manifest.commitSeq}, not ${wanted}`,
-        {
-          requestedCommitSeq: wanted,
-          available: [
-            { manifestKey: point.key, from: point.restorableFrom, to: point.manifest.commitSeq },
-          ],
-        },
-      );
-    // A commit chosen among the rolled-forward ones: the result says what
-    // of the roll it used (nothing, when the commit is the restore point's own).
-    if (rollNamed && wanted !== undefined)
-      rolledForward = usedOfRoll(rolledForward, found, wanted - rolledForward.fromCommitSeq);
-  }
-  const commitSeq = options.commitSeq ?? point.manifest.commitSeq;
+  const target = targetOf(options);
+  const picked = await pickRestorePoint(store, normalizedPrefix, target, options.signal);
+  const { point, rolledForward } = rollsForward(target)
+    ? await rollForwardPoint(store, normalizedPrefix, picked.point, target, options)
+    : { point: picked.point, rolledForward: undefined };
+  const commitSeq = requestedCommit(target) ?? point.manifest.commitSeq;
   const walCommits = commitSeq - point.restorableFrom;
   return {
     point,
@@ -268,8 +227,40 @@ export async function chooseRestore(
     ...(rolledForward === undefined ? {} : { rolledForward }),
     commitSeq,
     walCommits,
-    files: planFiles(point, materializer),
+    files: planFiles(point, options.materializer),
     segments: planSegments(point.manifest, walCommits),
+  };
+}
+
+/**
+ * The restore point extended by the chained segments shipped after it (its
+ * segment list and commit count grow by them; each is downloaded and checked
+ * again like a named one), and what of them a restore uses.
+ */
+async function rollForwardPoint(
+  store: ObjectStore,
+  prefix: string,
+  picked: LoadedRestorePoint,
+  target: RestoreTarget,
+  { materializer, signal }: RestoreChoice,
+): Promise<{ point: LoadedRestorePoint; rolledForward: RolledForward | undefined }> {
+  const named = target.kind === 'restore-point';
+  const found = await findRollForward(store, prefix, picked.manifest, {
+    createWalCutter: (commits) => materializer.createWalCutter(commits),
+    // A commit of a named restore point's generation is asked for, not the
+    // newest state: its chained tail serves even when a later generation exists.
+    ...(named ? { pastLaterGenerations: true } : {}),
+    ...(signal === undefined ? {} : { signal }),
+  });
+  const point = { ...picked, manifest: rolledForwardManifest(picked.manifest, found) };
+  const rolledForward = rolledForwardOf(picked.manifest.commitSeq, found);
+  const wanted = requestedCommit(target);
+  if (wanted === undefined) return { point, rolledForward };
+  checkCovers(prefix, point, wanted, `${point.key} rolled forward`);
+  // The result says what of the roll the commit uses (nothing, when it is the restore point's own).
+  return {
+    point,
+    rolledForward: usedOfRoll(rolledForward, found, wanted - picked.manifest.commitSeq),
   };
 }
 
@@ -304,7 +295,7 @@ export interface RestorePlan {
 }
 
 /**
- * The plan of a restore with these options: the restore point, the objects
+ * The plan of a restore of `options.target`: the restore point, the objects
  * and bytes it downloads, the commit it lands on. Reads LATEST, manifests
  * and (for the latest state) the chained segments' listing and headers;
  * writes nothing and touches no target.

@@ -6,9 +6,9 @@
  * 1. The target is checked (a directory or missing, no symbolic link, empty
  *    unless `force`) before the bucket is read.
  * 2. The restore point is picked — LATEST, a manifest key, or the manifest
- *    that covers a commit — and refused unless it parses, its lineage is
- *    consistent and every name and key in it is safe. Only for the latest
- *    state (neither `manifestKey` nor `commitSeq`), an unusable LATEST falls
+ *    that covers a commit (the options' `target`) — and refused unless it
+ *    parses, its lineage is consistent and every name and key in it is safe.
+ *    Only for the latest state (target kind `latest`), an unusable LATEST falls
  *    back to the newest manifest that passes those checks, and the result
  *    says so (`fellBackFrom`); a named manifest never falls back. This
  *    choice and the objects it needs are the plan (restore-plan.ts).
@@ -41,6 +41,7 @@ import {
   pickRestorePoint,
   type RestoreOptions,
   type RolledForward,
+  targetOf,
   validateOptions,
 } from './restore-plan.ts';
 import {
@@ -71,7 +72,7 @@ import {
 } from './target-directory.ts';
 import { downloadVerified } from './verified-download.ts';
 
-export type { RestoreOptions, RolledForward } from './restore-plan.ts';
+export type { RestoreOptions, RestoreTarget, RolledForward } from './restore-plan.ts';
 
 export interface RestoreResult {
   /** Absolute path of the target directory. */
@@ -110,12 +111,12 @@ export interface RestoreResult {
  * retired under it (retention deleted an object it names while it read
  * them: a compaction superseded it, or it left the window) picks again and
  * starts over, up to {@link RETIRED_POINT_ATTEMPTS} attempts in all; a
- * named restore point (`manifestKey`) is never swapped for another.
+ * named restore point (target kind `restore-point`) is never swapped for another.
  *
- * @throws RestoreOptionsError — contradictory or out-of-range options.
+ * @throws RestoreOptionsError — a malformed target, out-of-range options.
  * @throws RestoreTargetNotEmptyError — the target holds files and `force` is not set.
  * @throws RestoreTargetUnsafeError — the target is not a directory, or is or holds a symbolic link.
- * @throws NoRestorePointError — nothing to restore, or no restore point covers `commitSeq` (names the nearest).
+ * @throws NoRestorePointError — nothing to restore, or no restore point covers the target's `commitSeq` (names the nearest).
  * @throws RestorePointRejectedError — the named manifest is unreadable, inconsistent or unsafe;
  *   for the latest state, LATEST is unusable and no manifest passes the checks (both named).
  * @throws ObjectMissingError, ObjectCorruptError — an object is missing or differs from the manifest;
@@ -136,7 +137,7 @@ export async function restore(
     } catch (error) {
       if (
         attempt >= RETIRED_POINT_ATTEMPTS ||
-        options.manifestKey !== undefined ||
+        targetOf(options).kind === 'restore-point' ||
         !ObjectMissingError.isInstance(error) ||
         !(await pickedAnother(store, prefix, options, error.manifestKey))
       )
@@ -168,7 +169,12 @@ async function pickedAnother(
   failed: string,
 ): Promise<boolean> {
   try {
-    const again = await pickRestorePoint(store, normalizePrefix(prefix), options);
+    const again = await pickRestorePoint(
+      store,
+      normalizePrefix(prefix),
+      targetOf(options),
+      options.signal,
+    );
     return again.point.key !== failed;
   } catch {
     return false;

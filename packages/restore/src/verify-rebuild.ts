@@ -109,7 +109,7 @@ export async function rebuildRestorePoint(
   const directory = await mkdtemp(join(scratch, 'backupd-verify-'));
   try {
     await restore(store, prefix, directory, {
-      manifestKey: key,
+      target: { kind: 'restore-point', manifestKey: key },
       materializer: rebuild.check.materializer,
       ...(signal === undefined ? {} : { signal }),
     });

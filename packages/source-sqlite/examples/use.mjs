@@ -31,9 +31,9 @@ try {
   console.log(`backed up: commit ${report.restorableCommitSeq}`);
   app.close();
 
-  // Restore commit 2 (or the latest: leave commitSeq out) into restore/app.db
+  // Restore commit 2 (or the latest: leave target out) into restore/app.db
   const result = await restore(store, 'backups/app', path.join(dir, 'restore'), {
-    commitSeq: 2,
+    target: { kind: 'commit', commitSeq: 2 },
     materializer: sqliteMaterializer({ databaseName: 'app.db' }),
   });
   console.log(`restored: commit ${result.commitSeq}`);

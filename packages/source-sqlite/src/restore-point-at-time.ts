@@ -1,6 +1,6 @@
 /**
  * Restore to a time: the newest commit recorded at or before it, found in a
- * SQLite backup prefix, to pass to `restore()` as `commitSeq` + `manifestKey`.
+ * SQLite backup prefix, and the restore-point target to pass to `restore()`.
  *
  * Commit times are in the commit records themselves (the wall-clock time the
  * tap first saw each commit; see `commit-record.ts`). The search takes the
@@ -30,6 +30,7 @@ import {
   findRollForward,
   isSegmentObject,
   listRestorePoints,
+  type RestorePointTarget,
   rolledForwardManifest,
 } from '@x/restore';
 import type { ObjectStore } from '@x/store';
@@ -42,18 +43,17 @@ import {
 import { SqliteRestoreCorruptError } from './sqlite-errors.ts';
 
 export interface SqliteCommitAtTime {
-  /** Pass to `restore()` as `commitSeq`. */
+  /** The commit found. */
   readonly commitSeq: number;
-  /** Pass to `restore()` as `manifestKey`: a restore point that covers `commitSeq`. */
+  /** The restore point that covers `commitSeq`, itself or by the chained segments shipped after it. */
   readonly manifestKey: string;
   /** The commit's recorded time (ms since the epoch), at or before the time asked for. */
   readonly commitTime: number;
   /**
-   * True when the commit is past `manifestKey`'s own commits, among the
-   * chained segments shipped after it: pass `rollForward: true` to
-   * `restore()` with it.
+   * Pass to `restore()` as `target`: `manifestKey` cut after `commitSeq`,
+   * rolled forward when the commit is past the restore point's own.
    */
-  readonly rollForward?: boolean;
+  readonly target: RestorePointTarget;
 }
 
 /**
@@ -144,23 +144,36 @@ export async function sqliteCommitAtTime(
         // A batch's time is its last commit's: the batch is restorable as a
         // whole, at or after that time.
         commitSeq += record.commits ?? 1;
-        found = {
-          commitSeq,
-          manifestKey: point.manifestKey,
-          commitTime: record.commitTime,
-          ...(commitSeq > named.commitSeq ? { rollForward: true } : {}),
-        };
+        found = commitAt(point.manifestKey, commitSeq, record.commitTime, named.commitSeq);
       }
       if (past) break;
     }
     if (found !== null) return found;
     // No commit of this generation by then: its snapshot's state is the newest.
     if (snapshotTime !== null)
-      return {
-        commitSeq: restorableFrom(manifest),
-        manifestKey: point.manifestKey,
-        commitTime: snapshotTime,
-      };
+      return commitAt(point.manifestKey, restorableFrom(manifest), snapshotTime, named.commitSeq);
   }
   return null;
+}
+
+/** The answer for `commitSeq` of the restore point at `manifestKey`, whose own newest commit is `ownCommitSeq`. */
+function commitAt(
+  manifestKey: string,
+  commitSeq: number,
+  commitTime: number,
+  ownCommitSeq: number,
+): SqliteCommitAtTime {
+  // Past the restore point's own commits: among the chained segments after it.
+  const rollForward = commitSeq > ownCommitSeq;
+  return {
+    commitSeq,
+    manifestKey,
+    commitTime,
+    target: {
+      kind: 'restore-point',
+      manifestKey,
+      commitSeq,
+      ...(rollForward ? { rollForward } : {}),
+    },
+  };
 }

@@ -197,13 +197,13 @@ describe('the tap batches commits while more than maxHeldLogBytes waits unshippe
       expect(hashOf(join(directory, 'latest', 'app.db'), contentHash)).toBe(hashes[49]);
       const first = await restore(store, 'p', join(directory, 'first'), {
         materializer,
-        commitSeq: base + 1,
+        target: { kind: 'commit', commitSeq: base + 1 },
       });
       expect(first.commitSeq).toBe(base + 1);
       expect(hashOf(join(directory, 'first', 'app.db'), contentHash)).toBe(hashes[0]);
       const inside = restore(store, 'p', join(directory, 'inside'), {
         materializer,
-        commitSeq: base + 20,
+        target: { kind: 'commit', commitSeq: base + 20 },
       });
       await expect(inside).rejects.toThrow(NoRestorePointError);
       await expect(inside).rejects.toMatchObject({

@@ -12,7 +12,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { BackupWorker, type BackupWorkerOptions } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
 import { crc32Hex, parseManifest, parseSegmentKey } from '@x/manifest';
-import { listRestorePoints, restore, verify } from '@x/restore';
+import { listRestorePoints, type RestoreTarget, restore, verify } from '@x/restore';
 import { MemoryStore, type ObjectStore } from '@x/store';
 import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
 import { decodeSegmentObject, encodeSegmentObject, segmentObjectFieldsOf } from '@x/wal-segment';
@@ -86,7 +86,7 @@ async function restoredHash(
   store: MemoryStore,
   directory: string,
   name: string,
-  options: { commitSeq?: number; manifestKey?: string },
+  options: { target?: RestoreTarget },
 ): Promise<string> {
   const target = join(directory, name);
   await restore(store, 'p', target, {
@@ -145,7 +145,7 @@ describe('compaction of the commit log (SQLite)', () => {
     for (const kept of points) {
       expect(
         await restoredHash(store, directory, `kept-${kept.commitSeq}`, {
-          manifestKey: kept.manifestKey,
+          target: { kind: 'restore-point', manifestKey: kept.manifestKey },
         }),
       ).toBe(hashes.get(kept.commitSeq));
     }
@@ -173,14 +173,18 @@ describe('compaction of the commit log (SQLite)', () => {
       if (parsed.layout === 'compacted' && hash !== undefined && checkedBoundaries < 3) {
         checkedBoundaries += 1;
         expect(
-          await restoredHash(store, directory, `boundary-${boundary}`, { commitSeq: boundary }),
+          await restoredHash(store, directory, `boundary-${boundary}`, {
+            target: { kind: 'commit', commitSeq: boundary },
+          }),
         ).toBe(hash);
       }
     }
     expect(checkedBoundaries).toBeGreaterThan(0);
-    await expect(restoredHash(store, directory, 'inside', { commitSeq: inside! })).rejects.toThrow(
-      /restorable only with the whole batch|inside a batch/,
-    );
+    await expect(
+      restoredHash(store, directory, 'inside', {
+        target: { kind: 'commit', commitSeq: inside! },
+      }),
+    ).rejects.toThrow(/restorable only with the whole batch|inside a batch/);
 
     // A time: the newest boundary at or before it, never a newer state.
     const [someCommit, someTime] = [...times][40]!;

@@ -115,7 +115,7 @@ describe('SQLite backup with backupd killed and restarted', () => {
     let previousWriterCommit = -1;
     for (const commitSeq of manifests) {
       const target = join(directory, `restore-${commitSeq}`);
-      await restore(store, 'db', target, { commitSeq, materializer });
+      await restore(store, 'db', target, { target: { kind: 'commit', commitSeq }, materializer });
       const restored = join(target, 'app.db');
       expect(integrityCheck(restored)).toBe('ok');
       const writerCommit = writer.hashes.indexOf(hashOf(restored, contentHash));

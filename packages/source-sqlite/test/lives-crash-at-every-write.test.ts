@@ -151,7 +151,7 @@ async function crashAt(
       for (const point of await listRestorePoints(store, 'p')) {
         const target = join(directory, `restored-${when}-${point.commitSeq}`);
         await restore(store, 'p', target, {
-          manifestKey: point.manifestKey,
+          target: { kind: 'restore-point', manifestKey: point.manifestKey },
           materializer: sqliteMaterializer({ databaseName: 'app.db' }),
         });
         const restored = join(target, 'app.db');

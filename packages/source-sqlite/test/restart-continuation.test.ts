@@ -101,7 +101,7 @@ async function restoresExactly(
     expect(points.map((point) => point.commitSeq)).toContain(commitSeq);
     const target = join(directory, `restored-${commitSeq}`);
     await restore(store, 'p', target, {
-      commitSeq,
+      target: { kind: 'commit', commitSeq },
       materializer: sqliteMaterializer({ databaseName: 'app.db' }),
     });
     expect(hashOf(join(target, 'app.db')), `commit ${commitSeq}`).toBe(hash);

@@ -122,7 +122,7 @@ async function crashAt(n: number): Promise<'completed' | 'crashed'> {
     for (const point of points) {
       const target = join(directory, `restored-${point.commitSeq}-${point.walGeneration}`);
       await restore(store, 'p', target, {
-        manifestKey: point.manifestKey,
+        target: { kind: 'restore-point', manifestKey: point.manifestKey },
         materializer: sqliteMaterializer({ databaseName: 'app.db' }),
       });
       const restored = join(target, 'app.db');
@@ -132,7 +132,7 @@ async function crashAt(n: number): Promise<'completed' | 'crashed'> {
     const latest = points.find((point) => point.latest)!;
     const target = join(directory, 'restored-latest');
     await restore(store, 'p', target, {
-      manifestKey: latest.manifestKey,
+      target: { kind: 'restore-point', manifestKey: latest.manifestKey },
       materializer: sqliteMaterializer({ databaseName: 'app.db' }),
     });
     expect(hashOf(join(target, 'app.db')), `latest (n = ${n})`).toBe(hashOf(path));

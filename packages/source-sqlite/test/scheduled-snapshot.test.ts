@@ -79,7 +79,7 @@ async function restoresExactly(
   for (const [commitSeq, hash] of expected) {
     const target = join(directory, `restored-${commitSeq}`);
     await restore(store, 'p', target, {
-      commitSeq,
+      target: { kind: 'commit', commitSeq },
       materializer: sqliteMaterializer({ databaseName: 'app.db' }),
     });
     expect(hashOf(join(target, 'app.db')), `commit ${commitSeq}`).toBe(hash);
@@ -194,7 +194,7 @@ describe('scheduled snapshots (SQLite)', () => {
     for (const point of [lastOfFirst, newest]) {
       const target = join(directory, `restored-${point.commitSeq}`);
       await restore(store, 'p', target, {
-        manifestKey: point.manifestKey,
+        target: { kind: 'restore-point', manifestKey: point.manifestKey },
         materializer: sqliteMaterializer({ databaseName: 'app.db' }),
       });
       const restored = new DatabaseSync(join(target, 'app.db'), { readOnly: true });

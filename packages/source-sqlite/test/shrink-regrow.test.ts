@@ -54,7 +54,7 @@ async function restoreHash(
 ): Promise<string> {
   const target = join(directory, name);
   await restore(store, 'p', target, {
-    ...(commitSeq === undefined ? {} : { commitSeq }),
+    ...(commitSeq === undefined ? {} : { target: { kind: 'commit', commitSeq } }),
     materializer: sqliteMaterializer({ databaseName: 'app.db' }),
   });
   return hashOf(join(target, 'app.db'));
@@ -463,7 +463,7 @@ async function runScenario(
       expect(hash, `${name}: restore point ${point.manifestKey} was recorded`).toBeDefined();
       const target = join(directory, `restored-${point.manifestKey.replaceAll('/', '_')}`);
       await restore(store, 'p', target, {
-        manifestKey: point.manifestKey,
+        target: { kind: 'restore-point', manifestKey: point.manifestKey },
         materializer: sqliteMaterializer({ databaseName: 'app.db' }),
       });
       expect(hashOf(join(target, 'app.db')), `${name}: restore point ${point.commitSeq}`).toBe(

@@ -98,7 +98,10 @@ describe('SqliteSource with the BackupWorker', () => {
       const materializer = sqliteMaterializer({ databaseName: 'app.db' });
       for (const commitSeq of [0, 1, 13, 27, 42, latest]) {
         const target = join(directory, `restore-${commitSeq}`);
-        const result = await restore(store, 'p', target, { commitSeq, materializer });
+        const result = await restore(store, 'p', target, {
+          target: { kind: 'commit', commitSeq },
+          materializer,
+        });
         expect(result.commitSeq).toBe(commitSeq);
         const restored = join(target, 'app.db');
         expect(integrityCheck(restored)).toBe('ok');
@@ -112,8 +115,11 @@ describe('SqliteSource with the BackupWorker', () => {
       expect(atTime).toMatchObject({ commitSeq: lastCommitOfRound[4], commitTime: 5000 });
       const target = join(directory, 'restore-at-time');
       await restore(store, 'p', target, {
-        commitSeq: atTime!.commitSeq,
-        manifestKey: atTime!.manifestKey,
+        target: {
+          kind: 'restore-point',
+          manifestKey: atTime!.manifestKey,
+          commitSeq: atTime!.commitSeq,
+        },
         materializer,
       });
       expect(hashOf(join(target, 'app.db'), contentHash)).toBe(hashes[lastCommitOfRound[4]!]);

@@ -22,7 +22,11 @@ import { EXIT_DATABASE_IN_USE, EXIT_OK, EXIT_REFUSED } from '../exit-codes.ts';
 import { type ProgressState, progressReporter } from '../progress-bar.ts';
 import { describeLockHolder, inspectDatabaseLock } from '../replicate/database-lock.ts';
 import { isNothingBackedUp } from '../replicate/nothing-backed-up.ts';
-import { type DatabaseRestoreResult, restoreDatabase } from '../restore-database.ts';
+import {
+  type DatabaseRestoreResult,
+  type DatabaseRestoreTarget,
+  restoreDatabase,
+} from '../restore-database.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './command-store.ts';
 import { printRestorePlan } from './restore-plan-output.ts';
 
@@ -90,9 +94,7 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
   }
   if (context.values['dry-run'])
     return printRestorePlan(context, target, {
-      commitSeq: context.values.commit,
-      time: context.values.time,
-      manifestKey: context.values.manifest,
+      target: targetOfFlags(context.values),
       type: context.values.type,
     });
   // A restore over a database a live replicate backs up would replace the
@@ -174,6 +176,15 @@ function checkArguments(context: RestoreContext): {
   return { target: resolve(context.cwd, targetArgument), chosen };
 }
 
+/** The state --commit, --time or --manifest choose (at most one, checked before); else the latest. */
+function targetOfFlags(values: RestoreContext['values']): DatabaseRestoreTarget {
+  const { commit: commitSeq, time, manifest: manifestKey } = values;
+  if (manifestKey !== undefined) return { kind: 'restore-point', manifestKey };
+  if (commitSeq !== undefined) return { kind: 'commit', commitSeq };
+  if (time !== undefined) return { kind: 'time', time };
+  return { kind: 'latest' };
+}
+
 /** Restores the restore point the options choose, as a SQLite database or a framed store directory. */
 async function restoreChosen(
   values: RestoreContext['values'],
@@ -184,25 +195,17 @@ async function restoreChosen(
     readonly onProgress: (state: ProgressState) => void;
   },
 ): Promise<DatabaseRestoreResult> {
-  const { commit: commitSeq, time, manifest: manifestKey } = values;
-  const choice = {
-    ...(manifestKey ? { manifestKey } : {}),
-    ...(commitSeq !== undefined ? { commitSeq } : {}),
-    force: values.force ?? false,
-    onProgress: where.onProgress,
-  };
+  const target = targetOfFlags(values);
+  const common = { force: values.force ?? false, onProgress: where.onProgress };
   if ((values.type ?? 'sqlite') === 'sqlite')
-    return restoreDatabase(where.store, where.prefix, where.target, {
-      ...choice,
-      ...(time !== undefined ? { time } : {}),
-    });
-  if (time !== undefined)
+    return restoreDatabase(where.store, where.prefix, where.target, { ...common, target });
+  if (target.kind === 'time')
     throw new UsageError(
       '--time needs commit times, which only SQLite backups record; use --commit',
     );
   // The framed store records no commit times.
   return {
-    ...(await restoreFramedStore(where.store, where.prefix, where.target, choice)),
+    ...(await restoreFramedStore(where.store, where.prefix, where.target, { ...common, target })),
     commitTime: null,
   };
 }

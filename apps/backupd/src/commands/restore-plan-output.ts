@@ -1,20 +1,19 @@
 /** `backupd restore --dry-run`: the plan of the restore the options choose, printed; nothing is written. */
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
-import { planRestore, type RestorePlan } from '@x/restore';
+import { planRestore, type RestorePlan, type RestoreTarget } from '@x/restore';
 import { framedStoreMaterializer } from '@x/source-framed';
 import { sqliteMaterializer } from '@x/source-sqlite';
+import type { ObjectStore } from '@x/store';
 import { type CommandContext, UsageError } from '../cli/command.ts';
 import { EXIT_OK } from '../exit-codes.ts';
 import { formatBytes } from '../format-bytes.ts';
-import { chooseByTime } from '../restore-database.ts';
+import { chooseByTime, type DatabaseRestoreTarget } from '../restore-database.ts';
 import { openUrlArgument, print, printJson, table } from './command-store.ts';
 
-/** What the command line chose: at most one of commit, time and manifest (checked before). */
+/** What the command line chose: the state (from --commit, --time or --manifest) and what to restore. */
 export interface PlannedChoice {
-  readonly commitSeq?: number | undefined;
-  readonly time?: number | undefined;
-  readonly manifestKey?: string | undefined;
+  readonly target: DatabaseRestoreTarget;
   readonly type?: 'sqlite' | 'framed' | undefined;
 }
 
@@ -25,34 +24,23 @@ export async function printRestorePlan(
   choice: PlannedChoice,
 ): Promise<number> {
   const sqlite = (choice.type ?? 'sqlite') === 'sqlite';
-  if (!sqlite && choice.time !== undefined)
+  const chosen = choice.target;
+  if (!sqlite && chosen.kind === 'time')
     throw new UsageError(
       '--time needs commit times, which only SQLite backups record; use --commit',
     );
   const { store, prefix } = await openUrlArgument(context, 0);
-  const byTime =
-    choice.time === undefined
-      ? undefined
-      : await chooseByTime(store, prefix, choice.time, undefined);
-  const chosen =
-    byTime === undefined
-      ? {
-          ...(choice.manifestKey === undefined ? {} : { manifestKey: choice.manifestKey }),
-          ...(choice.commitSeq === undefined ? {} : { commitSeq: choice.commitSeq }),
-        }
-      : {
-          manifestKey: byTime.manifestKey,
-          commitSeq: byTime.commitSeq,
-          ...(byTime.rollForward ? { rollForward: true } : {}),
-        };
+  const resolved = await resolvedTarget(store, prefix, chosen);
   const plan = await planRestore(store, prefix, {
-    ...chosen,
+    target: resolved.target,
     materializer: sqlite
       ? sqliteMaterializer({ databaseName: basename(target) })
       : framedStoreMaterializer,
   });
   const commitTime =
-    byTime === undefined ? plan.commitTime : new Date(byTime.commitTime).toISOString();
+    resolved.commitTime === undefined
+      ? plan.commitTime
+      : new Date(resolved.commitTime).toISOString();
   const targetExists = existsSync(target);
   if (context.values.json) {
     printJson(context, { dryRun: true, target, targetExists, ...plan, commitTime });
@@ -60,6 +48,16 @@ export async function printRestorePlan(
   }
   print(context, planText(plan, commitTime, target, targetExists));
   return EXIT_OK;
+}
+
+/** The library's target for `chosen`: a time is searched for first, and its commit's time kept. */
+async function resolvedTarget(
+  store: ObjectStore,
+  prefix: string,
+  chosen: DatabaseRestoreTarget,
+): Promise<{ readonly target: RestoreTarget; readonly commitTime?: number }> {
+  if (chosen.kind !== 'time') return { target: chosen };
+  return chooseByTime(store, prefix, chosen.time, undefined);
 }
 
 function planText(

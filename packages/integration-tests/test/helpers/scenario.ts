@@ -117,7 +117,10 @@ export async function expectRestoreEqualsSource(
 ): Promise<void> {
   const target = await mkdtemp(join(tmpdir(), 'backup-worker-restored-'));
   try {
-    const result = await restoreFramedStore(store, prefix, target, { manifestKey, force: true });
+    const result = await restoreFramedStore(store, prefix, target, {
+      target: { kind: 'restore-point', manifestKey },
+      force: true,
+    });
     expect(result.manifestKey).toBe(manifestKey);
     expect(result.commitSeq).toBe(engine.durableCommits);
     const skip = new Set(['snapshot.intent', 'backup.lineage', 'backup.parent']);

@@ -116,7 +116,7 @@ describe('restore of many segments', () => {
     const { frames } = await writeManySegments(store);
     for (const commitSeq of [0, 1, 17, 33, 34, 35, 36, frames.length]) {
       const target = join(scratch.path, `c${commitSeq}`);
-      await restoreFramedStore(store, PREFIX, target, { commitSeq });
+      await restoreFramedStore(store, PREFIX, target, { target: { kind: 'commit', commitSeq } });
       const wal = (await readFiles(target)).get('wal.bin')!;
       expect(
         Buffer.from(wal).equals(Buffer.concat(frames.slice(0, commitSeq))),

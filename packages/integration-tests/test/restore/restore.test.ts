@@ -6,12 +6,14 @@ import {
   NoRestorePointError,
   ObjectCorruptError,
   ObjectMissingError,
+  planRestore,
   RestoreIncompleteError,
   type RestoreMaterializer,
   type RestoreOptions,
   RestoreOptionsError,
   RestorePointRejectedError,
   type RestoreProgress,
+  type RestoreTarget,
   RestoreTargetNotEmptyError,
   RestoreTargetUnsafeError,
   restore,
@@ -92,7 +94,9 @@ for (const storeCase of localStores) {
       }
       for (const commitSeq of commits) {
         const target = join(scratch.path, `commit-${commitSeq}`);
-        const result = await restoreFramedStore(store, PREFIX, target, { commitSeq });
+        const result = await restoreFramedStore(store, PREFIX, target, {
+          target: { kind: 'commit', commitSeq },
+        });
         expect(result.commitSeq).toBe(commitSeq);
         const expected = fixture.expectedFiles(commitSeq);
         const covering = fixture.manifests.find(
@@ -110,7 +114,7 @@ for (const storeCase of localStores) {
     it('restores a named manifest, and a commit within it', async () => {
       const first = fixture.manifests[0]!;
       const whole = await restoreFramedStore(store, PREFIX, join(scratch.path, 'a'), {
-        manifestKey: first.key,
+        target: { kind: 'restore-point', manifestKey: first.key },
       });
       expect(whole.commitSeq).toBe(first.manifest.commitSeq);
       const expected = fixture.expectedFiles(first.manifest.commitSeq);
@@ -119,8 +123,7 @@ for (const storeCase of localStores) {
       expectFilesEqual(files, expected);
 
       const cut = await restoreFramedStore(store, PREFIX, join(scratch.path, 'b'), {
-        manifestKey: fixture.manifests[1]!.key,
-        commitSeq: 6,
+        target: { kind: 'restore-point', manifestKey: fixture.manifests[1]!.key, commitSeq: 6 },
       });
       expect(cut.commitSeq).toBe(6);
       const cutFiles = await readFiles(join(scratch.path, 'b'));
@@ -131,9 +134,9 @@ for (const storeCase of localStores) {
     it('refuses a commit no restore point covers, naming the nearest ones', async () => {
       const beyond = fixture.restorableCommits.at(-1)! + 1;
       const target = join(scratch.path, 'none');
-      const error = await restoreFramedStore(store, PREFIX, target, { commitSeq: beyond }).catch(
-        (e: unknown) => e,
-      );
+      const error = await restoreFramedStore(store, PREFIX, target, {
+        target: { kind: 'commit', commitSeq: beyond },
+      }).catch((e: unknown) => e);
       expect(NoRestorePointError.isInstance(error)).toBe(true);
       const refusal = error as NoRestorePointError;
       expect(refusal.requestedCommitSeq).toBe(beyond);
@@ -146,16 +149,15 @@ for (const storeCase of localStores) {
         [14, 21],
       ]);
       // Below the floor: the nearest is above.
-      const below = (await restoreFramedStore(store, PREFIX, target, { commitSeq: 2 }).catch(
-        (e: unknown) => e,
-      )) as NoRestorePointError;
+      const below = (await restoreFramedStore(store, PREFIX, target, {
+        target: { kind: 'commit', commitSeq: 2 },
+      }).catch((e: unknown) => e)) as NoRestorePointError;
       expect(below.nearestAbove).toBe(5);
       expect(below.nearestBelow).toBeUndefined();
       expect(below.message).toContain('nearest above: 5');
       // A named manifest that does not reach the commit.
       const outside = await restoreFramedStore(store, PREFIX, target, {
-        manifestKey: fixture.manifests[0]!.key,
-        commitSeq: 12,
+        target: { kind: 'restore-point', manifestKey: fixture.manifests[0]!.key, commitSeq: 12 },
       }).catch((e: unknown) => e);
       expect(NoRestorePointError.isInstance(outside)).toBe(true);
       expect(await snapshotTree(target)).toEqual(new Map([['.', 'absent']]));
@@ -258,12 +260,12 @@ for (const storeCase of localStores) {
         damaged[damaged.byteLength - 1]! ^= 0xff;
         await store.put(key, damaged, { mode: 'overwrite' });
         const error = await restoreFramedStore(store, PREFIX, join(scratch.path, 't'), {
-          commitSeq: 18,
+          target: { kind: 'commit', commitSeq: 18 },
         }).catch((e: unknown) => e);
         expect(ObjectCorruptError.isInstance(error)).toBe(true);
         // A commit that does not need that segment restores.
         const fine = await restoreFramedStore(store, PREFIX, join(scratch.path, 'u'), {
-          commitSeq: 16,
+          target: { kind: 'commit', commitSeq: 16 },
         });
         expect(fine.manifestKey).toBe(manifestKey(PREFIX, 17));
       });
@@ -343,7 +345,7 @@ for (const storeCase of localStores) {
           const before = await snapshotTree(scratch.path);
           // Named: a restore of the latest state would fall back to an older point.
           const error = await restoreFramedStore(store, PREFIX, target, {
-            manifestKey: latest.key,
+            target: { kind: 'restore-point', manifestKey: latest.key },
           }).catch((e: unknown) => e);
           expect(RestorePointRejectedError.isInstance(error), String(error)).toBe(true);
           expect((error as RestorePointRejectedError).key).toBe(latest.key);
@@ -376,7 +378,10 @@ for (const storeCase of localStores) {
 
       it('a manifest key option outside the prefix', async () => {
         const error = await restoreFramedStore(store, PREFIX, join(scratch.path, 't'), {
-          manifestKey: 'backups/other/manifest/00000000000000000021.json',
+          target: {
+            kind: 'restore-point',
+            manifestKey: 'backups/other/manifest/00000000000000000021.json',
+          },
         }).catch((e: unknown) => e);
         expect((error as Error).name).toBe('RestoreOptionsError');
       });
@@ -545,7 +550,10 @@ for (const storeCase of localStores) {
         parentRecordName: 'origin.json',
       };
       const target = join(scratch.path, 'custom');
-      const result = await restore(store, PREFIX, target, { materializer, commitSeq: 20 });
+      const result = await restore(store, PREFIX, target, {
+        materializer,
+        target: { kind: 'commit', commitSeq: 20 },
+      });
       const expected = fixture.expectedFiles(20);
       const files = await readFiles(target);
       expect([...files.keys()].sort()).toEqual(['database', 'origin.json']);
@@ -599,19 +607,39 @@ describe('restore options', () => {
         ['materializer', [store, PREFIX, target, {} as RestoreOptions]],
         ['prefix', [store, '', target, framed]],
         ['prefix', [store, 'a//b', target, framed]],
-        ['commitSeq', [store, PREFIX, target, { ...framed, commitSeq: -1 }]],
-        ['commitSeq', [store, PREFIX, target, { ...framed, commitSeq: 1.5 }]],
         [
-          'manifestKey',
-          [store, PREFIX, target, { ...framed, manifestKey: `${PREFIX}/manifest/latest.json` }],
+          'target.commitSeq',
+          [store, PREFIX, target, { ...framed, target: { kind: 'commit', commitSeq: -1 } }],
         ],
         [
-          'manifestKey',
+          'target.commitSeq',
+          [store, PREFIX, target, { ...framed, target: { kind: 'commit', commitSeq: 1.5 } }],
+        ],
+        [
+          'target.manifestKey',
           [
             store,
             PREFIX,
             target,
-            { ...framed, manifestKey: 'backups/db2/manifest/00000000000000000001.json' },
+            {
+              ...framed,
+              target: { kind: 'restore-point', manifestKey: `${PREFIX}/manifest/latest.json` },
+            },
+          ],
+        ],
+        [
+          'target.manifestKey',
+          [
+            store,
+            PREFIX,
+            target,
+            {
+              ...framed,
+              target: {
+                kind: 'restore-point',
+                manifestKey: 'backups/db2/manifest/00000000000000000001.json',
+              },
+            },
           ],
         ],
         [
@@ -633,5 +661,86 @@ describe('restore options', () => {
     } finally {
       await scratch.cleanup();
     }
+  });
+
+  it('refuses a malformed target, naming target or its field, before reading the bucket', async () => {
+    const store = new MemoryStore();
+    const scratch = await scratchDirectory();
+    try {
+      const target = join(scratch.path, 't');
+      const key = manifestKey(PREFIX, 5);
+      const cases: [string, unknown][] = [
+        ['target', null],
+        ['target', 'latest'],
+        ['target', {}],
+        ['target', { kind: 'manifest', manifestKey: key }],
+        ['target', { kind: 'restore-point' }],
+        ['target', { kind: 'restore-point', commitSeq: 3 }],
+        ['target', { kind: 'commit' }],
+        ['target', { kind: 'latest', rollForward: true }],
+        ['target', { kind: 'commit', commitSeq: 3, rollForward: true }],
+        ['target', { kind: 'commit', commitSeq: 3, manifestKey: key }],
+        ['target.commitSeq', { kind: 'commit', commitSeq: '3' }],
+        ['target.commitSeq', { kind: 'restore-point', manifestKey: key, commitSeq: 2.5 }],
+        ['target.manifestKey', { kind: 'restore-point', manifestKey: 5 }],
+        ['target.rollForward', { kind: 'restore-point', manifestKey: key, rollForward: 'yes' }],
+      ];
+      for (const [option, malformed] of cases) {
+        const options = {
+          materializer: framedStoreMaterializer,
+          target: malformed as RestoreTarget,
+        };
+        for (const attempt of [
+          restore(store, PREFIX, target, options),
+          planRestore(store, PREFIX, options),
+        ]) {
+          const error = await attempt.catch((e: unknown) => e);
+          const shown = JSON.stringify(malformed);
+          expect(RestoreOptionsError.isInstance(error), `${shown}: ${String(error)}`).toBe(true);
+          expect((error as RestoreOptionsError).option, shown).toBe(option);
+        }
+      }
+      expect(await snapshotTree(target)).toEqual(new Map([['.', 'absent']]));
+    } finally {
+      await scratch.cleanup();
+    }
+  });
+
+  it('refuses the options target replaced, rather than restoring the latest state', async () => {
+    const store = new MemoryStore();
+    const key = manifestKey(PREFIX, 5);
+    const framed = { materializer: framedStoreMaterializer };
+    const cases: [string, RestoreOptions][] = [
+      // @ts-expect-error manifestKey is an option no more: target { kind: 'restore-point' }
+      ['manifestKey', { ...framed, manifestKey: key }],
+      // @ts-expect-error commitSeq is an option no more: target { kind: 'commit' }
+      ['commitSeq', { ...framed, commitSeq: 3 }],
+      // @ts-expect-error rollForward is an option no more: a field of a restore-point target
+      ['rollForward', { ...framed, rollForward: true }],
+    ];
+    for (const [option, options] of cases) {
+      const error = await planRestore(store, PREFIX, options).catch((e: unknown) => e);
+      expect(RestoreOptionsError.isInstance(error), `${option}: ${String(error)}`).toBe(true);
+      expect((error as RestoreOptionsError).option).toBe(option);
+      expect((error as Error).message).toContain('was replaced by target');
+    }
+  });
+
+  it('takes rollForward only with a restore point (type level)', () => {
+    const key = manifestKey(PREFIX, 5);
+    const targets: RestoreTarget[] = [
+      { kind: 'latest' },
+      { kind: 'commit', commitSeq: 3 },
+      { kind: 'restore-point', manifestKey: key, commitSeq: 3, rollForward: true },
+      // @ts-expect-error the latest state always rolls forward: no rollForward to set
+      { kind: 'latest', rollForward: true },
+      // @ts-expect-error a commit alone never rolls forward
+      { kind: 'commit', commitSeq: 3, rollForward: true },
+      // @ts-expect-error a restore-point target needs its manifest key
+      { kind: 'restore-point', commitSeq: 3, rollForward: true },
+      // @ts-expect-error a commit target needs its commit
+      { kind: 'commit' },
+    ];
+    expect(targets).toHaveLength(7);
   });
 });

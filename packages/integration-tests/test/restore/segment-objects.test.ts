@@ -121,7 +121,7 @@ describe('.seg segments written by the worker', () => {
     await put(mixed);
     await checkRestorePointContent(store, PREFIX, mixed);
     const restored = await restoreFramedStore(store, PREFIX, join(work, 'mixed'), {
-      manifestKey: key,
+      target: { kind: 'restore-point', manifestKey: key },
     });
     expect(restored.commitSeq).toBe(manifest.commitSeq);
     const wal = await readFile(join(work, 'mixed', 'wal.bin'));
@@ -131,9 +131,9 @@ describe('.seg segments written by the worker', () => {
     // object the worker chained it to, not this one's — refused.
     await put({ ...manifest, segments: [await asRaw(0), ...manifest.segments.slice(1)] });
     const target = join(work, 'broken-chain');
-    const error = await restoreFramedStore(store, PREFIX, target, { manifestKey: key }).catch(
-      (caught: unknown) => caught,
-    );
+    const error = await restoreFramedStore(store, PREFIX, target, {
+      target: { kind: 'restore-point', manifestKey: key },
+    }).catch((caught: unknown) => caught);
     expect(ObjectEncodingError.isInstance(error), String(error)).toBe(true);
     expect((error as ObjectEncodingError).field).toBe('previousCrc32');
     expect((error as ObjectEncodingError).key).toBe(manifest.segments[1]!.key);
@@ -155,9 +155,9 @@ describe('.seg segments written by the worker', () => {
     };
     await store.put(key, new TextEncoder().encode(serializeManifest(damaged, { prefix: PREFIX })));
     const target = join(work, 'refused');
-    const error = await restoreFramedStore(store, PREFIX, target, { manifestKey: key }).catch(
-      (caught: unknown) => caught,
-    );
+    const error = await restoreFramedStore(store, PREFIX, target, {
+      target: { kind: 'restore-point', manifestKey: key },
+    }).catch((caught: unknown) => caught);
     expect(ObjectEncodingError.isInstance(error)).toBe(true);
     expect(ObjectCorruptError.isInstance(error)).toBe(true);
     expect((error as ObjectEncodingError).key).toBe(last.key);

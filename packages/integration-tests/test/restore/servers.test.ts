@@ -78,7 +78,7 @@ describe.each(cases.map((entry) => [entry.label, entry]))(
           store,
           PREFIX,
           target,
-          commitSeq === undefined ? {} : { commitSeq },
+          commitSeq === undefined ? {} : { target: { kind: 'commit', commitSeq } },
         );
         const files = await readFiles(target);
         files.delete('backup.parent');

@@ -200,7 +200,7 @@ for (const storeCase of localStores) {
       expect(byManifest[fixture.latestKey]).toEqual(['manifest-invalid']);
       expect(latest).toEqual(['latest-unverified']);
       const error = await restoreFramedStore(store, PREFIX, join(tmpdir(), `never-${Date.now()}`), {
-        manifestKey: fixture.latestKey,
+        target: { kind: 'restore-point', manifestKey: fixture.latestKey },
       }).catch((e: unknown) => e);
       expect(RestorePointRejectedError.isInstance(error)).toBe(true);
       expect((error as Error).message).toContain(`larger than ${MAX_MANIFEST_BYTES} bytes`);

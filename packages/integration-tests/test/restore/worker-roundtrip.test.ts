@@ -86,7 +86,9 @@ describe('restore of what BackupWorker backed up', () => {
     );
     for (const commitSeq of commits) {
       const target = join(work, `restored-${commitSeq}`);
-      const result = await restoreFramedStore(store, PREFIX, target, { commitSeq });
+      const result = await restoreFramedStore(store, PREFIX, target, {
+        target: { kind: 'commit', commitSeq },
+      });
       const point = points.find((entry) => entry.manifestKey === result.manifestKey)!;
       const base = point.restorableFrom!;
       const files = await readFiles(target);
