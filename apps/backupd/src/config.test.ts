@@ -502,3 +502,44 @@ describe('compaction', () => {
       ]);
   });
 });
+
+describe("the order of a database's problems", () => {
+  it('is the order they have always come in, whatever the order of the keys', () => {
+    const problems = problemsOf(
+      'databases:\n  - path: a.db\n    url: s3://b/p\n    conditional: 1\n    checkpoint: { passivePages: 0, holdLock: "yes" }\n    compaction: on\n    snapshotLogFactor: 0.5\n    snapshotInterval: 10s\n    retention: 0\n    leaseTtl: 1s\n    shutdownGrace: soon\n    restorePointInterval: 10ms\n    interval: 5\n',
+    );
+    expect(problems).toEqual([
+      'databases[0].interval: a bare number (5) is not a duration: write "5s" for seconds (units: ms, s, m, h)',
+      'databases[0].restorePointInterval: must be at least 100ms',
+      'databases[0].shutdownGrace: must be a duration such as "1s" or "500ms", got "soon"',
+      'databases[0].leaseTtl: must be at least 3000ms',
+      'databases[0].retention: must be a window such as "24h", "7d" or "90m" (1m to 3650d) or a count of restore points (a whole number, at least 1), got number 0',
+      'databases[0].snapshotInterval: must be at least 1m, or 0s to snapshot only by size',
+      'databases[0].snapshotLogFactor: must be a number from 1 to 1000, or 0 to snapshot only by age, got number 0.5',
+      'databases[0].compaction: must be a list of durations such as [30s, 5m, 1h] (ascending, each a whole multiple of the one before), or off, got string "on"',
+      'databases[0].checkpoint.passivePages: must be a whole number of at least 1, got number 0',
+      'databases[0].checkpoint.holdLock: must be true or false, got string "yes"',
+      'databases[0].conditional: must be true or false, got number 1',
+    ]);
+  });
+
+  it('checks truncatePages against passivePages as settled, a refused one counting as its default', () => {
+    const withCheckpoint = (value: string) =>
+      problemsOf(`databases:\n  - path: a.db\n    url: s3://b/p\n    checkpoint: ${value}\n`);
+    expect(withCheckpoint('{ passivePages: 20000, truncatePages: 0 }')).toEqual([
+      'databases[0].checkpoint.truncatePages: must be a whole number of at least 1, got number 0',
+      'databases[0].checkpoint.truncatePages: must be greater than passivePages (20000)',
+    ]);
+    expect(withCheckpoint('{ passivePages: 0, truncatePages: 500 }')).toEqual([
+      'databases[0].checkpoint.passivePages: must be a whole number of at least 1, got number 0',
+      'databases[0].checkpoint.truncatePages: must be greater than passivePages (1000)',
+    ]);
+    expect(withCheckpoint('{ colour: red, holdLock: 1 }')).toEqual([
+      'databases[0].checkpoint.colour: unknown setting (known: passivePages, truncatePages, holdLock)',
+      'databases[0].checkpoint.holdLock: must be true or false, got number 1',
+    ]);
+    expect(withCheckpoint('5')).toEqual([
+      'databases[0].checkpoint: must be a mapping, got number 5',
+    ]);
+  });
+});

@@ -177,8 +177,9 @@ describe('the README table of settings', () => {
       expect(variable).toContain(`\`${environmentVariable(setting.key)}\``);
       expect(field).toBe(`\`${setting.field}\``);
       // Several names: the value's form chooses (`retention`: a window or a count).
-      const [owner, ...names] = setting.workerOption.split(' ');
-      expect(option).toBe(`\`${owner}\` ${names.map((name) => `\`${name}\``).join(' or ')}`);
+      const { owner, options } = setting.workerOption;
+      expect(options.length, setting.key).toBeGreaterThan(0);
+      expect(option).toBe(`\`${owner}\` ${options.map((name) => `\`${name}\``).join(' or ')}`);
     }
   });
 

@@ -17,7 +17,7 @@ import {
   stringOption,
 } from '../cli/command.ts';
 import { STORE_URL_HELP } from '../cli/store-url-help.ts';
-import { type BackupdConfig, DATABASE_SETTINGS, environmentVariable } from '../config.ts';
+import { type BackupdConfig, DATABASE_SETTINGS } from '../config.ts';
 import {
   EXIT_DATABASE_IN_USE,
   EXIT_FAILED,
@@ -107,7 +107,7 @@ function environmentHelp(): string {
   const lines = ['Environment (durations with a unit: 500ms, 5s, 2m, 1h):'];
   let line = '';
   for (const setting of DATABASE_SETTINGS) {
-    const name = `${environmentVariable(setting.key)}${setting.reading === 'switch' ? '=off' : ''}`;
+    const name = `${setting.variable}${setting.value.reading.helpSuffix ?? ''}`;
     if (line !== '' && `${line}, ${name}`.length > 120) {
       lines.push(`${line},`);
       line = '';

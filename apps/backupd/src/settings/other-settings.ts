@@ -1,0 +1,86 @@
+/**
+ * The settings without a per-database default, one row each: where a
+ * database is and where it goes, and the top level's. Their checks are in
+ * validate.ts (a path resolves against the file's directory, `url` and
+ * `urls` exclude each other); their rows give the known keys and the README.
+ */
+import { CPU_PRIORITIES, DEFAULT_CPU_PRIORITY } from '@x/cpu-priority';
+import { environmentVariable, type PackageConstants } from './database-settings.ts';
+
+export interface OtherSetting {
+  /** Its YAML keys: beside `databases` (`top`) or in each of its entries. */
+  readonly keys: readonly string[];
+  readonly level: 'top' | 'database';
+  /** Its variable, in both modes. */
+  readonly variable?: string;
+  readonly commandLine?: string;
+  readonly field: string;
+  readonly help: string;
+  /** The README's cells for these three, in Markdown. */
+  readonly goesTo: string;
+  readonly default: string;
+  readonly accepted: string;
+  readonly constants?: PackageConstants;
+}
+
+/** Sets `cpuPriority` in either mode, over the config file's. */
+export const CPU_PRIORITY_VARIABLE = environmentVariable('cpuPriority');
+
+export const OTHER_SETTINGS: readonly OtherSetting[] = [
+  {
+    keys: ['path'],
+    level: 'database',
+    commandLine: '<db>',
+    field: 'path',
+    help: "the database file (sqlite) or store directory (framed); relative to the config file's directory",
+    goesTo: "the source's database or directory",
+    default: '—',
+    accepted: 'a path',
+  },
+  {
+    keys: ['type'],
+    level: 'database',
+    commandLine: '--type',
+    field: 'type',
+    help: 'what `path` is',
+    goesTo: '`SqliteSource` or `FramedDirSource`',
+    default: '`sqlite`',
+    accepted: '`sqlite`, `framed`',
+  },
+  {
+    keys: ['url', 'urls'],
+    level: 'database',
+    commandLine: '<url>',
+    field: 'urls',
+    help: 'where to back up to: one URL, or several replicas (not yet for a SQLite database)',
+    goesTo: 'one worker and lease per URL',
+    default: '`<db>-backups/` beside it (command line only)',
+    accepted: 'store URLs',
+  },
+  {
+    keys: ['listen'],
+    level: 'top',
+    commandLine: '--listen',
+    field: 'listen',
+    help: 'serve /healthz, /livez, /readyz, /metrics and a status page',
+    goesTo: '— (the status server)',
+    default: 'off',
+    accepted: '`host:port`',
+  },
+  {
+    keys: ['cpuPriority'],
+    level: 'top',
+    variable: CPU_PRIORITY_VARIABLE,
+    field: 'cpuPriority',
+    help: "backupd's CPU priority once its workers have started (see [CPU priority](#cpu-priority))",
+    goesTo: "— (backupd's own process)",
+    default: `\`${DEFAULT_CPU_PRIORITY}\``,
+    accepted: CPU_PRIORITIES.map((name) => `\`${name}\``).join(', '),
+    constants: { package: '@x/cpu-priority', values: { DEFAULT_CPU_PRIORITY, CPU_PRIORITIES } },
+  },
+];
+
+/** The keys of the rows at `level`, in order. */
+export function keysAt(level: OtherSetting['level']): string[] {
+  return OTHER_SETTINGS.filter((setting) => setting.level === level).flatMap((row) => row.keys);
+}

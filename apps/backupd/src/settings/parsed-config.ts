@@ -1,0 +1,60 @@
+/** What a parsed configuration holds. Each field's meaning, default and bounds: its row (database-settings.ts, other-settings.ts). */
+import type { CpuPriority } from '@x/cpu-priority';
+import type { StoreLocation } from '../store-url.ts';
+
+export type SourceKind = 'sqlite' | 'framed';
+
+/**
+ * Which restore points are kept: a window by time (every one created in the
+ * last `windowMs`, and the one before, which holds the window's start) or a
+ * count (the newest `count`).
+ */
+export type Retention = { readonly windowMs: number } | { readonly count: number };
+
+export interface CheckpointSettings {
+  readonly passivePages: number;
+  readonly truncatePages: number;
+  readonly holdLock: boolean;
+}
+
+/** The settings every database has a default for: one field per row of DATABASE_SETTINGS. */
+export interface DatabaseSettings {
+  readonly intervalMs: number;
+  readonly restorePointIntervalMs: number;
+  readonly retention: Retention;
+  readonly leaseTtlSeconds: number;
+  readonly shutdownGraceMs: number;
+  readonly snapshotIntervalMs: number;
+  readonly snapshotLogFactor: number;
+  /** Ascending, each a whole multiple of the one before; `[]`: no compaction. */
+  readonly compactionLevelsMs: readonly number[];
+  readonly checkpoint: CheckpointSettings;
+  readonly conditional: boolean;
+}
+
+export interface DatabaseConfig extends DatabaseSettings {
+  /** Absolute. */
+  readonly path: string;
+  readonly type: SourceKind;
+  readonly urls: readonly { readonly text: string; readonly location: StoreLocation }[];
+}
+
+export interface BackupdConfig {
+  readonly listen?: string;
+  /** Absent: `DEFAULT_CPU_PRIORITY`. */
+  readonly cpuPriority?: CpuPriority;
+  readonly databases: readonly DatabaseConfig[];
+}
+
+/** A field of {@link DatabaseSettings}, dotted when nested: a row's `field`. */
+export type SettingField =
+  | Exclude<keyof DatabaseSettings, 'checkpoint'>
+  | `checkpoint.${keyof CheckpointSettings}`;
+
+/** The type of a {@link SettingField}'s value. */
+export type FieldValue<F extends SettingField> =
+  F extends `checkpoint.${infer K extends keyof CheckpointSettings}`
+    ? CheckpointSettings[K]
+    : F extends keyof DatabaseSettings
+      ? DatabaseSettings[F]
+      : never;
