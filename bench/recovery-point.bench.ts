@@ -147,7 +147,7 @@ class Replicate {
   }
 
   metricsUrl(): string | undefined {
-    const listening = this.events.find((entry) => entry.event === 'listening');
+    const listening = this.events.find((entry) => entry.event === 'backupd.listening');
     return typeof listening?.line.url === 'string' ? `${listening.line.url}/metrics` : undefined;
   }
 

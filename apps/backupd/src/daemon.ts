@@ -122,7 +122,7 @@ export async function startDaemon(
           ...(instanceId === undefined ? {} : { instanceId, leaseOwnRecord: 'reclaim' as const }),
         });
         options.logger.info({
-          event: 'replica-started',
+          event: 'backupd.replica_started',
           database: database.path,
           replica,
           host: hostname(),

@@ -7,7 +7,7 @@
  * - 4: `replicate` stopped gracefully but left committed data unbacked, or
  *   could not confirm it did not: captured commits in no restore point, a
  *   flush the grace period abandoned, a replica that never held the lease
- *   while its database holds anything (`stopped-incomplete` says how much
+ *   while its database holds anything (`backupd.stopped_incomplete` says how much
  *   and why). A standby beside a holder, and a database with nothing
  *   committed, exit 0;
  * - 5: `replicate` stopped on a refusal no retry can clear: the service

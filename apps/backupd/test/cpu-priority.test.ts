@@ -50,11 +50,17 @@ describe.runIf(process.platform === 'linux')('backupd replicate at its default p
       { env: baseEnv({ BACKUPD_CPU_PRIORITY: undefined, BACKUPD_INTERVAL: '200ms' }) },
     );
     try {
-      await waitFor('the priority to be logged', () => backupd.stderr.includes('"cpu-priority"'), {
-        describe: () => backupd.describe(),
-      });
-      const line = backupd.stderr.split('\n').find((text) => text.includes('"cpu-priority"'))!;
-      expect(JSON.parse(line)).toMatchObject({ event: 'cpu-priority', applied: 'idle' });
+      await waitFor(
+        'the priority to be logged',
+        () => backupd.stderr.includes('"backupd.cpu_priority"'),
+        {
+          describe: () => backupd.describe(),
+        },
+      );
+      const line = backupd.stderr
+        .split('\n')
+        .find((text) => text.includes('"backupd.cpu_priority"'))!;
+      expect(JSON.parse(line)).toMatchObject({ event: 'backupd.cpu_priority', applied: 'idle' });
       const threads = threadsOf(backupd.child.pid!);
       expect(threads.length).toBeGreaterThan(1);
       for (const thread of threads) expect(thread.policy, backupd.describe()).toBe(SCHED_IDLE);

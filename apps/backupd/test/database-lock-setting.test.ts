@@ -50,7 +50,7 @@ describe('BACKUPD_DATABASE_LOCK', () => {
         'each replicate to warn that the lock is off and to take its lease',
         () => {
           const events = replicate.logEvents().map((line) => line.event);
-          return events.includes('database-lock-off') && events.includes('lease.acquired');
+          return events.includes('backupd.database_lock_off') && events.includes('lease.acquired');
         },
         { describe: () => replicate.describe() },
       );

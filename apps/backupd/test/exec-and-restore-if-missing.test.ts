@@ -104,7 +104,7 @@ setInterval(() => {}, 1000);`,
       },
     );
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toContain('restore-if-missing');
+    expect(result.stderr).toContain('backupd.restore_if_missing');
     const restored = join(directory, 'restored-2.db');
     const restore = await runCli(['restore', backups, restored], { env });
     expect(restore.code, restore.stderr).toBe(0);

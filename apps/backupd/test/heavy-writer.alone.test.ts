@@ -7,7 +7,7 @@
  *
  * What must hold, in each `synchronous` mode:
  * - the restored database holds every commit and backupd exited 0, or
- *   backupd's exit code (4) and its `stopped-incomplete` event say exactly
+ *   backupd's exit code (4) and its `backupd.stopped_incomplete` event say exactly
  *   how many commits are missing;
  * - restore points kept coming while the application wrote (one at least
  *   every restore-point interval, 10 s by default, over the 20 s run);
@@ -89,7 +89,7 @@ describe('an application committing back to back', () => {
       // Whatever was restored is a prefix of the commits: no gap, nothing invented.
       expect(newest).toBe(rows);
 
-      const incomplete = events.find((event) => event.event === 'stopped-incomplete');
+      const incomplete = events.find((event) => event.event === 'backupd.stopped_incomplete');
       if (stopped.code === 0) {
         expect(incomplete, backupd.describe()).toBeUndefined();
         expect(rows).toBe(commits);

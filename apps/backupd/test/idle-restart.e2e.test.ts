@@ -113,7 +113,7 @@ describe('backupd replicate restarted on an unchanged database', () => {
       // up, and stops it before the lease is taken and the first step runs.
       await waitFor(
         'the start to begin',
-        () => backupd.logEvents().some((e) => e.event === 'database-locked') || undefined,
+        () => backupd.logEvents().some((e) => e.event === 'backupd.database_locked') || undefined,
         { describe: () => backupd.describe(), timeoutMs: 30_000, intervalMs: 1 },
       );
       const exit = await backupd.stop('SIGTERM', 60_000);

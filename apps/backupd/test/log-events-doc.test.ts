@@ -4,7 +4,7 @@
  * packages excepted) and apps/backupd/src, in two shapes:
  * - library loggers: `logger.info('backup.step_failed', …)` (also `.warn`,
  *   `.error`, `.debug` and `.debug?.(`), the name possibly on the next line;
- * - the app's own pino events: object literals `{ event: 'database-locked', … }`,
+ * - the app's own pino events: object literals `{ event: 'backupd.database_locked', … }`,
  *   read in apps/backupd/src only (a package's `event: 'drain'` is a
  *   parameter's type, not a log event).
  */
@@ -23,7 +23,9 @@ const TEST_PACKAGES = new Set(['integration-tests', 'test-faults', 'test-servers
 const LIBRARY_CALL =
   /\.(?:debug|info|warn|error)(?:\?\.)?\(\s*['"]([a-z][a-z0-9]*\.[a-z0-9_.-]+)['"]/g;
 /** `event: 'name'`, but not a parameter's type (`(event: 'exit'`, `event: 'exit' | 'error'`). */
-const EVENT_LITERAL = /(?<!\(\s*)\bevent:\s*['"]([a-z][a-z0-9-]*)['"](?!\s*\|)/g;
+const EVENT_LITERAL = /(?<!\(\s*)\bevent:\s*['"]([a-z][a-z0-9_.-]*)['"](?!\s*\|)/g;
+/** The one naming convention: `<area>.<name>`, the name in snake_case. */
+const EVENT_NAME = /^(lease|backup|backupd)\.[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 /** A table row whose first cell is one name in backticks. */
 const DOC_ROW = /^\|\s*`([^`]+)`\s*\|/gm;
 
@@ -97,6 +99,11 @@ describe('docs/log-events.md', () => {
     expect(stale, `in docs/log-events.md but emitted nowhere: ${stale.join(', ')}`).toEqual([]);
   });
 
+  it('names every event one way: <area>.<snake_case>', () => {
+    const offending = [...code.keys()].filter((name) => !EVENT_NAME.test(name)).sort();
+    expect(offending, `event names off the convention: ${offending.join(', ')}`).toEqual([]);
+  });
+
   it('lists each event once', () => {
     const twice = listed.filter((name, index) => listed.indexOf(name) !== index);
     expect(twice, `listed more than once: ${twice.join(', ')}`).toEqual([]);
@@ -110,7 +117,9 @@ describe('the extraction (meta: the checks above can fail)', () => {
     // The name on the line after `.info(`, a library call, an app literal.
     expect(code.get('backup.new_lineage')).toEqual(['packages/backup-worker/src/backup-worker.ts']);
     expect(code.get('lease.acquired')).toEqual(['packages/lease/src/bucket-lease.ts']);
-    expect(code.get('database-locked')).toEqual(['apps/backupd/src/commands/replicate-command.ts']);
+    expect(code.get('backupd.database_locked')).toEqual([
+      'apps/backupd/src/commands/replicate-command.ts',
+    ]);
     for (const notAnEvent of ['exit', 'error', 'drain']) expect(code.has(notAnEvent)).toBe(false);
   });
 
@@ -123,6 +132,7 @@ describe('the extraction (meta: the checks above can fail)', () => {
       "logger.warn('lease.sample-warning', { key });",
       "o.logger.debug?.('backup.sample_debug', { tookMs });",
       "logger.error({ event: 'sample-app-event', ...errorFields(error) });",
+      "logger.info({ event: 'backupd.sample_app_event' });",
       'const fields = {',
       "  event: 'sample-literal',",
       '  database,',
@@ -137,6 +147,7 @@ describe('the extraction (meta: the checks above can fail)', () => {
       'lease.sample-warning',
       'backup.sample_debug',
       'sample-app-event',
+      'backupd.sample_app_event',
       'sample-literal',
     ]);
     expect(eventsInSource(sample, false)).toEqual([
@@ -158,5 +169,12 @@ describe('the extraction (meta: the checks above can fail)', () => {
       '| `sample-app-event` | info | Another. | — |',
     ].join('\n');
     expect(eventsInDoc(markdown)).toEqual(['lease.sample', 'sample-app-event']);
+  });
+
+  it('tells names off the convention', () => {
+    for (const good of ['backup.step_failed', 'lease.acquired', 'backupd.stopped_incomplete'])
+      expect(EVENT_NAME.test(good), good).toBe(true);
+    for (const bad of ['lease.release-failed', 'stopped-incomplete', 'backup.stepFailed', 'app.x'])
+      expect(EVENT_NAME.test(bad), bad).toBe(false);
   });
 });

@@ -56,7 +56,9 @@ describe('a service whose If-Match is not atomic', () => {
         running.push(backupd);
         const exited = await backupd.exited;
         expect(exited.code, backupd.describe()).toBe(5);
-        const refused = backupd.logEvents().find((entry) => entry.event === 'replica-refused');
+        const refused = backupd
+          .logEvents()
+          .find((entry) => entry.event === 'backupd.replica_refused');
         expect(refused, backupd.describe()).toMatchObject({ kind: 'preconditions-ignored' });
         expect(String(refused?.reason)).toMatch(
           /replace-if-version \(If-Match\) is not atomic: [2-4] of 4 concurrent writes/,

@@ -120,7 +120,7 @@ describe.skipIf(!versitygw)('one replicate per database on a host', () => {
       { timeoutMs: WAIT_MS, describe: () => second.describe() },
     );
     expect(instanceIdOf(second)).toBe(firstId);
-    const locked = events(second, 'database-locked')[0];
+    const locked = events(second, 'backupd.database_locked')[0];
     expect(locked).toMatchObject({ instanceId: firstId, instanceIdKept: true });
     const acquired = events(second, 'lease.acquired');
     expect(acquired).toHaveLength(1);
@@ -176,7 +176,7 @@ describe.skipIf(!versitygw)('one replicate per database on a host', () => {
     expect(refused.stderr).not.toContain(server.secretAccessKey);
     expect(refused.stderr).not.toContain('backup.lease');
     // Nothing of the refused one started: no worker, no banner.
-    expect(refused.stderr).not.toContain('replica-started');
+    expect(refused.stderr).not.toContain('backupd.replica_started');
     expect(refused.stdout).toBe('');
 
     // With a first boot and an application: refused before either runs.
@@ -209,7 +209,7 @@ describe.skipIf(!versitygw)('one replicate per database on a host', () => {
       () => events(next, 'backup.restore_point_written').length > 0,
       { timeoutMs: WAIT_MS, describe: () => next.describe() },
     );
-    expect(events(next, 'database-in-use')).toEqual([]);
+    expect(events(next, 'backupd.database_in_use')).toEqual([]);
     expect(instanceIdOf(next)).toBe(record.instanceId);
     expect((await next.stop('SIGTERM')).code).toBe(0);
   }, 90_000);

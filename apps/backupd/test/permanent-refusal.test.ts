@@ -57,7 +57,7 @@ describe('a refusal no retry can clear', () => {
     ]);
     if (exited === 'timeout') await second.stop('SIGKILL', 10_000);
     expect(exited, second.describe()).toMatchObject({ code: 5 });
-    const refused = second.logEvents().find((event) => event.event === 'replica-refused');
+    const refused = second.logEvents().find((event) => event.event === 'backupd.replica_refused');
     expect(refused, second.describe()).toMatchObject({
       kind: 'lineage',
       database: join(directory, 'second.db'),
@@ -81,7 +81,7 @@ describe('a refusal no retry can clear', () => {
     const { code } = await second.exited;
     expect(code, second.describe()).toBe(7);
     expect(
-      second.logEvents().some((event) => event.event === 'replica-refused'),
+      second.logEvents().some((event) => event.event === 'backupd.replica_refused'),
       second.describe(),
     ).toBe(true);
   }, 90_000);

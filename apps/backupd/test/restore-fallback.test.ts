@@ -68,10 +68,10 @@ describe('a restore whose LATEST is unusable', () => {
       .split('\n')
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as Record<string, unknown>);
-    const fellBack = events.find((event) => event.event === 'restore-fell-back');
+    const fellBack = events.find((event) => event.event === 'backupd.restore_fell_back');
     expect(fellBack, result.stderr).toMatchObject({ database });
     expect(String(fellBack!.reason)).toContain('LATEST');
-    expect(events.find((event) => event.event === 'restored')).toMatchObject({
+    expect(events.find((event) => event.event === 'backupd.restored')).toMatchObject({
       commitSeq: expected.latest.commitSeq,
     });
   }, 90_000);

@@ -72,7 +72,7 @@ describe('a stop from every state', () => {
       commit(db, 201);
       const stopped = await backupd.stop('SIGTERM', 60_000);
       expect(stopped.code, backupd.describe()).toBe(4);
-      const incomplete = event(backupd, 'stopped-incomplete');
+      const incomplete = event(backupd, 'backupd.stopped_incomplete');
       expect(incomplete, backupd.describe()).toMatchObject({
         shortfall: 'never-held-lease',
         heldLease: false,
@@ -100,8 +100,8 @@ describe('a stop from every state', () => {
     });
     const stopped = await backupd.stop('SIGTERM', 60_000);
     expect(stopped.code, backupd.describe()).toBe(0);
-    expect(event(backupd, 'stopped-incomplete'), backupd.describe()).toBeUndefined();
-    expect(event(backupd, 'stopped-nothing-to-back-up'), backupd.describe()).toBeDefined();
+    expect(event(backupd, 'backupd.stopped_incomplete'), backupd.describe()).toBeUndefined();
+    expect(event(backupd, 'backupd.stopped_nothing_to_back_up'), backupd.describe()).toBeDefined();
   }, 90_000);
 
   it.skipIf(!versitygw)(
@@ -142,11 +142,11 @@ describe('a stop from every state', () => {
         });
         const stopped = await backupd.stop('SIGTERM', 60_000);
         expect(stopped.code, backupd.describe()).toBe(4);
-        expect(event(backupd, 'stopped-incomplete'), backupd.describe()).toMatchObject({
+        expect(event(backupd, 'backupd.stopped_incomplete'), backupd.describe()).toMatchObject({
           shortfall: 'never-held-lease',
           heldLease: false,
         });
-        expect(event(backupd, 'stopped-incomplete')!.walFrames).toBeGreaterThanOrEqual(802);
+        expect(event(backupd, 'backupd.stopped_incomplete')!.walFrames).toBeGreaterThanOrEqual(802);
         expect(await directStore(server).head(latestKey(prefix))).toBeNull();
       } finally {
         db.close();
@@ -195,7 +195,7 @@ describe('a stop from every state', () => {
       commit(db, 20);
       const stopped = await standby.stop('SIGTERM', 60_000);
       expect(stopped.code, standby.describe()).toBe(0);
-      expect(event(standby, 'stopped-incomplete'), standby.describe()).toBeUndefined();
+      expect(event(standby, 'backupd.stopped_incomplete'), standby.describe()).toBeUndefined();
       const holderStopped = await holder.stop('SIGTERM', 60_000);
       expect(holderStopped.code, holder.describe()).toBe(0);
     } finally {
@@ -218,6 +218,6 @@ describe('a stop from every state', () => {
     expect(existsSync(database)).toBe(true);
     const stopped = await backupd.stop('SIGTERM', 60_000);
     expect(stopped.code, backupd.describe()).toBe(0);
-    expect(event(backupd, 'stopped-incomplete'), backupd.describe()).toBeUndefined();
+    expect(event(backupd, 'backupd.stopped_incomplete'), backupd.describe()).toBeUndefined();
   }, 90_000);
 });

@@ -49,7 +49,7 @@ describe('a graceful stop', () => {
   it('that cannot write its final restore point exits 4 and names the commits it leaves unrestorable', async () => {
     const { stopped, backupd, first } = await run('abandoned', '0s');
     expect(stopped.code, backupd.describe()).toBe(4);
-    const event = backupd.logEvents().find((e) => e.event === 'stopped-incomplete');
+    const event = backupd.logEvents().find((e) => e.event === 'backupd.stopped_incomplete');
     expect(event, backupd.describe()).toMatchObject({
       shortfall: 'flush-abandoned',
       unrestorableCommits: 25,
@@ -63,7 +63,7 @@ describe('a graceful stop', () => {
   it('that writes its final restore point exits 0, with no such line', async () => {
     const { stopped, backupd, first, newest } = await run('complete', '10s');
     expect(stopped.code, backupd.describe()).toBe(0);
-    expect(backupd.logEvents().some((e) => e.event === 'stopped-incomplete')).toBe(false);
+    expect(backupd.logEvents().some((e) => e.event === 'backupd.stopped_incomplete')).toBe(false);
     expect(newest).toBe(first + 25);
   }, 90_000);
 
@@ -93,7 +93,7 @@ describe('a graceful stop', () => {
       await new Promise((resolve) => setTimeout(resolve, 500));
       const stopped = await backupd.stop('SIGTERM', 60_000);
       expect(stopped.code, backupd.describe()).toBe(0);
-      expect(backupd.logEvents().some((e) => e.event === 'stopped-incomplete')).toBe(false);
+      expect(backupd.logEvents().some((e) => e.event === 'backupd.stopped_incomplete')).toBe(false);
     } finally {
       await writer.stop('SIGTERM');
     }

@@ -58,7 +58,7 @@ describe('sidecar files of release 0.2', () => {
     });
 
     const events = backupd.logEvents();
-    expect(events.find((e) => e.event === 'database-locked')).toMatchObject({
+    expect(events.find((e) => e.event === 'backupd.database_locked')).toMatchObject({
       instanceId: holder.instanceId,
       instanceIdKept: true,
     });

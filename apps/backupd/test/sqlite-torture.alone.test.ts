@@ -292,7 +292,10 @@ describe('SQLite torture through the backupd command', () => {
           const stopped = await replicate.stop('SIGTERM', 30_000);
           const abandoned = replicate
             .logEvents()
-            .filter((e) => e.event === 'backup.flush_abandoned' || e.event === 'stopped-incomplete')
+            .filter(
+              (e) =>
+                e.event === 'backup.flush_abandoned' || e.event === 'backupd.stopped_incomplete',
+            )
             .map((e) => e.event);
           throw new Error(
             `${context()}: ${(error as Error).message.split('\n')[0]}; SIGTERM then gave exit ${stopped.code} (${abandoned.join(', ') || 'no flush_abandoned or stopped-incomplete logged'})`,
@@ -325,7 +328,9 @@ describe('SQLite torture through the backupd command', () => {
       const last = samples.at(-1)!.point;
       const stopped = await replicate!.stop('SIGTERM', 60_000);
       expect(stopped, `${context()}: ${replicate!.describe()}`).toEqual({ code: 0, signal: null });
-      expect(replicate!.logEvents().filter((e) => e.event === 'stopped-incomplete')).toEqual([]);
+      expect(
+        replicate!.logEvents().filter((e) => e.event === 'backupd.stopped_incomplete'),
+      ).toEqual([]);
       // Every point is a distinct state: a restore that lands on the wrong one is seen.
       expect(new Set(samples.map((s) => s.point.hash)).size).toBe(samples.length);
 

@@ -92,7 +92,7 @@ export function planAcquire(
     const watchedMs = settings.watch.observe(key, version, clock.monotonicNow());
     const neededMs = settings.ttlSeconds * 1000;
     if (watchedMs >= neededMs) {
-      settings.logger.warn('lease.suspect-takeover', {
+      settings.logger.warn('lease.suspect_takeover', {
         key,
         instanceId: settings.instanceId,
         holder: describeHolder(record),
@@ -101,7 +101,7 @@ export function planAcquire(
       });
       return takeover('suspect-takeover');
     }
-    settings.logger.warn('lease.suspect-record', {
+    settings.logger.warn('lease.suspect_record', {
       key,
       holder: describeHolder(record),
       reason,

@@ -175,14 +175,14 @@ export async function probeOrFailClosed(
     );
   } catch (releaseError) {
     // The record expires after its TTL anyway; the caller learns of the original problem.
-    settings.logger.warn('lease.release-failed', {
+    settings.logger.warn('lease.release_failed', {
       key,
       instanceId: settings.instanceId,
       error: String(releaseError),
     });
   }
   if (ignored.length > 0) {
-    settings.logger.warn('lease.preconditions-ignored', {
+    settings.logger.warn('lease.preconditions_ignored', {
       key,
       store: store.description,
       ignored,

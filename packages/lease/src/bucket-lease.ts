@@ -189,7 +189,7 @@ export class BucketLease {
           continue;
         }
         version = back.version;
-        logger.warn('lease.best-effort', {
+        logger.warn('lease.best_effort', {
           key,
           store: store.description,
           instanceId: settings.instanceId,

@@ -245,7 +245,7 @@ export class LeaseKeeper implements AsyncDisposable {
     try {
       await this.release();
     } catch (error) {
-      this.#logger.warn('lease.release-failed', {
+      this.#logger.warn('lease.release_failed', {
         key: this.lease.key,
         instanceId: this.lease.instanceId,
         error: String(error),
@@ -371,7 +371,7 @@ export class LeaseKeeper implements AsyncDisposable {
       this.#options.onEvent(event);
     } catch (error) {
       // A listener's bug must not stop the renew loop; it is reported instead.
-      this.#logger.warn('lease.event-listener-failed', { event: event.type, error: String(error) });
+      this.#logger.warn('lease.event_listener_failed', { event: event.type, error: String(error) });
     }
   }
 }

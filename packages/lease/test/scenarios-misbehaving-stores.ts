@@ -89,7 +89,7 @@ export function misbehavingStoreScenarios(target: StoreTarget): void {
         options(prefix, clock, { conditional: false, logger }),
       );
       expect(lease.exclusion).toBe('best-effort');
-      const warning = entries.find((entry) => entry.event === 'lease.best-effort');
+      const warning = entries.find((entry) => entry.event === 'lease.best_effort');
       expect(warning?.level).toBe('warn');
       expect(String(warning?.fields.notProtected)).toMatch(/both/);
       expect(faulty.puts.every((put) => put.mode === 'overwrite')).toBe(true);

@@ -35,7 +35,7 @@ export function suspectRecordScenarios(target: StoreTarget): void {
       clock.advance(1);
       const lease = await BucketLease.acquireAs(store, contender);
       expect(lease.generation).toBe(6);
-      expect(entries.some((entry) => entry.event === 'lease.suspect-takeover')).toBe(true);
+      expect(entries.some((entry) => entry.event === 'lease.suspect_takeover')).toBe(true);
       await lease.release();
     });
 

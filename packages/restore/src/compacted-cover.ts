@@ -1,27 +1,11 @@
 /**
- * Whether a compacted object holds what the fine segments it covers held,
- * when those are still in the bucket: named by the restore points before
- * the compaction, which a prefix keeps until retention drops them (never,
- * with `retain: 0`). `verify --deep` reads both anyway; this compares what
- * it read, without reading anything again.
- *
- * The fine run a compacted object covers is found by its chain: the fine
- * `.seg` segments of its generation and lineage that tile its byte range,
- * the first naming the compacted object's `previous`, each next one naming
- * the stored CRC-32 of the one before it. Found, the run must:
- * - end where the compacted object's chain end says (the stored CRC-32 of
- *   its last segment);
- * - hold the compacted object's commits;
- * - when the compacted object merged nothing away (its decoded body is as
- *   long as the log it stands for, or holds one frame per commit: the framed
- *   engine's concatenation), be its bytes, compared by CRC-32 (the run's
- *   decoded CRC-32s combined).
- *
- * Limits: a merge that dropped superseded pages (the SQLite engine's: one
- * record for the whole run, shorter than the run) is held to its chain and
- * commit count only: comparing its pages would need the engine's merge,
- * which this package does not know. Without its fine run in the bucket
- * nothing is compared. A CRC-32 catches damage and mix-ups, not tampering.
+ * `verify --deep`: whether a compacted object holds what the fine segments
+ * it covers held, while retention still keeps them, from what verify read
+ * anyway (nothing is read again). The fine run is the chain of `.seg`
+ * segments of its generation and lineage tiling its range from its
+ * `previous`; it must end at the header's chain end, hold its commits and,
+ * when nothing was merged away (framed), be its bytes (decoded CRC-32s
+ * combined). Rules and limits: package README, `options.deep`.
  */
 import { crc32Combine } from '@x/wal-segment';
 import { ObjectEncodingError } from './restore-errors.ts';

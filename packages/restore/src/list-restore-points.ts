@@ -1,17 +1,11 @@
 /**
- * listRestorePoints(): what `backupd ls` shows — every manifest of a prefix
- * with the commits it restores, when it was made, how many bytes a restore
- * of it downloads, its generation and lineage, and whether LATEST names it.
- *
- * Reads LATEST, one listing of `manifest/` and each manifest, and applies
- * restore's checks to each (`checked: 'manifest'`); objects are not read
- * unless `deep`, which runs `verify` with `deep` and takes its verdict per
- * manifest (`checked: 'objects'`: every object exists with its size and
- * CRC-32). A manifest that cannot be read or is unsafe is listed with its
- * problems instead of failing the listing; one deleted after the listing
- * (retention, or a writer that superseded it) is left out; when that was
- * LATEST's target, LATEST is followed as verify follows it. Store failures
- * and aborts throw.
+ * listRestorePoints(): what `backupd ls` shows, one entry per manifest of a
+ * prefix (package README). Applies restore's checks to each manifest
+ * (`checked: 'manifest'`); with `deep`, takes verify's verdict per manifest
+ * (`checked: 'objects'`). An unreadable or unsafe manifest is listed with
+ * its problems rather than failing the listing; one deleted after the
+ * listing is left out, and LATEST is followed as verify follows it. Store
+ * failures and aborts throw.
  */
 import {
   type Manifest,

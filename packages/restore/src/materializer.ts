@@ -1,21 +1,11 @@
 /**
- * How a verified restore point becomes files on disk.
- *
- * Restore does the engine-independent part: it picks the restore point,
- * downloads every object into a staging directory inside the target while
- * checking its size and CRC-32, and moves the staged files into the target
- * only once all of them verified. A materializer decides the engine-specific
- * part: which manifest entries become which files, where the rebuilt WAL
- * stream ends for a chosen commit, and (optionally) a last transformation of
- * the staged files, such as applying a WAL to a database file.
- *
- * The framed store directory (`snapshot.bin`, `wal.bin`, `wal.{n}.archive`,
- * side files) is the default: `framedStoreMaterializer`.
- *
- * Whatever a materializer returns, restore validates again: every name must
- * be a plain file name (no separator, no `.`/`..`, no control character), and
- * files are only ever written inside the staging directory and then renamed
- * into the target.
+ * How a verified restore point becomes files on disk. Restore does the
+ * engine-independent part (pick, download and check into staging, move into
+ * place); a materializer the engine's: which entries become which files,
+ * where the rebuilt WAL ends for a commit, and an optional last step over
+ * the staged files (e.g. applying a WAL to a database file). Restore
+ * validates whatever it returns: plain file names only, written only inside
+ * the staging directory, then renamed into the target.
  */
 import type { FileEntry, Manifest } from '@x/manifest';
 

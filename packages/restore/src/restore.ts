@@ -1,28 +1,12 @@
 /**
  * restore(): a restore point from the bucket to a directory, verified before
- * any of it is used.
- *
- * Order of work, and what each step guarantees:
- * 1. The target is checked (a directory or missing, no symbolic link, empty
- *    unless `force`) before the bucket is read.
- * 2. The restore point is picked — LATEST, a manifest key, or the manifest
- *    that covers a commit (the options' `target`) — and refused unless it
- *    parses, its lineage is consistent and every name and key in it is safe.
- *    Only for the latest state (target kind `latest`), an unusable LATEST falls
- *    back to the newest manifest that passes those checks, and the result
- *    says so (`fellBackFrom`); a named manifest never falls back. This
- *    choice and the objects it needs are the plan (restore-plan.ts).
- * 3. Every object it needs is streamed into a staging directory inside the
- *    target while its size and CRC-32 are checked (a `.snap` snapshot is
- *    decoded on the way, its envelope checked against key and entry); the
- *    WAL is rebuilt from the segments in order and cut after the frame that
- *    brings the count to the requested commit, and each segment's frame
- *    count is checked against the manifest. Any refusal removes the staging directory: the target is
- *    left as it was.
- * 4. Only then are the files moved into place (fsync, rename, fsync of the
- *    directory), and the parent record is written last.
- *
- * Memory stays bounded: objects are streamed chunk by chunk, never held whole.
+ * any of it is used, in this order: check the target (before the bucket is
+ * read); plan the restore point and its objects (restore-plan.ts); stream
+ * each object into staging inside the target, checking size, CRC-32,
+ * envelope and commit counts, and cut the rebuilt WAL (a refusal removes the
+ * staging, the target as it was); only then move the files into place
+ * (fsync, rename, fsync the directory), the parent record last. Objects
+ * stream chunk by chunk, never held whole. Guarantees: package README.
  */
 import type { FileEntry, ParentRecord, SegmentEntry } from '@x/manifest';
 import { normalizePrefix, type ObjectStore } from '@x/store';
@@ -105,25 +89,15 @@ export interface RestoreResult {
 }
 
 /**
- * Restores a restore point of `prefix` into `targetDir`.
- *
- * A restore of the latest state or of a commit whose restore point is
- * retired under it (retention deleted an object it names while it read
- * them: a compaction superseded it, or it left the window) picks again and
- * starts over, up to {@link RETIRED_POINT_ATTEMPTS} attempts in all; a
- * named restore point (target kind `restore-point`) is never swapped for another.
- *
- * @throws RestoreOptionsError — a malformed target, out-of-range options.
- * @throws RestoreTargetNotEmptyError — the target holds files and `force` is not set.
- * @throws RestoreTargetUnsafeError — the target is not a directory, or is or holds a symbolic link.
- * @throws NoRestorePointError — nothing to restore, or no restore point covers the target's `commitSeq` (names the nearest).
- * @throws RestorePointRejectedError — the named manifest is unreadable, inconsistent or unsafe;
- *   for the latest state, LATEST is unusable and no manifest passes the checks (both named).
- * @throws ObjectMissingError, ObjectCorruptError — an object is missing or differs from the manifest;
- *   ObjectEncodingError (an ObjectCorruptError) — a `.seg` or `.snap` envelope does not decode, or
- *   its header disagrees with its key or entry.
- * Store errors and aborts propagate as they are. In every case but a failure
- * while files are being moved into place, the target is left as it was.
+ * Restores a restore point of `prefix` into `targetDir`. A latest or commit
+ * target whose restore point retention retires mid-read is picked again, up
+ * to {@link RETIRED_POINT_ATTEMPTS} attempts; a named restore point never is.
+ * @throws RestoreOptionsError, RestoreTargetNotEmptyError, RestoreTargetUnsafeError
+ *   (options, target); NoRestorePointError (nothing covers the target);
+ *   RestorePointRejectedError (the manifest, or LATEST and every fallback, fails
+ *   the checks); ObjectMissingError, ObjectCorruptError, ObjectEncodingError (an
+ *   object); RestoreIncompleteError (moving into place failed part way: the only
+ *   case that changes the target). Store errors and aborts propagate as they are.
  */
 export async function restore(
   store: ObjectStore,

@@ -1,40 +1,13 @@
 /**
- * Roll-forward: the chained `.seg` segments shipped after a restore point
- * that no restore point names yet, which a restore of the latest state
- * applies on top of it.
- *
- * The worker ships a segment every interval but writes a restore point only
- * every `manifestIntervalMs`; a crash in between leaves segments no manifest
- * names. Each `.seg` object carries, in its header, the CRC-32 of the stored
- * bytes of the object before it in its generation (`previousCrc32`), so a
- * chain that starts at a verified restore point can be extended one object
- * at a time without trusting any listing.
- *
- * Guarantees:
- * - a segment is rolled over only when all of these hold: its key is a `.seg`
- *   key of the restore point's generation starting exactly where the chain
- *   ends; its header decodes and names that generation, that range and the
- *   restore point's lineage; its `previousCrc32` is the CRC-32 of the stored
- *   bytes of the object before it (for the first, the last named segment's
- *   manifest `crc32`, or the generation snapshot's when none is named); its
- *   body decodes to the header's length and CRC-32; and, when a cutter is
- *   given, the body holds the header's number of commits. The search stops
- *   at the first object that fails and says which and why.
- * - raw `.segment` objects carry no chain and are never rolled over.
- * - nothing is rolled over when the bucket holds a snapshot or segments of a
- *   later generation: that generation's data has no restore point to chain
- *   from, and the older generation may not be the newest state. Unless
- *   `pastLaterGenerations` is set: a caller after a commit or a time inside
- *   this generation (not the newest state) may use its chained tail, which is
- *   as verified as ever.
- * - requests: two LISTs with delimiter `/` (`wal/`, `snapshots/`), one paged
- *   LIST of the generation's `wal/{g}/`, and one GET per object examined
- *   (each read whole, one at a time, at most {@link MAX_ROLL_FORWARD_OBJECT_BYTES}, or
- *   for a segment whose key names a longer range, that range stored at worst).
- *
- * Limits: the answer is what the listing saw; a live worker may ship more
- * meanwhile. The returned entries record the stored size and CRC-32 that were
- * checked, so a later download of a changed object is refused.
+ * Roll-forward: the `.seg` segments shipped after a restore point and named by
+ * none yet (a crash before the next restore point leaves them), which a
+ * restore of the latest state applies on top. Each header names the stored
+ * CRC-32 of the object before it, so the chain from a verified restore point
+ * extends one object at a time, read whole, trusting no listing, up to the
+ * first that fails. Never raw `.segment` objects, nor past a later generation
+ * (the newest state may be there) unless `pastLaterGenerations`. Rules and
+ * requests: package README, _The latest state rolls forward_. The answer is
+ * what the listing saw; entries carry the checked size and CRC-32.
  */
 import {
   crc32Hex,
@@ -89,7 +62,10 @@ export interface RollForwardOptions {
   readonly signal?: AbortSignal;
   /** Counts the commits of each decoded body (a fresh cutter per segment), checked against the header. */
   readonly createWalCutter?: (commits: number) => WalCutter;
-  /** Roll over this generation's chain even when a later generation exists (see the module comment). */
+  /**
+   * Roll over this generation's chain even when a later generation exists: for a
+   * commit or time inside this generation, whose chained tail is as verified as ever.
+   */
   readonly pastLaterGenerations?: boolean;
 }
 
@@ -102,7 +78,7 @@ interface Candidate {
 
 /**
  * The chained `.seg` segments of `manifest`'s generation past its last named
- * segment (see the module comment for what is checked).
+ * segment (what is checked: package README, _The latest state rolls forward_).
  * Store errors and aborts propagate as they are; nothing about the objects
  * themselves throws: a bad object ends the chain and is named in `stoppedAt`.
  */

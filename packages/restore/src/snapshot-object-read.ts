@@ -1,28 +1,12 @@
 /**
- * Reading a `.snap` snapshot (the stored-object envelope of `@x/wal-segment`,
- * kind snapshot) the way restore and verify must, in bounded memory: a
- * snapshot can be GiBs, so it is never held whole.
- *
- * The stored bytes stream through {@link downloadVerified} (stored size and
- * CRC-32 against the manifest entry) and, as they arrive, through
- * `decodeSegmentObjectStream` (header CRC, decoded length bounded by the
- * header's end − start, decoded CRC-32 at the end). The header is checked
- * against the key (kind snapshot, generation) and the entry (commits =
- * frames, lineage) before the first decoded byte is handed on.
- *
- * Guarantees: {@link downloadSnapshotObject} resolves only when every check
- * passed, stored and decoded; otherwise it rejects with the first failure —
- * {@link ObjectCorruptError} / {@link ObjectMissingError} from the download,
- * {@link ObjectEncodingError} naming the key and the field for the envelope,
- * the sink's own error, a store error or the abort reason. It never leaves
- * either side waiting: a decode failure aborts the download, a download
- * failure ends the decoder's input. Decoded chunks reach the sink BEFORE the
- * end checks (that is what streaming means): callers write them to staging
- * and use the result only once this resolved.
- *
- * Memory: a stored chunk in hand-over, the decoder's read-ahead (at most 16
- * stored chunks) and the zstd stream's buffers; the sink is awaited before
- * the next decoded chunk is pulled.
+ * Reads a `.snap` snapshot (envelope kind snapshot) for restore and verify in
+ * bounded memory, since it can be GiBs: the stored bytes stream through
+ * {@link downloadVerified} (size, CRC-32) and `decodeSegmentObjectStream`
+ * (header CRC, decoded length and CRC-32); the header is checked against key
+ * and entry before the first decoded byte is handed on. Decoded chunks reach
+ * the sink BEFORE the end checks: use what was staged only once this
+ * resolved. A failure on either side ends the other, so neither waits.
+ * Memory: the decoder's read-ahead (at most 16 stored chunks), zstd's buffers.
  */
 import { type FileEntry, parseSnapshotKey } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
@@ -121,6 +105,7 @@ class HandOver implements AsyncIterable<Uint8Array> {
  * @throws ObjectEncodingError — the envelope is invalid, does not decode to
  *   what its header says, or its header disagrees with the key or entry.
  * @throws ObjectCorruptError, ObjectMissingError — as {@link downloadVerified}.
+ * Also rejects with the sink's own error, a store error or the abort reason: the first failure.
  */
 export async function downloadSnapshotObject(
   store: ObjectStore,

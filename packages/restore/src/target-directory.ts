@@ -1,24 +1,13 @@
 /**
  * The target directory of a restore: checks before anything is written, a
  * staging directory inside it, and the move of verified files into place.
- *
- * Guarantees:
- * - Nothing is written outside the target: every file is created by plain
- *   name inside the staging directory (create-exclusive, never following a
- *   symbolic link) and then renamed into the target, which is on the same
- *   filesystem, so each file appears whole or not at all.
- * - Until {@link commitStaged} starts, the target holds nothing but the
- *   staging directory, and {@link discardStaging} removes it (and the target
- *   itself when restore created it): a refused restore leaves the target as
- *   it was.
- * - Each file is fsynced before its rename, and the directory after the
- *   renames; the parent record is written last, so its presence means every
- *   other file is in place.
- *
- * Limits: the moves into place are one rename per file, not one atomic step
- * for all of them; a crash in the middle of them leaves some files moved and
- * no parent record (and the staging directory, which a forced restore
- * removes). A concurrent restore into the same directory is not detected.
+ * Files are created by plain name in staging (exclusive, never following a
+ * link) and renamed into the target on the same filesystem, so each appears
+ * whole or not at all. Until {@link commitStaged} starts, {@link discardStaging}
+ * restores the target as it was (removing it when restore created it). Each
+ * file is fsynced before its rename, the directory after; the parent record
+ * goes last. Not one atomic step for all files, nor guarded against a
+ * concurrent restore: package README, _Guarantees and limits_.
  */
 import { constants } from 'node:fs';
 import { lstat, mkdir, mkdtemp, open, readdir, rename, rm, rmdir, unlink } from 'node:fs/promises';

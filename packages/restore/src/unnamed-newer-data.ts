@@ -1,38 +1,13 @@
 /**
  * findUnnamedNewerData(): shipped objects newer than a restore point, which a
- * restore of that point leaves behind.
- *
- * The worker ships WAL segments about every second and writes a manifest (a
- * restore point) naming them only now and then; a heavy writer can also start
- * a new WAL generation (a new snapshot) before any manifest names it. A
- * restore of "the latest" restores the manifest LATEST names, so whatever was
- * shipped after it is silently not restored. This module counts it, so the
- * caller can say so.
- *
- * Newer, relative to a manifest of WAL generation G whose segments end at
- * byte E of G's WAL (E = 0 when it names no segment, only a snapshot):
- * - a segment of G that holds bytes past E (its end is past E: one starting at
- *   or after E, or a stray one straddling E);
- * - every segment of a generation above G;
- * - every snapshot of a generation above G.
- *
- * Guarantees:
- * - it reads the bucket only, with LIST requests: `wal/` with delimiter `/`
- *   (one entry per generation), then only the generations at or above G,
- *   each with delimiter `/`, then `snapshots/` and `manifest/` with delimiter
- *   `/`. It never reads an object's body (beyond the manifest itself, in
- *   {@link findUnnamedNewerDataAfter});
- * - a key under those prefixes that is not one the layout produces (a
- *   hostile name, another padding, a nested folder) is ignored, never thrown
- *   on;
- * - sizes are what the listing reports, not what a key's range claims.
- *
- * Not guaranteed: the answer is a snapshot of a moving bucket. A live writer
- * keeps shipping while this lists, and retention may delete objects; the
- * counts are what the listings saw. Whether a newer manifest names some of
- * the data is not worked out object by object: `newerRestorePoints` says how
- * many manifests above the given one exist, so a caller can tell "in no
- * restore point" from "in a newer one".
+ * restore of that point leaves behind (segments ship about every second,
+ * restore points only now and then), so the caller can say so. Newer than a
+ * manifest of generation G whose segments end at byte E (0 with none): a
+ * segment of G ending past E (straddling E included), and every segment and
+ * snapshot of a generation above G. LIST requests only, sizes as listed, and
+ * keys the layout does not produce ignored, never thrown on; the counts are
+ * what the listings saw of a moving bucket. `newerRestorePoints` tells "in no
+ * restore point" from "maybe in a newer one". Details: package README.
  */
 import {
   type Manifest,

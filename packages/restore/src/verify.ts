@@ -1,35 +1,13 @@
 /**
- * verify(): does every restore point in a prefix restore?
- *
- * Checks, and reports (never throws for what the bucket holds):
- * - LATEST exists, is a manifest key of this prefix, and names a manifest
- *   that exists and verifies;
- * - every object under `manifest/` is a manifest key; every manifest is at
- *   most `MAX_MANIFEST_BYTES`, parses, says the commit its key says, names
- *   only its own lineage, and names only safe file names, keys under the
- *   prefix and segments that chain from offset 0 (the checks restore makes);
- * - every object a manifest names exists with the recorded size — one LIST
- *   per directory of named objects, not one HEAD per object — and, with
- *   `deep`, has the recorded CRC-32 (each distinct object streamed once);
- *   a `.seg` segment is then also decoded and checked as restore checks it
- *   (header, decoded length and CRC-32, header against key, entry and chain),
- *   and so is a `.snap` snapshot, streamed in bounded memory (header, decoded
- *   length and CRC-32, header against key and entry; the decoded bytes are
- *   discarded);
- * - with `deep`, a compacted object whose fine segments other restore points
- *   still name is compared with them: their chain ends where its chain end
- *   says, they hold its commits, and, when it merged nothing away (the
- *   framed engine's concatenation), its bytes are theirs (compacted-cover.ts).
- *
- * - with `rebuild`, each chosen restore point whose objects all verified is
- *   restored into a scratch directory with the engine's check, which
- *   rebuilds it and proves the result (verify-rebuild.ts).
- *
- * A manifest that disappears while it is being verified (retention ran) is
- * reported as `vanished`, not as broken. A LATEST whose target disappeared
- * because a writer moved LATEST on meanwhile is read again, and the restore
- * point it names now is checked as LATEST's target (`followMovedLatest`). Store failures and aborts do throw:
- * a report built on a failed read would be a guess.
+ * verify(): does every restore point in a prefix restore? (Each check:
+ * package README, `verify`.) Never throws for what the bucket holds: LATEST
+ * and every manifest get restore's checks, every named object its size (one
+ * LIST per directory); `deep` streams each distinct object once (CRC-32,
+ * envelope) and compares compacted objects with their fine runs
+ * (compacted-cover.ts); `rebuild` has the engine prove restore points
+ * (verify-rebuild.ts). A manifest deleted meanwhile is `vanished`; a moved
+ * LATEST is followed. Store failures and aborts throw: a report on a failed
+ * read would be a guess.
  */
 import {
   type FileEntry,

@@ -1,21 +1,11 @@
 /**
- * The framed store's log compaction: consecutive commit-log bodies merged
- * into one by concatenation. A frame is an opaque commit of the engine, so
- * nothing in it can be dropped; what a compaction buys here is fewer
- * objects (a restore point names one per level window instead of one per
- * step, and a restore reads as few), and a larger zstd input.
- *
- * Guarantees: the result is the inputs' frames, byte for byte, in order, so
- * a restore of any commit inside a compacted object stays exact (each
- * frame is one commit for the framed cutter). Every body fed must be whole,
- * valid frames (lengths, CRC-32s, no torn tail): anything else throws
- * {@link FramedLogConcatenationError} and the worker leaves the run as it
- * is.
- *
- * Limits: the result is held in memory, at most
- * {@link MAX_FRAMED_COMPACTED_LOG_BYTES}; the worker plans no run covering
- * more of the log than that (`maxCompactedLogBytes` of the source), and a
- * body past it still throws here.
+ * The framed store's log compaction: a run's commit-log bodies concatenated,
+ * frame for frame, in order. A frame is an opaque commit, so nothing can be
+ * dropped; compaction buys fewer objects and a larger zstd input, and every
+ * commit inside stays exactly restorable. A body that is not whole, valid
+ * frames throws {@link FramedLogConcatenationError} (the worker leaves the
+ * run as it is). Held in memory, at most {@link MAX_FRAMED_COMPACTED_LOG_BYTES},
+ * the bound the worker plans runs by. See the package README, _Compaction_.
  */
 import type { LogCompactor } from '@x/backup-worker';
 import { completeFrames } from '@x/wal-segment';

@@ -134,7 +134,11 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
     ...(values['log-level'] ? { level: values['log-level'] } : {}),
   });
   const early = holdEarlySignals(process, (signal) => {
-    logger.warn({ event: 'second-signal', signal, note: 'exiting before the start finished' });
+    logger.warn({
+      event: 'backupd.second_signal',
+      signal,
+      note: 'exiting before the start finished',
+    });
     process.exit(EXIT_INTERRUPTED);
   });
   try {
@@ -173,7 +177,7 @@ async function replicateWithLocks(
     // For a file system without working POSIX locks, or to exercise the
     // bucket lease alone: a second replicate is then not refused.
     logger.warn({
-      event: 'database-lock-off',
+      event: 'backupd.database_lock_off',
       note: 'BACKUPD_DATABASE_LOCK=off: a second replicate of the same database is not refused; the bucket lease alone keeps writers apart, and a restart waits out the lease TTL',
     });
     locks = config.databases.map((database) => unlockedDatabase(database.path));
@@ -189,7 +193,7 @@ async function replicateWithLocks(
   } catch (error) {
     if (!(error instanceof DatabaseInUseError)) throw error;
     logger.error({
-      event: 'database-in-use',
+      event: 'backupd.database_in_use',
       database: error.database,
       lock: error.lockFile,
       ...(error.holder ? { holder: error.holder } : {}),
@@ -220,7 +224,7 @@ async function replicateLocked(
   const instanceIds = new Map(run.locks.map((lock) => [lock.database, lock.instanceId]));
   for (const lock of run.locks)
     logger.info({
-      event: 'database-locked',
+      event: 'backupd.database_locked',
       database: lock.database,
       lock: lock.files.lock,
       instanceId: lock.instanceId,
@@ -299,7 +303,7 @@ async function firstBootReplicate(
   const starting = (async (): Promise<Replication | undefined> => {
     for (const path of run.awaited) {
       logger.info({
-        event: 'waiting-for-database',
+        event: 'backupd.waiting_for_database',
         database: path,
         note: 'the backup starts once the application has created it in WAL mode',
       });
@@ -308,7 +312,7 @@ async function firstBootReplicate(
       });
       if (!created) {
         logger.error({
-          event: 'database-not-created',
+          event: 'backupd.database_not_created',
           database: path,
           note: `the application exited before creating ${path} in WAL mode; nothing was backed up`,
         });

@@ -36,9 +36,9 @@ describe('restoreMissingDatabases', () => {
       restored: [],
       fresh: [path],
     });
-    expect(events()[0]).toMatchObject({ event: 'restore-if-missing', database: path });
+    expect(events()[0]).toMatchObject({ event: 'backupd.restore_if_missing', database: path });
     expect(events()[1]).toMatchObject({
-      event: 'starting-fresh',
+      event: 'backupd.starting_fresh',
       note: `restore-if-missing: nothing backed up at ${url} yet; starting fresh`,
     });
     expect(existsSync(path)).toBe(false);

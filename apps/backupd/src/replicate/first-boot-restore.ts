@@ -34,14 +34,18 @@ export async function restoreMissingDatabases(
     const first = database.urls[0];
     if (existsSync(database.path) || first === undefined) continue;
     const { store, prefix } = await openStore(first.location, options.env);
-    options.logger.info({ event: 'restore-if-missing', database: database.path, from: first.text });
+    options.logger.info({
+      event: 'backupd.restore_if_missing',
+      database: database.path,
+      from: first.text,
+    });
     let result: Awaited<ReturnType<typeof restoreDatabase>>;
     try {
       result = await restoreDatabase(store, prefix, database.path, { force: false });
     } catch (error) {
       if (!(await isNothingBackedUp(error, store, prefix))) throw error;
       options.logger.info({
-        event: 'starting-fresh',
+        event: 'backupd.starting_fresh',
         database: database.path,
         from: first.text,
         note: `restore-if-missing: nothing backed up at ${first.text} yet; starting fresh`,
@@ -50,14 +54,14 @@ export async function restoreMissingDatabases(
       continue;
     }
     options.logger.info({
-      event: 'restored',
+      event: 'backupd.restored',
       database: database.path,
       commitSeq: result.commitSeq,
       manifest: result.manifestKey,
     });
     if (result.fellBackFrom)
       options.logger.warn({
-        event: 'restore-fell-back',
+        event: 'backupd.restore_fell_back',
         database: database.path,
         reason: result.fellBackFrom.reason,
         note: "LATEST was unusable: restored the newest restore point that passes restore's checks",

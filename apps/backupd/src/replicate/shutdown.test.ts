@@ -59,9 +59,9 @@ describe('stopReplication', () => {
     expect(closed).toBe(true);
     const logged = events();
     expect(logged.map((event) => event.event)).toEqual([
-      'shutting-down',
-      'stopped-incomplete',
-      'stopped',
+      'backupd.shutting_down',
+      'backupd.stopped_incomplete',
+      'backupd.stopped',
     ]);
     expect(logged[1]).toMatchObject({
       level: 50,
@@ -87,7 +87,7 @@ describe('stopReplication', () => {
       EXIT_OK,
     );
     expect(code).toBe(EXIT_FAILED);
-    expect(events().at(-1)).toMatchObject({ event: 'shutdown-failed', level: 50 });
+    expect(events().at(-1)).toMatchObject({ event: 'backupd.shutdown_failed', level: 50 });
     expect(JSON.stringify(events().at(-1))).toContain('bucket gone');
   });
 });

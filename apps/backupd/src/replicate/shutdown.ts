@@ -2,7 +2,7 @@
  * The graceful stop and the exit code it leaves: every worker flushes,
  * writes its final restore point and releases its lease (daemon.ts), the
  * listener closes, and each replica that could not make everything
- * committed restorable is logged as one `stopped-incomplete` event that
+ * committed restorable is logged as one `backupd.stopped_incomplete` event that
  * says how much, and why.
  *
  * A replica whose worker never held the lease never opened its database
@@ -82,12 +82,12 @@ function incompleteReason(entry: ReviewedShutdown): string {
   }
 }
 
-/** The `stopped-incomplete` event's fields for one replica. */
+/** The `backupd.stopped_incomplete` event's fields for one replica. */
 export function stoppedIncompleteEvent(entry: ReviewedShutdown): Record<string, unknown> {
   const { report, disk } = entry;
   const instant = (time: number | null) => (time === null ? null : new Date(time).toISOString());
   return {
-    event: 'stopped-incomplete',
+    event: 'backupd.stopped_incomplete',
     database: entry.database,
     replica: entry.replica,
     shortfall: report.shortfall ?? 'unrestorable-commits',
@@ -121,7 +121,7 @@ export async function stopReplication(
   logger: Logger,
   code: number,
 ): Promise<number> {
-  logger.info({ event: 'shutting-down' });
+  logger.info({ event: 'backupd.shutting_down' });
   try {
     const reports = (await replication.daemon.shutdown()).map((entry) => reviewShutdown(entry));
     await replication.server?.close();
@@ -129,16 +129,16 @@ export async function stopReplication(
       if (!entry.report.complete) logger.error(stoppedIncompleteEvent(entry));
       else if (entry.disk)
         logger.info({
-          event: 'stopped-nothing-to-back-up',
+          event: 'backupd.stopped_nothing_to_back_up',
           database: entry.database,
           replica: entry.replica,
           note: `this replica never held the bucket's lease, and ${describeOnDisk(entry.disk)}: nothing is committed in it, so nothing was left unbacked`,
         });
     }
-    logger.info({ event: 'stopped' });
+    logger.info({ event: 'backupd.stopped' });
     return shutdownExitCode(reports, code);
   } catch (error) {
-    logger.error({ event: 'shutdown-failed', ...errorFields(error) });
+    logger.error({ event: 'backupd.shutdown_failed', ...errorFields(error) });
     return EXIT_FAILED;
   }
 }

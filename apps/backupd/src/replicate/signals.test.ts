@@ -93,7 +93,7 @@ describe('superviseUntilStopped', () => {
     const run = supervise(undefined, early, signals);
     expect(await run.done).toBe(EXIT_OK + 100);
     expect(run.stops).toEqual([EXIT_OK]);
-    expect(run.events().some((event) => event.event === 'signal-during-start')).toBe(true);
+    expect(run.events().some((event) => event.event === 'backupd.signal_during_start')).toBe(true);
     // Held no longer: one listener per signal, supervision's own.
     expect(signals.listenerCount('SIGTERM')).toBe(1);
   });
@@ -116,7 +116,7 @@ describe('superviseUntilStopped', () => {
     run.signals.send('SIGINT');
     expect(run.exits).toEqual([EXIT_INTERRUPTED]);
     expect(run.stops).toEqual([EXIT_OK]);
-    expect(run.events().find((event) => event.event === 'second-signal')).toMatchObject({
+    expect(run.events().find((event) => event.event === 'backupd.second_signal')).toMatchObject({
       signal: 'SIGINT',
     });
     await run.done;
@@ -132,7 +132,9 @@ describe('superviseUntilStopped', () => {
     application.end(null, 'SIGTERM');
     expect(await run.done).toBe(143 + 100);
     expect(run.stops).toEqual([143]);
-    expect(run.events().find((event) => event.event === 'application-exited')).toMatchObject({
+    expect(
+      run.events().find((event) => event.event === 'backupd.application_exited'),
+    ).toMatchObject({
       code: null,
       signal: 'SIGTERM',
     });
@@ -154,7 +156,7 @@ describe('superviseUntilStopped', () => {
     const run = supervise(application);
     application.emit('error', new Error('spawn /bin/sh ENOENT'));
     expect(await run.done).toBe(EXIT_FAILED + 100);
-    expect(run.events().at(-1)).toMatchObject({ event: 'application-failed-to-start' });
+    expect(run.events().at(-1)).toMatchObject({ event: 'backupd.application_failed_to_start' });
   });
 
   it('stops with exit code 5 on a refusal no retry can clear, naming it, and stops watching', async () => {
@@ -166,7 +168,7 @@ describe('superviseUntilStopped', () => {
     expect(run.watching()).toBe(false);
     expect(run.events()).toContainEqual(
       expect.objectContaining({
-        event: 'replica-refused',
+        event: 'backupd.replica_refused',
         kind: 'lineage',
         database: '/data/app.db',
         reason: 'this backup prefix holds another database',
@@ -183,7 +185,7 @@ describe('superviseUntilStopped', () => {
       reason: 'the service ignores If-None-Match',
     });
     expect(await run.done).toBe(EXIT_PERMANENT_REFUSAL + 100);
-    const refused = run.events().find((event) => event.event === 'replica-refused');
+    const refused = run.events().find((event) => event.event === 'backupd.replica_refused');
     expect(refused?.fix).toContain('BACKUPD_CONDITIONAL=off');
     expect(refused?.fix).toContain('conditional: false');
   });
@@ -195,7 +197,7 @@ describe('superviseUntilStopped', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(run.stops).toEqual([]);
     expect(run.events()).toContainEqual(
-      expect.objectContaining({ event: 'replica-refused', kind: 'lineage' }),
+      expect.objectContaining({ event: 'backupd.replica_refused', kind: 'lineage' }),
     );
     application.end(0);
     expect(await run.done).toBe(EXIT_OK + 100);

@@ -93,7 +93,7 @@ export function superviseUntilStopped(supervision: Supervision): Promise<number>
       received += 1;
       if (received > 1) {
         logger.warn({
-          event: 'second-signal',
+          event: 'backupd.second_signal',
           signal,
           note: 'exiting without finishing the shutdown',
         });
@@ -111,7 +111,7 @@ export function superviseUntilStopped(supervision: Supervision): Promise<number>
     supervision.early?.release();
     stopWatching = supervision.watchRefusals?.((refusal) => {
       const fields = {
-        event: 'replica-refused',
+        event: 'backupd.replica_refused',
         database: refusal.database,
         replica: refusal.replica,
         kind: refusal.kind,
@@ -131,7 +131,7 @@ export function superviseUntilStopped(supervision: Supervision): Promise<number>
     const held = supervision.early?.received ?? [];
     if (held.length > 0)
       logger.info({
-        event: 'signal-during-start',
+        event: 'backupd.signal_during_start',
         signal: held[0],
         note: 'received while replicate was starting; acted on now',
       });
@@ -139,11 +139,11 @@ export function superviseUntilStopped(supervision: Supervision): Promise<number>
     if (!application) return;
     signals.on('SIGHUP', () => application.kill('SIGHUP'));
     application.on('exit', (code, signal) => {
-      logger.info({ event: 'application-exited', code, signal });
+      logger.info({ event: 'backupd.application_exited', code, signal });
       stopOnce(applicationExitCode(code, signal));
     });
     application.on('error', (error) => {
-      logger.error({ event: 'application-failed-to-start', ...errorFields(error) });
+      logger.error({ event: 'backupd.application_failed_to_start', ...errorFields(error) });
       stopOnce(EXIT_FAILED);
     });
   });

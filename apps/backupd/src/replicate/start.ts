@@ -51,7 +51,7 @@ export async function startReplication(
       ...(options.instanceIds ? { instanceIds: options.instanceIds } : {}),
     });
   } catch (error) {
-    options.logger.error({ event: 'start-failed', ...errorFields(error) });
+    options.logger.error({ event: 'backupd.start_failed', ...errorFields(error) });
     throw error;
   }
   if (!config.listen) return { daemon };
@@ -60,7 +60,7 @@ export async function startReplication(
     { statuses: () => daemon.statuses(), version: VERSION, startedAt: Date.now() },
     options.redactor,
   );
-  options.logger.info({ event: 'listening', url: server.url });
+  options.logger.info({ event: 'backupd.listening', url: server.url });
   return { daemon, server };
 }
 
@@ -68,6 +68,6 @@ export async function startReplication(
 export function lowerCpuPriority(config: BackupdConfig, logger: Logger): void {
   const priority = applyCpuPriority(config.cpuPriority ?? DEFAULT_CPU_PRIORITY);
   if (priority.note)
-    logger.warn({ event: 'cpu-priority', applied: priority.applied, note: priority.note });
-  else logger.info({ event: 'cpu-priority', applied: priority.applied });
+    logger.warn({ event: 'backupd.cpu_priority', applied: priority.applied, note: priority.note });
+  else logger.info({ event: 'backupd.cpu_priority', applied: priority.applied });
 }

@@ -224,7 +224,7 @@ export function listeningUrl(process: RunningProcess, timeoutMs = 20_000): Promi
   return waitFor(
     `${process.label} to listen`,
     () => {
-      const event = process.logEvents().find((line) => line.event === 'listening');
+      const event = process.logEvents().find((line) => line.event === 'backupd.listening');
       return typeof event?.url === 'string' ? event.url : undefined;
     },
     { timeoutMs, describe: () => process.describe() },
@@ -233,7 +233,7 @@ export function listeningUrl(process: RunningProcess, timeoutMs = 20_000): Promi
 
 /** The instance id a `backupd replicate` process logged when its worker started. */
 export function instanceIdOf(process: RunningProcess): string | undefined {
-  const event = process.logEvents().find((line) => line.event === 'replica-started');
+  const event = process.logEvents().find((line) => line.event === 'backupd.replica_started');
   return typeof event?.instanceId === 'string' ? event.instanceId : undefined;
 }
 
