@@ -80,7 +80,7 @@ module.exports = {
       name: 'worker-imports-no-engine-or-restore',
       severity: 'error',
       comment:
-        '@x/backup-worker defines the source interface and knows no engine; restore is a package of its own. Its sources import neither (the engines depend on the worker, never the other way).',
+        '@x/backup-worker knows engines only through @x/engine; restore is a package of its own. Its sources import neither an engine nor restore.',
       from: { path: '^packages/backup-worker/src/', pathNot: TEST_FILE },
       to: { path: '^packages/(restore|source-[^/]+)/' },
     },
@@ -88,11 +88,27 @@ module.exports = {
       name: 'restore-imports-no-worker-or-engine',
       severity: 'error',
       comment:
-        '@x/restore reads a prefix with @x/store and the formats only: it defines the materializer interface and imports no worker, no engine, no lease, no cloud adapter or SDK.',
+        '@x/restore reads a prefix with @x/store, the formats and the engine contract only: it imports no worker, no engine, no lease, no cloud adapter or SDK.',
       from: { path: '^packages/restore/src/', pathNot: TEST_FILE },
       to: {
         path: ['^packages/(backup-worker|lease|source-[^/]+)/', CLOUD_ADAPTERS, CLOUD_SDKS],
       },
+    },
+    {
+      name: 'engine-contract-imports-only-formats',
+      severity: 'error',
+      comment:
+        '@x/engine is the contract every engine, the worker and restore share: types over the formats (@x/manifest, @x/wal-segment) and nothing else.',
+      from: { path: '^packages/engine/src/', pathNot: TEST_FILE },
+      to: { path: '^packages/', pathNot: '^packages/(engine|manifest|wal-segment)/' },
+    },
+    {
+      name: 'engines-import-no-worker',
+      severity: 'error',
+      comment:
+        'An engine (@x/source-*) implements the contract of @x/engine; its sources never import the worker (its tests run one).',
+      from: { path: '^packages/source-[^/]+/src/', pathNot: TEST_FILE },
+      to: { path: '^packages/backup-worker/' },
     },
     {
       name: 'engines-import-no-cloud-or-lease',

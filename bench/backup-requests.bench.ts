@@ -11,10 +11,12 @@
  * lease and uploads the first restore point) counts requests at the store
  * and scales them to a minute. Uses the real clock: it takes a minute a run.
  */
+
 import { appendFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BackupWorker, type DurablePosition } from '@x/backup-worker';
+import { BackupWorker } from '@x/backup-worker';
+import type { DurablePosition } from '@x/engine';
 import { FramedDirSource, identifyFramedFiles } from '@x/source-framed';
 import {
   type CallOptions,

@@ -69,6 +69,17 @@ const FILES: Record<string, string> = {
     type: 'module',
     exports: { '.': { '@x/source': './src/index.ts' } },
   }),
+  'packages/engine/package.json': JSON.stringify({
+    name: '@x/engine',
+    type: 'module',
+    exports: { '.': { '@x/source': './src/index.ts' } },
+  }),
+  // Allowed: the contract uses the formats.
+  'packages/engine/src/index.ts':
+    "import { manifest } from '@x/manifest';\nexport const contract = manifest;\n",
+  // Forbidden: the contract imports a store.
+  'packages/engine/src/uses-store.ts':
+    "import { store } from '@x/store';\nexport const contractStore = store;\n",
   'packages/manifest/package.json': JSON.stringify({
     name: '@x/manifest',
     type: 'module',
@@ -121,9 +132,12 @@ const FILES: Record<string, string> = {
     "import { worker } from '@x/backup-worker';\nexport const restoreWorker = worker;\n",
   'packages/restore/src/uses-engine.ts':
     "import { engine } from '@x/source-sqlite';\nexport const restoreEngine = engine;\n",
-  // Allowed: an engine imports the worker and restore by name.
+  // Allowed: an engine imports the contract and restore by name.
   'packages/source-sqlite/src/index.ts':
-    "import { worker } from '@x/backup-worker';\nimport { restore } from '@x/restore';\nexport const engine = [worker, restore];\n",
+    "import { contract } from '@x/engine';\nimport { restore } from '@x/restore';\nexport const engine = [contract, restore];\n",
+  // Forbidden: an engine's sources import the worker.
+  'packages/source-sqlite/src/uses-worker.ts':
+    "import { worker } from '@x/backup-worker';\nexport const engineWorker = worker;\n",
   // Forbidden: an engine imports a cloud adapter.
   'packages/source-sqlite/src/uses-adapter.ts':
     "import { s3 } from '@x/store-s3';\nexport const engineS3 = s3;\n",
@@ -142,6 +156,7 @@ const FILES: Record<string, string> = {
 /** Each workspace link a pnpm install makes in the fixture: link -> package directory. */
 const LINKS: Record<string, string> = {
   'node_modules/@x/backup-worker': 'packages/backup-worker',
+  'node_modules/@x/engine': 'packages/engine',
   'node_modules/@x/restore': 'packages/restore',
   'node_modules/@x/source-sqlite': 'packages/source-sqlite',
   'node_modules/@x/store': 'packages/store',
@@ -258,6 +273,21 @@ describe('the dependency rules', () => {
           rule: 'restore-imports-no-worker-or-engine',
           from: 'packages/restore/src/uses-engine.ts',
           to: 'packages/source-sqlite/src/index.ts',
+        },
+        {
+          rule: 'engine-contract-imports-only-formats',
+          from: 'packages/engine/src/uses-store.ts',
+          to: 'packages/store/src/index.ts',
+        },
+        {
+          rule: 'engines-import-no-worker',
+          from: 'packages/source-sqlite/src/uses-worker.ts',
+          to: 'packages/backup-worker/src/index.ts',
+        },
+        {
+          rule: 'engines-import-no-worker',
+          from: 'packages/source-sqlite/src/uses-testing.ts',
+          to: 'packages/backup-worker/src/testing.ts',
         },
         {
           rule: 'engines-import-no-cloud-or-lease',

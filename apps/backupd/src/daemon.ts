@@ -4,15 +4,16 @@
  * else: signals, the HTTP listener and a child application are the
  * replicate command's.
  */
+
 import { hostname } from 'node:os';
 import {
   type BackupHandle,
   type BackupLogger,
-  type BackupSource,
   BackupWorker,
   type OpenSource,
   type ShutdownReport,
 } from '@x/backup-worker';
+import type { BackupSource } from '@x/engine';
 import { FramedDirSource } from '@x/source-framed';
 import { type BackupdConfig, type DatabaseConfig, retentionOptions } from './config.ts';
 import { InstrumentedStore } from './instrumented-store.ts';

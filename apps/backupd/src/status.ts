@@ -1,5 +1,7 @@
 /** What the daemon knows about each replica, as /healthz, /livez, /readyz, /metrics and the status page show it. */
-import type { EngineFiles, PermanentRefusal } from '@x/backup-worker';
+
+import type { PermanentRefusal } from '@x/backup-worker';
+import type { EngineFiles } from '@x/engine';
 import type { Operation, OperationCounters } from './instrumented-store.ts';
 
 export interface ReplicaStatus {

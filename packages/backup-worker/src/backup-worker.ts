@@ -10,6 +10,7 @@
  * lease-holder.ts, shipper.ts, manifest-writer.ts, shutdown-report.ts; this
  * class runs them (loop, steps, flush, resume and lineage, health).
  */
+import type { BackupSource, DurablePosition } from '@x/engine';
 import { type Clock, DEFAULT_TTL_S, newInstanceId, systemClock } from '@x/lease';
 import {
   type Manifest,
@@ -44,10 +45,10 @@ import { retentionPolicy } from './retention-plan.ts';
 import { keyOf, Shipper } from './shipper.ts';
 import { UnrestorableCommits } from './shutdown-report.ts';
 import { decideSnapshot } from './snapshot-schedule.ts';
-import { type BackupSource, type DurablePosition, unchangedBetween } from './source.ts';
 import { SourceSlot } from './source-slot.ts';
 import { chainBytes, Tenure } from './tenure.ts';
 import { Triggers } from './triggers.ts';
+import { unchangedBetween } from './unchanged-between.ts';
 import type { WorkerCallbacks } from './worker-callbacks.ts';
 import {
   type BackupHandle,
@@ -622,7 +623,7 @@ export class BackupWorker {
       return;
     }
     let disk = await this.#source.required.observe();
-    if (disk.intentPending) {
+    if (disk.intentPending === true) {
       this.#defer('a snapshot is in progress (the snapshot intent is not empty)');
       return;
     }
@@ -645,7 +646,7 @@ export class BackupWorker {
       disk = after;
       position = await this.#source.required.durablePosition();
     }
-    if (position.snapshotInProgress) {
+    if (position.snapshotInProgress === true) {
       this.#defer('the engine is taking a snapshot');
       return;
     }

@@ -10,6 +10,7 @@
  * compaction at a time, off the step, applied at a step's start only if its run
  * is still in the chain, unchanged (docs/decisions/2026-12-06-compaction-levels.md).
  */
+import type { LogCompactor } from '@x/engine';
 import { compactedSegmentKey, crc32Hex, parseSegmentKey, type SegmentEntry } from '@x/manifest';
 import { encodeSegmentObjectAsync, type SegmentObjectHeader } from '@x/wal-segment';
 import { type ChainEntryInfo, type CompactionRun, planCompaction } from './compaction-plan.ts';
@@ -18,7 +19,6 @@ import { BackupError, CompactionInputError, messageOf } from './errors.ts';
 import { type CheckedLogObject, readCheckedLogObject } from './log-object-read.ts';
 import type { Requests } from './requests.ts';
 import { restorePointBaseCommits } from './restore-point-builder.ts';
-import type { LogCompactor } from './source.ts';
 import { StoredObjectCache } from './stored-object-cache.ts';
 import type { Generation } from './tenure.ts';
 

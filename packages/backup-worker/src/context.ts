@@ -3,10 +3,10 @@
  * layer, health, and the current tenure. Built once by the worker; `tenure`
  * is read live (a new tenure replaces it).
  */
+import type { BackupSource } from '@x/engine';
 import type { Clock } from '@x/lease';
 import type { HealthTracker } from './health.ts';
 import type { Requests } from './requests.ts';
-import type { BackupSource } from './source.ts';
 import type { Tenure } from './tenure.ts';
 import type { WorkerCallbacks } from './worker-callbacks.ts';
 import type { BackupLogger } from './worker-options.ts';

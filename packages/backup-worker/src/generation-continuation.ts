@@ -9,6 +9,7 @@
  * current generation is that restore point's (with the tail), its cursor at the
  * log's end, dirty only when a tail was taken. Writes nothing to the bucket.
  */
+import type { GenerationCandidate } from '@x/engine';
 import {
   type Manifest,
   parseSegmentKey,
@@ -19,7 +20,6 @@ import type { WorkerContext } from './context.ts';
 import { messageOf, RestorePointReadError } from './errors.ts';
 import { restorePointContent } from './restore-point-read.ts';
 import { keyOf } from './shipper.ts';
-import type { GenerationCandidate } from './source.ts';
 import { adoptTail } from './tail-adoption.ts';
 
 function msOrNull(text: string | null | undefined): number | null {

@@ -10,7 +10,6 @@
  * restore-point intervals (the worker is behind the application: it says so,
  * with how far).
  */
-import type { EngineFiles } from './source.ts';
 
 /** Consecutive failed steps after which the worker reports itself unhealthy. */
 export const UNHEALTHY_AFTER_FAILURES = 3;
@@ -269,3 +268,5 @@ export class HealthTracker {
     return null;
   }
 }
+
+import type { EngineFiles } from '@x/engine';

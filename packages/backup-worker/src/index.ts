@@ -20,28 +20,7 @@ export type {
   PermanentRefusal,
 } from './health.ts';
 export { LatestUnusableError } from './latest-repair.ts';
-export type {
-  BackupSource,
-  DurablePosition,
-  EngineFiles,
-  FileIdentity,
-  FileObservation,
-  FrameCounting,
-  GenerationCandidate,
-  LogCompactor,
-  OpenedArchive,
-  OpenedFile,
-  OpenedRestorePoint,
-  OpenSource,
-  ParentRecord,
-  RestorePointContent,
-  ShippedProgress,
-  SideFileRead,
-  SmallFile,
-  SourceCallOptions,
-  WalRange,
-} from './source.ts';
-export { unchangedBetween } from './source.ts';
+export { unchangedBetween } from './unchanged-between.ts';
 export {
   type BackupHandle,
   type BackupLogger,
@@ -55,6 +34,7 @@ export {
   DEFAULT_SNAPSHOT_INTERVAL_MS,
   DEFAULT_SNAPSHOT_LOG_FACTOR,
   DEFAULT_WAL_INTERVAL_MS,
+  type OpenSource,
   RECOMMENDED_COMPACTION_LEVELS_MS,
   type ShutdownReport,
   type ShutdownShortfall,

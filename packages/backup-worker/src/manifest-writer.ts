@@ -341,7 +341,7 @@ export class ManifestWriter {
       baseObjects,
       // Only names this source writes: a manifest claiming this lineage is
       // still bucket content, and names it lists beyond these are not ours.
-      ownSideNames: new Set([...source.sideFileNames, ...(source.chainFileNames ?? [])]),
+      ownSideNames: new Set([...(source.sideFileNames ?? []), ...(source.chainFileNames ?? [])]),
       segmentObjects,
       compactedAway: tenure.compactedAway,
     });

@@ -10,6 +10,7 @@
  * or `conditional: false`, writes unconditionally. A request the store already
  * received still completes after the fence falls: that is why writes are conditional.
  */
+import type { FrameCounting, OpenedFile } from '@x/engine';
 import type { Clock } from '@x/lease';
 import { Crc32, crc32Hex, type FileEntry } from '@x/manifest';
 import {
@@ -23,7 +24,6 @@ import {
 } from '@x/store';
 import { encodeSegmentObjectInMemory, encodeSegmentObjectStream } from '@x/wal-segment';
 import { BackupError, messageOf, OperationTimeoutError, WriteFencedError } from './errors.ts';
-import type { FrameCounting, OpenedFile } from './source.ts';
 import type { WorkerCallbacks } from './worker-callbacks.ts';
 import type { WorkerHooks } from './worker-options.ts';
 

@@ -8,12 +8,12 @@
  * log-object-read.ts. Failures are {@link RestorePointReadError}s naming the
  * key. Memory: one log object, and the snapshot's stream buffers. Reads only.
  */
+import type { RestorePointContent } from '@x/engine';
 import { Crc32, type Manifest, parseSnapshotKey } from '@x/manifest';
 import { decodeSegmentObjectStream } from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
 import { BackupError, messageOf, RestorePointReadError } from './errors.ts';
 import { readCheckedLogObject } from './log-object-read.ts';
-import type { RestorePointContent } from './source.ts';
 
 /** The content of `manifest` (a snapshot and log objects of its generation), read on demand. */
 export function restorePointContent(

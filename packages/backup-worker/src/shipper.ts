@@ -9,6 +9,13 @@
  * no manifest will name. Archives are reused only when number, length and CRC
  * match. Segment envelope and entries: package README (`maxSegmentBytes`).
  */
+import type {
+  DurablePosition,
+  FileObservation,
+  OpenedArchive,
+  ShippedProgress,
+  WalRange,
+} from '@x/engine';
 import {
   archiveKey,
   Crc32,
@@ -23,15 +30,8 @@ import type { WorkerContext } from './context.ts';
 import { BackupError } from './errors.ts';
 import { sameWalKey, type WalKey } from './health.ts';
 import type { ManifestWriter } from './manifest-writer.ts';
-import {
-  type DurablePosition,
-  type FileObservation,
-  type OpenedArchive,
-  type ShippedProgress,
-  unchangedBetween,
-  type WalRange,
-} from './source.ts';
 import { type Generation, noteShippedTime } from './tenure.ts';
+import { unchangedBetween } from './unchanged-between.ts';
 
 /** The identity of the WAL a position is on. */
 export function keyOf(position: DurablePosition): WalKey {
@@ -112,7 +112,7 @@ export class Shipper {
         !unchangedBetween(disk, after) ||
         (opened.snapshot?.identity ?? null) !== disk.snapshot ||
         !sameWalKey(keyOf(positionAfter), keyOf(position)) ||
-        positionAfter.snapshotInProgress
+        positionAfter.snapshotInProgress === true
       ) {
         this.#defer("the store's files changed while a restore point was read");
         return;
@@ -124,10 +124,11 @@ export class Shipper {
       tenure.generations.add(number);
       tenure.allocated.add(number);
 
-      const present = await this.#uploadArchives(opened.archives, number);
+      const present = await this.#uploadArchives(opened.archives ?? [], number);
       const chain: FileEntry[] = [];
-      for (const file of opened.chainFiles) chain.push(await this.#putSide(file.name, file.bytes));
-      const floor = opened.floor;
+      for (const file of opened.chainFiles ?? [])
+        chain.push(await this.#putSide(file.name, file.bytes));
+      const floor = opened.floor ?? 0;
       let archiveFrames = 0;
       for (const n of present) archiveFrames += tenure.archives.get(n)?.entry.frames ?? 0;
       let snapshot: FileEntry | null = null;
@@ -245,9 +246,11 @@ export class Shipper {
    * last uploaded; forget one that no longer exists locally.
    */
   async #syncSideFiles(): Promise<void> {
-    for (const name of this.#ctx.source.sideFileNames) {
+    const source = this.#ctx.source;
+    if (source.readSideFile === undefined) return;
+    for (const name of source.sideFileNames ?? []) {
       const known = this.#ctx.tenure.side.get(name);
-      const read = await this.#ctx.source.readSideFile(name, known?.identity ?? null);
+      const read = await source.readSideFile(name, known?.identity ?? null);
       if (read === null) {
         if (this.#ctx.tenure.side.delete(name)) this.#ctx.tenure.manifestDirty = true;
         continue;
@@ -362,7 +365,7 @@ export class Shipper {
     const before = await this.#ctx.source.observe();
     const position = await this.#ctx.source.durablePosition();
     if (
-      before.intentPending ||
+      before.intentPending === true ||
       before.snapshot !== generation.key.snapshot ||
       before.wal !== generation.key.wal ||
       !sameWalKey(keyOf(position), generation.key)

@@ -8,9 +8,9 @@
  * count was first seen, not when it was committed. A source never opened
  * (`openSource`, no lease) is not looked at: its owner knows its files.
  */
+import type { DurablePosition, EngineFiles } from '@x/engine';
 import type { Clock } from '@x/lease';
 import type { HealthTracker } from './health.ts';
-import type { DurablePosition, EngineFiles } from './source.ts';
 import type { BackupLogger, ShutdownReport, ShutdownShortfall } from './worker-options.ts';
 
 /** What the stop itself knows, beside the counts. */

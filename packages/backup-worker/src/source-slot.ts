@@ -8,9 +8,9 @@
  * overwrite. An opened source is closed exactly once, before the next opens;
  * a given one never. With nothing open the position is unknown (no lag).
  */
+import type { BackupSource, SourceCallOptions } from '@x/engine';
 import { BackupError, messageOf } from './errors.ts';
-import type { BackupSource, OpenSource, SourceCallOptions } from './source.ts';
-import type { BackupLogger } from './worker-options.ts';
+import type { BackupLogger, OpenSource } from './worker-options.ts';
 
 export class SourceSlot {
   readonly #given: BackupSource | null;

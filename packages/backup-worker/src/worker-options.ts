@@ -2,10 +2,11 @@
  * The worker's public types: its options, what its owner holds, and what a
  * shutdown reports. No behaviour lives here.
  */
+
+import type { BackupSource, EngineFiles, SourceCallOptions } from '@x/engine';
 import type { Clock } from '@x/lease';
 import type { ObjectStore } from '@x/store';
 import type { BackupHealth } from './health.ts';
-import type { BackupSource, EngineFiles, OpenSource } from './source.ts';
 
 /**
  * Points a test can fail at. Production code passes none; `TestHooks`
@@ -246,3 +247,10 @@ export interface BackupHandle {
   /** Settles when the worker has stopped; never rejects. */
   readonly done: Promise<void>;
 }
+
+/**
+ * Opens the worker's source (`openSource`): called when the worker holds the
+ * lease and is about to step; the worker closes what it returns once the
+ * lease is gone.
+ */
+export type OpenSource = (options: SourceCallOptions) => Promise<BackupSource>;

@@ -3,12 +3,14 @@
  * restore against an in-memory bucket and fails with an assertion naming
  * what differed; none imports a test runner.
  */
+
 import { deepStrictEqual, ok, rejects, strictEqual } from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BackupSource, BackupWorker } from '@x/backup-worker';
+import { BackupWorker } from '@x/backup-worker';
 import { SimulatedCrashError, TestHooks } from '@x/backup-worker/testing';
+import type { BackupSource } from '@x/engine';
 import { FakeClock } from '@x/lease';
 import {
   listRestorePoints,

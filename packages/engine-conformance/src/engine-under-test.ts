@@ -1,6 +1,4 @@
 /** What an engine hands the suite: how to make its files change, and how to read its state. */
-import type { BackupSource } from '@x/backup-worker';
-import type { RestoreMaterializer } from '@x/restore';
 
 /** One engine's files in a fresh directory, with the means to change and read them. */
 export interface EngineFixture {
@@ -29,3 +27,5 @@ export interface EngineUnderTest {
   /** The state of what a restore wrote into `directory`, comparable with `EngineFixture.state()`. */
   restoredState(directory: string): string | Promise<string>;
 }
+
+import type { BackupSource, RestoreMaterializer } from '@x/engine';

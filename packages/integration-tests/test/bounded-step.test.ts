@@ -10,11 +10,12 @@
  *   when what was durable at its start is not all shipped yet;
  * - a step that overran the interval is followed at once by the next.
  */
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { BackupSource } from '@x/backup-worker';
+import type { BackupSource } from '@x/engine';
 import { FakeClock } from '@x/lease';
 import { listRestorePoints } from '@x/restore';
 import { SqliteSource } from '@x/source-sqlite';

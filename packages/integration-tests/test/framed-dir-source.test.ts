@@ -1,8 +1,8 @@
 import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BackupSource, OpenedRestorePoint } from '@x/backup-worker';
 import { BackupWorker, unchangedBetween } from '@x/backup-worker';
+import type { BackupSource, OpenedRestorePoint } from '@x/engine';
 import { FakeClock } from '@x/lease';
 import { FramedDirSource } from '@x/source-framed';
 import { MemoryStore } from '@x/store';

@@ -2,12 +2,13 @@
  * The framed store engine runs the engine conformance suite; a meta-test
  * shows the suite fails an engine whose restore drops a commit.
  */
+
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { RestoreMaterializer } from '@x/engine';
 import { type EngineUnderTest, runEngineConformance } from '@x/engine-conformance';
 import { describeEngineConformance } from '@x/engine-conformance/vitest';
-import type { RestoreMaterializer } from '@x/restore';
 import { FramedDirSource, framedStoreMaterializer } from '@x/source-framed';
 import { completeFrames, FRAME_HEADER_BYTES } from '@x/wal-segment';
 import { describe, expect, it } from 'vitest';

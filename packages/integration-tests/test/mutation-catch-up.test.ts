@@ -6,10 +6,11 @@
  * WAL only up to the old length, and no restore point of a snapshot taken
  * elsewhere.
  */
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DurablePosition } from '@x/backup-worker';
+import type { DurablePosition } from '@x/engine';
 import { latestKey, parseLatest, parseManifest } from '@x/manifest';
 import { FramedDirSource, type FramedEngineHandle } from '@x/source-framed';
 import { MemoryStore } from '@x/store';

@@ -4,10 +4,11 @@
  * the bytes again, so a right one verifies, and a wrong one is caught by a
  * deep verify (the decoded bytes do not match it): never silently accepted.
  */
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WalRange } from '@x/backup-worker';
+import type { WalRange } from '@x/engine';
 import { crc32 } from '@x/manifest';
 import { verify } from '@x/restore';
 import { FramedDirSource } from '@x/source-framed';

@@ -1,9 +1,10 @@
 /** The source's `afterStep` hook: called after every step, with what the bucket holds. */
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ShippedProgress } from '@x/backup-worker';
 import { BackupWorker } from '@x/backup-worker';
+import type { ShippedProgress } from '@x/engine';
 import { FakeClock } from '@x/lease';
 import { FramedDirSource } from '@x/source-framed';
 import { MemoryStore, StoreError } from '@x/store';

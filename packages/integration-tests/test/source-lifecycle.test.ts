@@ -3,7 +3,9 @@
  * closes it once it knows the lease is gone, and opens afresh at its next
  * tenure. A standby never opens it.
  */
-import { type BackupSource, BackupWorker } from '@x/backup-worker';
+
+import { BackupWorker } from '@x/backup-worker';
+import type { BackupSource } from '@x/engine';
 import type { FakeClock } from '@x/lease';
 import { FramedDirSource } from '@x/source-framed';
 import { MemoryStore } from '@x/store';

@@ -4,12 +4,6 @@ export {
   listRestorePoints,
   type RestorePointInfo,
 } from './list-restore-points.ts';
-export type {
-  RestoreCheck,
-  RestoreMaterializer,
-  StagedRestore,
-  WalCutter,
-} from './materializer.ts';
 export type { RestoreProgress, VerifyProgress } from './progress.ts';
 export { type RestoreResult, restore } from './restore.ts';
 export {

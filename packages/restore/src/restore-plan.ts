@@ -4,9 +4,9 @@
  * bucket without writing anything. `restore()` acts on this choice;
  * `planRestore()` returns it (what `backupd restore --dry-run` prints).
  */
+import type { RestoreMaterializer } from '@x/engine';
 import type { FileEntry, Manifest, SegmentEntry } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
-import type { RestoreMaterializer } from './materializer.ts';
 import type { RestoreProgress } from './progress.ts';
 import { NoRestorePointError, RestorePointRejectedError } from './restore-errors.ts';
 import { checkedPrefix, fileNameProblem, messageOf } from './restore-point-checks.ts';

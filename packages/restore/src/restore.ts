@@ -8,9 +8,9 @@
  * (fsync, rename, fsync the directory), the parent record last. Objects
  * stream chunk by chunk, never held whole. Guarantees: package README.
  */
+import type { RestoreMaterializer } from '@x/engine';
 import type { FileEntry, ParentRecord, SegmentEntry } from '@x/manifest';
 import { normalizePrefix, type ObjectStore } from '@x/store';
-import type { RestoreMaterializer } from './materializer.ts';
 import { PROGRESS_BYTE_STEP, type RestoreProgress } from './progress.ts';
 import {
   NoRestorePointError,

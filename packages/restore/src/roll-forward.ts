@@ -9,6 +9,7 @@
  * requests: package README, _The latest state rolls forward_. The answer is
  * what the listing saw; entries carry the checked size and CRC-32.
  */
+import type { WalCutter } from '@x/engine';
 import {
   crc32Hex,
   type Manifest,
@@ -21,7 +22,6 @@ import {
 } from '@x/manifest';
 import { getCapped, isTooLarge, listPages, type ObjectStore } from '@x/store';
 import { readSegmentObjectHeader, SegmentObjectError } from '@x/wal-segment';
-import type { WalCutter } from './materializer.ts';
 import { ObjectEncodingError } from './restore-errors.ts';
 import { messageOf } from './restore-point-checks.ts';
 import { decodeSegmentEntry, expectedPreviousCrc32 } from './segment-object-read.ts';

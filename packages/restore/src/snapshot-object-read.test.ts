@@ -3,6 +3,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
+import type { RestoreMaterializer } from '@x/engine';
 import {
   crc32Hex,
   type FileEntry,
@@ -16,7 +17,6 @@ import {
 import { type GetStreamResult, MemoryStore, type ObjectStore } from '@x/store';
 import { encodeSegmentObject, readSegmentObjectHeader } from '@x/wal-segment';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RestoreMaterializer } from './materializer.ts';
 import { restore } from './restore.ts';
 import { ObjectCorruptError, ObjectEncodingError } from './restore-errors.ts';
 import { downloadSnapshotObject, isSnapshotObject } from './snapshot-object-read.ts';

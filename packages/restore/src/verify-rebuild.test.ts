@@ -1,6 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { RestoreCheck, RestoreMaterializer, WalCutter } from '@x/engine';
 import {
   crc32Hex,
   latestKey,
@@ -13,7 +14,6 @@ import {
 } from '@x/manifest';
 import { MemoryStore } from '@x/store';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { RestoreCheck, RestoreMaterializer, WalCutter } from './materializer.ts';
 import {
   RestoredStateError,
   RestoreOptionsError,

@@ -5,12 +5,13 @@
  * is removed before the next one is made, so at most one rebuild is on disk
  * at a time. What the check finds is a problem of that restore point.
  */
+
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { RestoreCheck } from '@x/engine';
 import type { Manifest } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
-import type { RestoreCheck } from './materializer.ts';
 import { restore } from './restore.ts';
 import { RestoredStateError, RestoreError, RestoreOptionsError } from './restore-errors.ts';
 

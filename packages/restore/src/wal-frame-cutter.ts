@@ -5,9 +5,10 @@
  * to the end of the wanted commit. Any materializer whose WAL file is such a
  * log uses it: the framed store directory and the SQLite engine's commit log.
  */
+
 import { crc32 } from 'node:zlib';
+import type { WalCutter } from '@x/engine';
 import { FRAME_HEADER_BYTES } from '@x/wal-segment';
-import type { WalCutter } from './materializer.ts';
 
 /**
  * Finds frame boundaries (`u32 LE length`, `u32 LE CRC-32`, payload) in a

@@ -27,6 +27,7 @@
  * (each its own prefix) racing to create it end with one lineage: the first
  * link wins, the others leave it as it is and read it back.
  */
+
 import { randomUUID } from 'node:crypto';
 import {
   type FileHandle,
@@ -53,7 +54,7 @@ import type {
   SmallFile,
   SourceCallOptions,
   WalRange,
-} from '@x/backup-worker';
+} from '@x/engine';
 import { completeFrames, FRAME_HEADER_BYTES, FrameCounter } from '@x/wal-segment';
 import {
   FramedLogConcatenation,

@@ -7,7 +7,7 @@
  * run as it is). Held in memory, at most {@link MAX_FRAMED_COMPACTED_LOG_BYTES},
  * the bound the worker plans runs by. See the package README, _Compaction_.
  */
-import type { LogCompactor } from '@x/backup-worker';
+import type { LogCompactor } from '@x/engine';
 import { completeFrames } from '@x/wal-segment';
 
 /** The most log one framed compacted object covers: 64 MiB (twice a default segment). */

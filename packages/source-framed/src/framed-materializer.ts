@@ -10,8 +10,9 @@
  * never travels, and a manifest naming it (or `wal.bin`, or the parent
  * record) is refused.
  */
+import type { RestoreMaterializer } from '@x/engine';
 import { parseArchiveName } from '@x/manifest';
-import { FramedWalCutter, type RestoreMaterializer, RestorePointRejectedError } from '@x/restore';
+import { FramedWalCutter, RestorePointRejectedError } from '@x/restore';
 import {
   INTENT_FILE,
   LINEAGE_FILE,

@@ -1,39 +1,14 @@
 /**
  * The checkpoint-lock hold: while commits land, the tap holds SQLite's
- * checkpoint lock, so the application's own checkpoints answer busy at once
- * instead of running, and the tap's checkpoints (checkpoints.ts) are the
- * only ones.
- *
- * # Why
- *
- * With the tap's reader held, the WAL is seldom below the application's
- * auto-checkpoint size (1000 frames by default) under a steady load, and past
- * it SQLite checkpoints after every commit. Each such checkpoint takes the
- * checkpoint lock, tries the read marks and lets go: about four `fcntl` calls
- * per commit, which cost an application committing back to back (80 k
- * commits/s at `synchronous=NORMAL`) a fifth of its rate. With the lock held
- * here, such a checkpoint is one `fcntl` that fails; measured, the
- * application kept 0.99–1.05 of its rate alone (medians; see the README).
- *
- * # Guarantees and limits
- *
- * - A performance measure only. What may be checkpointed or overwritten rests
- *   on the tap's held reader (see tap.ts); the hold changes neither, and losing
- *   it at any moment loses nothing.
- * - A shared POSIX record lock on the `-shm` file's checkpoint byte (SQLite's
- *   unix VFS places it at byte 121), taken with `fcntl(F_SETLK)` through the
- *   `koffi` foreign-function package. Shared, so the read-only descriptor
- *   suffices; it still conflicts with the exclusive lock every checkpoint takes.
- * - The lock belongs to this process: the tap's own SQLite connections
- *   checkpoint through it without conflict, and their unlock drops it, so
- *   {@link CheckpointLockHold.take} asks the kernel again at every call
- *   (a call on a lock already held is one cheap system call).
- * - Never waits: each take tries a bounded number of times back to back and
- *   gives up until the next call when another process is checkpointing.
- * - Linux on x64 and arm64 only (the `struct flock` layout and `F_SETLK`
- *   value are those of 64-bit Linux). Elsewhere, or when `koffi` cannot load,
- *   or the kernel refuses the call for another reason than a conflict, the
- *   hold is `unavailable` with the reason, and the tap works as without it.
+ * checkpoint lock, so the application's per-commit checkpoints answer busy
+ * at once and the tap's (checkpoints.ts) are the only ones. A performance
+ * measure only: what may be checkpointed or overwritten rests on the held
+ * reader (tap.ts); losing the hold loses nothing. A shared `fcntl(F_SETLK)`
+ * lock, through `koffi`, on the `-shm` checkpoint byte (shared: the read-only
+ * descriptor suffices). It is this process's, so the tap's own checkpoints
+ * drop it and each take asks the kernel again (one cheap call when held).
+ * Never waits; 64-bit Linux only, else `unavailable` with the reason. Why,
+ * and what it measured: package README, _The checkpoint lock_.
  */
 
 import { createRequire } from 'node:module';

@@ -1,20 +1,14 @@
 /**
  * The tap's own checkpoints (see the module comment of tap.ts): a PASSIVE
- * copy without any lock, and the WAL restart under a brief write lock,
- * optionally followed by a TRUNCATE that empties the `-wal` file.
- *
- * Guarantees: a restart is tried only once every frame was read, or, when
- * it insists (the WAL past 1.5 times the restart threshold), with at most
- * one capture budget left, which it reads under the write lock; the write
- * lock is never released without a reader of the tap's held (between
- * the two an application checkpoint could copy and drop uncaptured frames);
- * the TRUNCATE runs only when everything is in the database file and the
- * held reader has mark 0, so it can only drop captured frames. The write
- * lock is released whatever throws under it; when the reader cannot be
- * begun again before that, a {@link SqliteReaderLostError} ends the
- * generation (nothing proves the frames since were not lost). A forced
- * restart (the WAL past twice the threshold) reads the whole backlog under
- * the lock. The caller refuses checkpoints while the snapshot is pinned.
+ * copy without a lock, and the WAL restart under a brief write lock, maybe
+ * followed by a TRUNCATE. A restart needs every frame read first, except
+ * that an insisting one reads up to one capture budget of backlog under the
+ * lock, a forced one any backlog. The write lock is released with a reader
+ * of the tap's held (else an application checkpoint could copy and drop
+ * uncaptured frames); when the reader cannot begin again it is released all
+ * the same and a {@link SqliteReaderLostError} ends the generation. TRUNCATE
+ * runs only with everything copied and the reader at mark 0, so it drops
+ * captured frames only. The caller refuses checkpoints while the snapshot is pinned.
  */
 import type { DatabaseSync } from 'node:sqlite';
 import {
@@ -100,8 +94,8 @@ export function refusedCheckpoint(
  * `urgency` of a restart: `insist` (the WAL past 1.5 times its threshold)
  * uses the first write lock it gets to the end (see
  * {@link restartUnderWriteLock}), and reads a capture backlog of up to one
- * capture budget under it; `force` (past twice the threshold) does the same
- * with a backlog of any size.
+ * capture budget under it; `force` (insisting with the capture behind the
+ * wal-index's count) does the same with a backlog of any size.
  */
 export function runCheckpoint(
   mode: 'passive' | 'truncate',
@@ -214,11 +208,8 @@ interface RestartOutcome {
  * most `lockAttempts` takes of the lock. Each take but the last lets go when
  * commits landed since the copy before it; the last reads and copies
  * whatever is left under the lock. A restart that insists takes the lock
- * once: where the tap gets the write lock only now and then (it shares a CPU
- * with other work, or runs at idle priority beside a busy one, and so runs
- * mostly while the application sleeps in its commit's fsync, holding the
- * lock), needing three takes in a row let the WAL grow to tens of thousands
- * of frames past the threshold.
+ * once: a tap that gets the write lock only now and then would seldom get it
+ * that many times in a row (docs/decisions/2026-12-06-insistent-and-forced-restarts.md).
  */
 function restartUnderWriteLock(
   context: CheckpointContext,

@@ -1,48 +1,13 @@
 /**
- * Log compaction for the SQLite commit log (see `commit-record.ts`): merges a
- * run of consecutive records, fed as the decoded bodies of consecutive log
- * objects, into ONE record (an SBC2 batch, or SBC1 when the run is a single
- * commit) that a restore applies with exactly the result of the whole run.
- *
- * What the merged record holds: the newest version of every page any record
- * of the run wrote (all of them, also pages above the run's final database
- * size), the database size, commit time, WAL salts and commit frame of the
- * run's last record, and as its commit count the sum of the run's.
- *
- * Why it is exact: a restore (`rebuild-database.ts`) writes each record's
- * pages at `(n - 1) × pageSize`, in log order, and cuts the file ONCE, at the
- * very end, to the last applied record's database size. Between the snapshot
- * and that final cut, the file is therefore the snapshot overwritten by every
- * page write so far, the later write of a page winning; the database sizes of
- * the records in between never touch it. Replacing a run by the merged record
- * leaves the set of pages written the same (so the file reaches the same
- * length, with the same zero-filled gaps, if any) and each page's final
- * content the same, and the run's last size is what the final cut sees when
- * the run ends the log. Records after the run then write onto an identical
- * file. This is also why pages above the final size must stay: a later
- * record may grow the database again without writing them, and the unmerged
- * replay would still have their bytes there. Merged outputs merge again the
- * same way (a merged record is just another record of the run), so
- * compacting compacted objects stays exact.
- *
- * What it costs a restore: the run is one batch, restorable at its end only,
- * like the tap's own batches (a restore to a commit inside it is refused by
- * name; one to a time inside it lands before it).
- *
- * Checks: every frame's CRC-32, no partial frame at a body's end, no empty
- * body, one page size for every record, a record that decodes, a commit
- * total that fits a record, and no patch of a page an earlier record's
- * database size dropped with no write since (PatchablePages in
- * patchable-pages.ts: merged, the drop would vanish and the baseless patch pass
- * a restore's check). Each failure is a {@link CommitLogMergeError}
- * naming the input and record; a failed `add` changes nothing.
- *
- * Limits: memory is the distinct pages the run touched × page size (each page
- * held once, its newest version; twice for a page only patched, its bytes
- * and which of them were written), never the run's total size; past
- * `maxPageBytes` (default 512 MiB) `add` refuses rather than hold more. The
- * merged record is one frame, so its payload must also fit the frame's u32
- * length field (4 GiB).
+ * Log compaction for the SQLite commit log: a run of consecutive records (the
+ * decoded bodies of consecutive log objects) merged into ONE record: the
+ * newest version of every page the run wrote, pages above its final size
+ * included (a later record may grow over them without writing them), the
+ * last record's size, time, salts and commit frame, and the run's commit
+ * count. Replayed, it gives the run's file, and merged records merge again
+ * (docs/decisions/2026-12-06-commit-log-replay.md); it is restorable at its
+ * end only, like a batch. Memory: each distinct page once (twice if only
+ * patched), at most `maxPageBytes`.
  */
 import {
   COMMIT_RECORD_HEADER_BYTES,
@@ -143,10 +108,13 @@ export class CommitLogMerger {
    * Adds the next body: whole frames, concatenated, as a log object decodes
    * to (a merged output is one). All or nothing: the body is checked whole
    * before any of it is merged, so a throw leaves the merger as it was.
-   * @throws CommitLogMergeError on a frame failing its CRC-32, a partial frame
-   *   at the end, a body without records, a record that does not decode, a
-   *   page size other than the earlier records', more than `maxPageBytes` of
-   *   distinct pages, or a call after {@link finish}.
+   * @throws CommitLogMergeError (naming the input and record) on a frame
+   *   failing its CRC-32, a partial frame at the end, a body without records,
+   *   a record that does not decode, a page size other than the earlier
+   *   records', more than `maxPageBytes` of distinct pages, more commits than
+   *   a record counts or bytes than a frame carries (u32 fields), a patch of
+   *   a page an earlier size dropped with no write since (patchable-pages.ts:
+   *   merged, the drop would vanish), or a call after {@link finish}.
    */
   add(body: Uint8Array): void {
     if (this.#finished)

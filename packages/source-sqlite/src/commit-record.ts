@@ -1,65 +1,12 @@
 /**
- * The log backupd ships for a SQLite database: one record per committed
- * SQLite transaction, each wrapped in the framed-log frame of
- * `@x/wal-segment` (u32 LE payload length, u32 LE CRC-32 of the payload,
- * payload), so one frame is one commit, as the worker counts them.
- *
- * Why not ship the `-wal` file's bytes: SQLite restarts its WAL after every
- * complete checkpoint, and a restore from WAL bytes would need a new snapshot
- * per restart. A commit record is self-contained (the pages a transaction
- * wrote and the database size after it), so records of any number of WAL
- * cycles apply, in order, onto one snapshot.
- *
- * Payload layout (little-endian), version 1:
- *
- * | offset | size | field |
- * |---|---|---|
- * | 0 | 4 | magic `0x31434253` ("SBC1") |
- * | 4 | 4 | page size in bytes |
- * | 8 | 4 | database size in pages after the commit |
- * | 12 | 4 | number of pages in the record (n) |
- * | 16 | 8 | commit time: wall-clock ms since the epoch when backupd first saw the commit (f64) |
- * | 24 | 4 | salt-1 of the WAL cycle it came from (diagnostic) |
- * | 28 | 4 | salt-2 of the WAL cycle (diagnostic) |
- * | 32 | 4 | index of its commit frame in that cycle (diagnostic) |
- * | 36 | 4 | reserved, 0 |
- * | 40 | n × (4 + page size) | page number (u32) then the page's bytes, ascending page numbers |
- *
- * Version 2 (magic `0x32434253`, "SBC2"): a batch, the same layout standing
- * for several consecutive commits (offset 36: how many, at least 2). Its
- * pages are the newest version of every page those commits wrote, its
- * database size and commit time are those after the last of them. The tap
- * writes one only while the worker is behind the application (see
- * `maxHeldLogBytes` in tap-options.ts): the commits inside a batch are restorable
- * together, to the batch's end, never one by one. Version 1 records are
- * written as before, byte for byte, so a reader of version 1 reads every log
- * written without a backlog; one that meets a batch refuses it (bad magic)
- * rather than miscounting it.
- *
- * Version 3 (magic `0x33434253`, "SBC3"): one commit (offset 36: 1) or a
- * batch (offset 36: how many) of whole pages and **patches** (page-patch.ts):
- * the byte runs in which a page differs from its previous version in the
- * log, instead of the whole page. Offset 12 counts the whole pages, which
- * follow from offset 40 as in versions 1 and 2; after them a u32 count m of
- * patched pages, then m entries in ascending page order, each a u32 page
- * number, a u32 run count r and r runs of a u32 offset in the page, a u32
- * length (at least 1) and that many bytes, ascending and non-overlapping.
- * No page is both whole and patched. A restore writes each run at its
- * offset and leaves the page's other bytes as the log's previous version
- * of the page (or the snapshot's) left them. The tap writes version 3 only
- * for a record that holds at least one patch: a record of whole pages is
- * version 1 or 2 as before, byte for byte. A reader that predates it
- * refuses it (bad magic).
- *
- * Version 4 (magic `0x34434253`, "SBC4"): version 3 followed by one
- * {@link PAGE_HASH_BYTES}-byte hash per patched page, in the patch entries'
- * order, of the page as captured (docs/format.md; why:
- * docs/decisions/2026-12-06-recorded-page-hashes.md).
- *
- * Why this layout: a merged record (commit-log-merge.ts) is then never
- * longer than the run it replaces (each whole page and each patch entry
- * costs what it cost in the inputs, or less; one header replaces two or
- * more), which a reader of compacted objects relies on.
+ * The commit log backupd ships for a SQLite database: one record per
+ * committed transaction (or per batch), each in one `@x/wal-segment` frame,
+ * so one frame is one commit as the worker counts them. A record is
+ * self-contained (the pages written, the database size after), so records
+ * of every WAL cycle apply in order onto one snapshot. Versions: SBC1 one
+ * commit, SBC2 a batch, SBC3 with page patches (page-patch.ts), SBC4 with
+ * page hashes; the byte layout, who writes which and what readers refuse:
+ * docs/format.md, _The SQLite commit log_.
  */
 import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';

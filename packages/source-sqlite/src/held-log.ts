@@ -1,21 +1,13 @@
 /**
  * The commit log of one generation, held in memory from the first byte the
- * worker has not yet confirmed in the bucket: one record per commit, or, past
- * `maxHeldLogBytes` or `maxHeldLogRecords`, one batch record per
- * {@link HeldLog.sealBatch} merging the commits captured in between.
- *
- * Each record is encoded once, when it is added, and never again: a page
- * the log wrote before (and whose version is still among the
- * `maxPageBaseBytes` kept, see page-patch.ts) is written as a patch against
- * that version, any other page whole. The log is then one fixed byte
- * stream, whatever range of it is read and however often, and a restore
- * that applies it in order from the generation's snapshot meets each
- * patch's base where the patch expects it.
- *
- * Guarantees: records stay in commit order (once a batch is open, every
- * commit joins it until it is sealed); reads and releases find their first
- * record by binary search, so their cost does not grow with the records
- * held; a read returns whole records only.
+ * worker has not confirmed in the bucket: one record per commit, or, past
+ * `maxHeldLogBytes` or `maxHeldLogRecords`, one batch per
+ * {@link HeldLog.sealBatch}. Each record is encoded once, when added (a page
+ * with a kept version as a patch, page-patch.ts), so the log is one fixed
+ * byte stream however it is read, and a restore meets each patch's base
+ * where the patch expects it. Records stay in commit order (an open batch
+ * takes every commit until sealed); reads return whole records, and reads
+ * and releases find their first record by binary search.
  */
 import {
   type CommitRecord,

@@ -1,27 +1,13 @@
 /**
- * Page patches: a page version written as the byte runs in which it differs
- * from the page's previous version in the same commit log, instead of the
- * whole page. A commit that changes a 100-byte row of a 4 KiB page then
- * ships about 100 bytes, not 4 KiB (see the SBC3 record in
- * commit-record.ts).
- *
- * A patch is a list of runs, each "these bytes at this offset of the page",
- * ascending and non-overlapping. Applying one is a plain write of each run;
- * it never reads the page's other bytes. So a patch is exact exactly when
- * the bytes outside its runs are, at the point of the log where it is
- * applied, what they were in the version it was computed against: the
- * previous write of that page in the generation's log (or, for a page the
- * log has not written, its snapshot's bytes). Two consecutive patches of a
- * page merge into one by overlaying their runs (the later winning), and a
- * patch applied to a whole version gives a whole version: neither needs the
- * base, which is what lets compaction merge patched records
- * (commit-log-merge.ts).
- *
- * A base is only ever a version the restore holds at that point of the
- * log: a page of the database's size after the record before (see
- * PatchablePages in patchable-pages.ts). A page above that size is gone from the
- * database (SQLite truncates it, a restore point cuts it off), so a page
- * that grows back after a shrink is written whole once before any patch.
+ * Page patches: a page version written as the byte runs (ascending,
+ * non-overlapping) in which it differs from the page's previous version in
+ * the same commit log, so a 100-byte change to a 4 KiB page ships about 100
+ * bytes (SBC3/SBC4, docs/format.md). Applying one writes the runs only, so
+ * it is exact only over the version it was computed against. Patches merge
+ * without their base (docs/decisions/2026-12-06-commit-log-replay.md). A base
+ * is only ever a version the restore holds there: none above the previous
+ * record's size, so a page that grows back after a shrink is written whole
+ * first (PatchablePages, docs/decisions/2026-12-05-patch-bases-and-shrinks.md).
  */
 
 /** One run of a patch: `bytes` replace the page's bytes from `offset` on. */

@@ -1,20 +1,12 @@
 /**
- * A restore's page writes, gathered in memory and written to the file in
- * one pass: each page once, in page order, however many records of the log
- * wrote it. A log of a hundred thousand small commits to a few hot pages
- * becomes a few writes instead of a hundred thousand.
- *
- * Why it is exact: a restore's file, between the snapshot and the final cut
- * to size, is the snapshot with every page write so far put over it, the
- * later write of a page winning (the argument of commit-log-merge.ts).
- * Gathering writes and putting them down later, each page's newest version
- * only, leaves the same file, as long as nothing reads the file in between:
- * a patch of a page whose whole version is gathered is applied to it here;
- * a patch of a page with none is gathered as runs and put over the file's
- * bytes of that page when written.
- *
- * Limits: holds the distinct pages gathered (twice for a page only
- * patched): the caller writes them out past its bound ({@link bytes}).
+ * A restore's page writes, gathered in memory and written in one pass: each
+ * page once, in page order, however many records wrote it, so a hundred
+ * thousand small commits to a few hot pages become a few writes. Exact as
+ * long as nothing reads the file in between: a patch over a gathered whole
+ * page is applied here, one without is kept as runs and put over the file's
+ * page when written (docs/decisions/2026-12-06-commit-log-replay.md). Holds
+ * the distinct pages (twice if only patched); the caller writes them out
+ * past its bound ({@link bytes}).
  */
 import type { FileHandle } from 'node:fs/promises';
 import type { CommitRecord } from './commit-record.ts';

@@ -1,24 +1,11 @@
 /**
- * Reading the application's files without touching their metadata.
- *
- * The application's commits fsync the `-wal` file (node's SQLite calls
- * `fsync`, not `fdatasync`). On a journaling filesystem an fsync of a file
- * whose inode is dirty commits the journal, and two things backupd would
- * otherwise do many times a second dirty it:
- *
- * - a `read` updates the access time (`relatime` updates it whenever the
- *   file was modified since the last access, which for a WAL is always);
- * - a `stat` marks the file's timestamps as seen, after which kernels with
- *   fine-grained timestamps (Linux 6.13 and later) give the application's
- *   next write a new modification time even within the same clock tick.
- *
- * Either can turn one of the application's fsyncs into a journal commit (the
- * overhead benchmark could not tell the difference from its noise; see the
- * README). So the tap opens the files it reads with `O_NOATIME` where the kernel
- * allows it (the file's owner or `CAP_FOWNER`; otherwise it opens them
- * normally), keeps the `-wal` file open instead of reopening and `fstat`ing
- * it at every capture, and notices a replaced `-wal` file through
- * `/proc/self/fd` (no `stat` of the file).
+ * Reading the application's files without touching their metadata: an
+ * access-time update or a `stat` between two of the application's `-wal`
+ * fsyncs can turn the next into a journal commit. So the tap opens what it
+ * reads with `O_NOATIME` where allowed (owner or `CAP_FOWNER`), keeps the
+ * `-wal` file open rather than reopening and `fstat`ing it per capture, and
+ * notices a replaced one through `/proc/self/fd`. Why:
+ * docs/decisions/2026-12-06-quiet-reads.md.
  */
 import {
   closeSync,
@@ -90,18 +77,13 @@ interface Entry {
 
 /**
  * This process's read-only descriptors of the files SQLite keeps POSIX locks
- * on (the database file and its `-shm`), shared by every tap of the process
- * and closed only when nothing else in the process has the file open.
- *
- * Why: POSIX locks belong to a process, and closing any descriptor of a file
- * drops every lock the process holds on it. A tap embedded in an
- * application that has its own connection to the database would otherwise
- * drop that connection's locks (its write lock, read marks, SHARED) when it
- * closes. A descriptor given back while another one of the same file is
- * open (`/proc/self/fd`, or `/dev/fd` elsewhere) stays parked here, is given
- * to the next tap of that file, and is closed at a later acquire or release
- * once the file has no other descriptor. Where neither listing can be read,
- * parked descriptors stay open until the process exits (one per file).
+ * on (the database and its `-shm`), shared by every tap of the process.
+ * Closing any descriptor of a file drops every lock the process holds on it,
+ * an embedding application's included, so one given back while the file has
+ * another descriptor open (`/proc/self/fd`, else `/dev/fd`) is parked for the
+ * next tap of that file and closed at a later call once none is; without a
+ * listing it stays open until exit. Why:
+ * docs/decisions/2026-12-05-embedding-restart-faults-replaced.md.
  */
 export class LockedFileDescriptors {
   readonly #opener = new QuietOpener();

@@ -1,32 +1,14 @@
 /**
- * Restore of a SQLite database from a snapshot (the database image at a
- * generation's start) and the commit log after it (see `commit-record.ts`).
- *
- * Guarantees:
- * - The result is the database exactly as it was after the chosen commit:
- *   every page a commit wrote replaces the snapshot's, in order, and the file
- *   is cut to the database size the commit recorded.
- * - Atomic: the image is built and checked in a temporary file beside the
- *   target, fsynced, and renamed over the target; a failure leaves no target.
- * - Checked: every log frame's CRC-32, every record's page size, that every
- *   patch has its base (patchable-pages.ts), that every page rebuilt from a
- *   patch hashes as its record says the tap captured it (SBC4 records,
- *   recorded-page-hashes.ts), and (unless
- *   `verify: false`) `PRAGMA integrity_check` must answer `ok`, or nothing is
- *   written at the target.
- * - Refuses to replace an existing database, or one with a `-wal`/`-shm`
- *   beside it, unless `force`; with `force` it removes the old `-wal` and
- *   `-shm` first, so SQLite can never replay an old WAL onto the restored file.
- *
- * Page writes are gathered in memory and written each page once
- * (pending-page-writes.ts), up to {@link MAX_PENDING_WRITE_BYTES} at a time:
- * a log of many small commits to the same pages costs a few writes, not one
- * per commit.
- *
- * Limits: the target must not be open by any process (with `force` it is
- * replaced underneath them). The restored file is in WAL mode, like the
- * source. Memory: up to {@link MAX_PENDING_WRITE_BYTES} of pages gathered,
- * and one log chunk.
+ * Restore of a SQLite database from a snapshot and the commit log after it:
+ * each record's pages over the snapshot in order, the file cut to the chosen
+ * commit's size. Atomic (a temporary file beside the target, fsync, rename)
+ * and checked (frame CRC-32s, page sizes, patch bases, recorded page hashes,
+ * `integrity_check` unless `verify: false`) before anything is at the target.
+ * Replaces a database (or a `-wal`/`-shm`) only with `force`, removing the
+ * old `-wal` and `-shm` first so SQLite never replays an old WAL onto it; no
+ * process may have the target open. The result is in WAL mode. Memory: one
+ * log chunk and the page writes gathered (pending-page-writes.ts), up to
+ * {@link MAX_PENDING_WRITE_BYTES}.
  */
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';

@@ -1,33 +1,20 @@
 /**
  * The SQLite engine's proof that a restore point restores (`RestoreCheck` of
- * `@x/restore`, which `verify` with `rebuild` uses): the staged snapshot and
- * log are rebuilt into a database as a restore rebuilds them, then
- * - every page rebuilt from a patch must hash as the tap recorded it when it
- *   captured the page (SBC4 records; the rebuild itself checks this);
- * - `PRAGMA integrity_check` must answer `ok` (its first lines are reported);
- * - every page of the rebuilt file must hash as the restore point's objects
- *   say, computed the other way, by merging the log over the snapshot's pages
- *   (restore-point-page-hashes.ts, what a restarted worker compares its
- *   database with): the first page that differs is reported with both hashes.
- * Any finding throws `RestoredStateError`, so restore discards the staging;
- * otherwise the restore's target gets the rebuilt database (`restored.db`)
- * and nothing else of the layout (no state file: it is a proof, not a
- * database to run).
- *
- * The page comparison is skipped (the rest still runs) when the log touches
- * more than `MAX_MERGED_PAGE_BYTES` of distinct pages, the memory it holds.
+ * `@x/restore`, for `verify` with `rebuild`): the staged snapshot and log
+ * are rebuilt as a restore rebuilds them, then patched pages must hash as
+ * recorded, `integrity_check` must answer `ok`, and every page must hash as
+ * the log merged over the snapshot says (restore-point-page-hashes.ts; skipped
+ * past `MAX_MERGED_PAGE_BYTES` of distinct pages). A finding throws
+ * `RestoredStateError`; otherwise the target gets `restored.db` alone.
  */
+
 import { createReadStream } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import type { RestoreCheck, StagedRestore } from '@x/engine';
 import type { Manifest } from '@x/manifest';
-import {
-  type RestoreCheck,
-  RestoredStateError,
-  type RestoredStateFinding,
-  type StagedRestore,
-} from '@x/restore';
+import { RestoredStateError, type RestoredStateFinding } from '@x/restore';
 import { LOG_FRAME_HEADER_BYTES, PAGE_HASH_BYTES } from './commit-record.ts';
 import { restoreSqliteDatabase } from './rebuild-database.ts';
 import { type RestorePointPages, restorePointPageHashes } from './restore-point-page-hashes.ts';

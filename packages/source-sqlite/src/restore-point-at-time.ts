@@ -1,26 +1,13 @@
 /**
- * Restore to a time: the newest commit recorded at or before it, found in a
- * SQLite backup prefix, and the restore-point target to pass to `restore()`.
- *
- * Commit times are in the commit records themselves (the wall-clock time the
- * tap first saw each commit; see `commit-record.ts`). The search takes the
- * newest valid restore point of each bucket generation, newest generation
- * first, and reads that generation's segments (CRC-checked) until it finds
- * the commit. Commits of a newer generation are always later than those of
- * an older one, so the first generation holding a commit at or before the
- * time has the answer.
- *
- * A generation whose restore point records its snapshot's time (manifest
- * format version 2) answers any time at or after it: with the newest commit
- * record at or before the time, or with the snapshot's state itself when
- * none is (a time right after a restart, before the first new commit). A
- * snapshot newer than the time sends the search to the previous generation.
- *
- * Limits: for a version 1 restore point the snapshot's time is not known, so
- * a time between its snapshot and its first commit record is answered from
- * the previous generation (or `null`): never a state newer than asked.
- * Commits made while no backup ran are dated by the snapshot that first saw
- * them.
+ * Restore to a time: the newest commit recorded at or before it in a SQLite
+ * backup prefix, and the restore-point target for `restore()`. Commit times
+ * are in the records (commit-record.ts). The newest valid restore point of
+ * each generation is read, newest generation first; a newer generation's
+ * commits are all later, so the first answer found is the one. A snapshot
+ * dated after the time skips its generation; one at or before it, with no
+ * commit by then, answers with its state. Version 1 restore points date no
+ * snapshot, so that gap falls back to the previous generation: never a newer
+ * state. Rules: package README, `sqliteCommitAtTime`, _Commit times_.
  */
 import { parseManifest, restorableFrom, stateTimes } from '@x/manifest';
 import {

@@ -1,32 +1,16 @@
 /**
- * The page hashes (resume-record.ts's kind: the first 8 bytes of each page's
- * SHA-256) of the database a restore of a restore point produces, computed
- * from its content read back (`GenerationCandidate.content`) without
- * writing a file: the snapshot's pages, then each commit record's pages in
- * log order, the later write of a page winning, and at the end the cut to
- * the last record's database size.
- *
- * Exact to the restore (`rebuild-database.ts`): that writes each record's
- * pages at `(n - 1) × pageSize` (a write beyond the end leaves zero-filled
- * pages in between) and truncates once, at the very end, to the last
- * record's size (zero-filled when that is larger). The same steps on hashes
- * give the hashes of the restored file's pages.
- *
- * The log is merged first (commit-log-merge.ts: each page's newest version,
- * or for a page it only patched, its patches overlaid), then the snapshot
- * is streamed once and each page hashed as the restore leaves it: the
- * merged version, the snapshot's with the patches put over it, or the
- * snapshot's.
- *
- * `null` when there is no proof to give: the content is not of pages of
- * `pageSize` (a snapshot not a whole number of them, a record of another
- * page size), a log body is not whole valid records (the worker checked
- * each object's CRC-32; this catches what it cannot), or the log touches
- * more than {@link MAX_MERGED_PAGE_BYTES} of distinct pages. Memory: the
- * distinct pages the log touched (up to that bound), 8 bytes per page of
- * the database, and one snapshot chunk.
+ * The page hashes (first 8 bytes of each page's SHA-256, as in
+ * resume-record.ts) of the database a restore of a restore point produces,
+ * computed from its content read back (`GenerationCandidate.content`)
+ * without writing a file: the log merged first (commit-log-merge.ts), then
+ * the snapshot streamed once, each page hashed as the restore leaves it, and
+ * the cut to the last record's size. Exact to the restore
+ * (docs/decisions/2026-12-06-commit-log-replay.md). `null` when there is no
+ * proof: content not of `pageSize` pages, a log body not whole valid records,
+ * or more than {@link MAX_MERGED_PAGE_BYTES} of distinct pages. Memory: those
+ * pages, 8 bytes per database page, one snapshot chunk.
  */
-import type { RestorePointContent } from '@x/backup-worker';
+import type { RestorePointContent } from '@x/engine';
 import { CommitLogMergeError, CommitLogMerger } from './commit-log-merge.ts';
 import { PAGE_HASH_BYTES, pageHash } from './commit-record.ts';
 

@@ -9,11 +9,12 @@
  * `lineage` and `state`, under today's names and release 0.2's; the replicate
  * command's `lock` and `holder.json` stay.
  */
+
 import { createReadStream } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { RestoreMaterializer } from '@x/engine';
 import { stateTimes } from '@x/manifest';
-import type { RestoreMaterializer } from '@x/restore';
 import { FramedWalCutter, RestorePointRejectedError } from '@x/restore';
 import { COMMIT_RECORD_HEADER_BYTES, commitsOfRecordHeader } from './commit-record.ts';
 import { restoreSqliteDatabase } from './rebuild-database.ts';

@@ -13,6 +13,7 @@
  *   worker refuse the prefix rather than bury newer history.
  * - Its files live in `.<db>-backupd/` (sidecar-files.ts; docs/format.md).
  */
+
 import { randomUUID } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { link, rename, unlink, writeFile } from 'node:fs/promises';
@@ -25,10 +26,9 @@ import type {
   OpenedRestorePoint,
   ParentRecord,
   ShippedProgress,
-  SideFileRead,
   SourceCallOptions,
   WalRange,
-} from '@x/backup-worker';
+} from '@x/engine';
 import { FrameCounter } from '@x/wal-segment';
 import { CommitLogMerger } from './commit-log-merge.ts';
 import { lastCommitTimeOf } from './commit-record.ts';
@@ -160,7 +160,6 @@ async function createExclusively(path: string, text: string): Promise<boolean> {
 
 export class SqliteSource implements BackupSource {
   readonly description: string;
-  readonly sideFileNames: readonly string[] = [];
   readonly path: string;
   readonly #options: SqliteSourceOptions;
   /** The open tap; while {@link #unavailable}, the closed tap of the replaced file (never read). */
@@ -417,7 +416,6 @@ export class SqliteSource implements BackupSource {
       wal: `${id}/log`,
       durableLength: this.#logOffset + this.#tap.logLength,
       commitCount: this.#commitCount,
-      snapshotInProgress: false,
       engine: {
         databaseBytes: sizeOrNull(this.path),
         walBytes: sizeOrNull(`${this.path}-wal`),
@@ -434,7 +432,6 @@ export class SqliteSource implements BackupSource {
       snapshot: `${id}/snapshot`,
       wal: `${id}/log`,
       walLength: this.#logOffset + this.#tap.logLength,
-      intentPending: false,
     };
   }
 
@@ -478,9 +475,6 @@ export class SqliteSource implements BackupSource {
         },
       },
       snapshotCommits: this.#generationBase,
-      archives: [],
-      chainFiles: [],
-      floor: 0,
       snapshotTime: image.time,
       close: async () => undefined,
     };
@@ -526,11 +520,6 @@ export class SqliteSource implements BackupSource {
    */
   logCompactor(): CommitLogMerger {
     return new CommitLogMerger();
-  }
-
-  async readSideFile(): Promise<SideFileRead | null> {
-    // No side files travel with a SQLite restore point.
-    return null;
   }
 
   async readLineage(): Promise<string | null> {

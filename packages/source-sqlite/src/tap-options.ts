@@ -27,8 +27,8 @@ export const INSISTENT_RESTART_FACTOR = 1.5;
  * Forcing is what bounds the WAL under an application that commits faster
  * than the tap captures (single-row transactions at `synchronous=NORMAL`):
  * such a tap never catches up by itself, and its commits stop landing only
- * while the tap holds the lock. (A copy before the lock, as the ordinary
- * restart makes, let the WAL grow by another 10 000 frames meanwhile.)
+ * while the tap holds the lock. What was rejected:
+ * docs/decisions/2026-12-06-insistent-and-forced-restarts.md.
  */
 export type RestartUrgency = 'ordinary' | 'insist' | 'force';
 /** Default of `captureBudgetBytes`. */
@@ -65,8 +65,8 @@ export interface SqliteTapOptions {
    * After a restart checkpoint, also empty the `-wal` file with a
    * `wal_checkpoint(TRUNCATE)`. Off by default: SQLite reuses the file from
    * its start at the next commit anyway, and the truncate holds the write
-   * lock for as long as the filesystem takes to shrink and sync the file
-   * (tens of ms measured here), while the restart needs no lock at all.
+   * lock for as long as the filesystem takes to shrink and sync the file,
+   * while the restart needs no lock at all.
    */
   readonly truncateWalFile?: boolean;
   /**
@@ -78,18 +78,13 @@ export interface SqliteTapOptions {
   readonly busyTimeoutMs?: number;
   /**
    * Log bytes held in memory (captured, not yet released as shipped) past
-   * which newly captured commits are batched: merged into one record holding
-   * the newest version of each page they wrote, sealed at the next
-   * {@link SqliteTap.sealBatch}, instead of one record each. Default
-   * {@link DEFAULT_MAX_HELD_LOG_BYTES} (64 MiB).
-   *
-   * Why: an application that commits faster than the bucket takes the log
-   * (tens of thousands of small commits a second, each a whole page image)
-   * would otherwise grow the held log, and what the worker must ship,
-   * without limit. A batch is bounded by the database's size (one version of
-   * each page at most), so memory and the bytes shipped stay bounded however
-   * far behind the worker is, and nothing committed is lost: what is given
-   * up is restoring to a commit inside a batch (its edges stay restorable).
+   * which newly captured commits are batched: merged into one record of the
+   * newest version of each page they wrote, sealed at the next
+   * {@link SqliteTap.sealBatch}. Default {@link DEFAULT_MAX_HELD_LOG_BYTES}
+   * (64 MiB). Why: against an application committing faster than the bucket
+   * takes the log, a batch (at most one version of each page) keeps memory and
+   * bytes shipped bounded and loses nothing; only a commit inside a batch is
+   * no longer restorable by itself (README, _When the worker falls behind_).
    */
   readonly maxHeldLogBytes?: number;
   /**
@@ -133,9 +128,8 @@ export interface SqliteTapOptions {
    * Hold SQLite's checkpoint lock while commits land on a WAL past SQLite's
    * auto-checkpoint size (1000 frames), so the application's own per-commit
    * checkpoints answer busy at once and the tap's are the only ones (see
-   * checkpoint-hold.ts: an application committing back to back kept about
-   * 1.0 of its rate alone at `synchronous=NORMAL`, against about 0.8
-   * without). Default `false`: only for a tap in a process of its own
+   * checkpoint-hold.ts; what it saves: README, _The checkpoint lock_).
+   * Default `false`: only for a tap in a process of its own
    * (`backupd replicate` turns it on). A POSIX lock never conflicts within
    * its process, so beside an application connection in the same process
    * it would hold nothing back, and its unlock could drop a checkpoint lock

@@ -1,109 +1,14 @@
 /**
- * The SQLite tap: captures every committed transaction of a live SQLite
- * database in WAL mode, written by any process with any SQLite library, and
- * keeps SQLite from overwriting a WAL frame before it has been captured.
- *
- * # How SQLite could lose frames for us, and why it cannot
- *
- * SQLite overwrites WAL frames only when it restarts the WAL (a writer starting
- * over at the beginning of the file, or a TRUNCATE checkpoint). A restart
- * needs every frame checkpointed into the database file, and no reader holding
- * one of the read marks 1..N. A checkpoint never copies a frame past the mark
- * of a live reader, and copies nothing at all while a reader holds read mark 0
- * (the mark a reader gets when the WAL was completely checkpointed when it
- * began: it reads the database file only).
- *
- * The tap holds a read transaction at all times, on one of two connections,
- * and moves it forward by beginning the new one before ending the old one,
- * each time right after a capture. So:
- * - while the held reader has a mark ≥ 1, no restart can happen at all;
- * - a reader gets mark 0 only when everything is checkpointed, and a
- *   checkpoint could only have reached frames at or below the previous
- *   reader's mark, which the capture before it had already read;
- * - while it holds mark 0 nothing can be checkpointed, so the only WAL that can
- *   be restarted is one whose every frame was captured.
- * Measured with `node:sqlite` (see the README): with a reader held, another
- * connection's `wal_checkpoint(TRUNCATE)` answers busy, copies only up to the
- * reader's mark and keeps the WAL's salts; with a mark-0 reader it copies
- * nothing new. The application's checkpoints, in any mode and at any rate,
- * therefore never cost a commit.
- *
- * # The tap's own checkpoints
- *
- * Without help the WAL would only restart when the application pauses, so
- * the tap checkpoints itself: PASSIVE once `passiveCheckpointPages` frames
- * landed since the last copy (no lock: it copies up to the held reader's
- * mark; one copy per that many frames, not one per tick, since each copy
- * costs two fsyncs that share the disk with the application's; and none
- * while the wal-index shows the application's own checkpoints copying up to
- * the reader, see maintain), and past `truncateCheckpointPages` a restart
- * under a brief write lock: it takes the write lock
- * (`BEGIN IMMEDIATE`, so no commit can land), captures the last frames, ends
- * its reader, runs a PASSIVE checkpoint of what is left (most was copied just
- * before, without the lock), begins a new reader (mark 0 when everything was
- * copied) and releases the lock; the next commit starts the WAL over. The
- * lock is tried back to back rather than through SQLite's busy handler (an
- * application committing back to back frees it only for microseconds), and
- * the copy under it waits for a checkpoint of the application's that may be
- * running at that moment (SQLite runs one at a time and would answer busy).
- * Past 1.5 times the threshold the restart insists: the first write lock it
- * gets is used to the end (see tap-options.ts, INSISTENT_RESTART_FACTOR),
- * and with a capture backlog past one capture budget it is forced: the whole
- * backlog is read under that lock (RestartUrgency). With
- * `truncateWalFile`, a TRUNCATE checkpoint with no busy wait then empties the
- * file; the mark-0 reader makes sure it can only drop frames that were
- * captured. The tap never writes to the database and creates no tables in it.
- *
- * While commits land on a WAL past SQLite's auto-checkpoint size, the tap
- * also holds SQLite's checkpoint lock (checkpoint-hold.ts), so the
- * application's own per-commit checkpoints answer busy at once instead of
- * taking their locks after every commit; its own checkpoints run through it
- * (the lock is this process's) and take it back after. A performance measure
- * only: nothing above depends on it.
- *
- * The tap keeps its own descriptors of the database and `-shm` files open
- * for its whole life: POSIX locks belong to a process and a file, so closing
- * any descriptor of those files would silently drop SQLite's read marks.
- * They come from a registry shared by the process (quiet-descriptors.ts),
- * which closes one only when nothing else in the process has the file open:
- * an application that embeds the tap keeps its own connection's locks
- * across the tap's close (see the README, _Embedding_).
- *
- * # What is detected
- *
- * - `journal_mode` not WAL: {@link SqliteNotWalError} at open; never switched.
- *   Before it, open names the other causes with their own errors (missing
- *   file, directory, not SQLite's header magic, corrupt header, read-only
- *   location) and never creates a missing database file.
- * - The WAL restarted in a way SQLite's own restarts cannot explain (its
- *   checkpoint sequence and salt-1 must advance together):
- *   {@link SqliteWalRestartedUnderneathError}; the owner starts a new generation.
- * - The database file replaced (another inode at the path):
- *   {@link SqliteDatabaseReplacedError}; the owner reopens.
- * - The database file truncated below the size its header records:
- *   {@link SqliteDatabaseTruncatedError}.
- * - A committed frame failing its checksum (the wal-index counts frames past
- *   it): {@link SqliteCorruptWalFrameError}, after keeping every commit before it.
- *
- * # Limits
- *
- * - Same machine only (the read marks live in the `-shm` shared memory) and
- *   the unix VFS; not `locking_mode=EXCLUSIVE` databases.
- * - Commit times are the wall-clock time the tap first saw a commit (SQLite
- *   records none), so they trail the real commit by up to one capture interval.
- * - A crash of the tap ends its read transaction; commits captured but not yet
- *   shipped may then be checkpointed away, and the next generation's snapshot
- *   holds them (their individual restore points are lost, never their content).
- *
- * # Modules
- *
- * The tap composes: the options (tap-options.ts); the checks made at open
- * (open-database.ts) and before each capture (database-file.ts); the held
- * reader on its two connections (held-readers.ts); WAL capture with its byte
- * budget (wal-capture.ts); the held commit log with its batching
- * (held-log.ts); the generation and its snapshot (generation.ts); and the
- * checkpoints and WAL restarts (checkpoints.ts, checkpoint-calls.ts,
- * copy-progress.ts).
+ * The SQLite tap: captures every committed transaction of a live WAL-mode
+ * database, written by any process, and keeps SQLite from overwriting a frame
+ * before it is captured. SQLite overwrites frames only at a WAL restart, which
+ * needs every frame checkpointed and no reader at a mark 1..N; a checkpoint
+ * never copies past a live reader's mark, nor anything under mark 0. The tap
+ * always holds a reader, moved right after each capture by beginning the new
+ * one before ending the old, so a restart can only drop captured frames. Its
+ * own checkpoints: checkpoints.ts; the checkpoint lock: checkpoint-hold.ts;
+ * closing a database or `-shm` descriptor would drop its read marks, so they
+ * stay open (quiet-descriptors.ts). Why, detection, limits: README, _How it works_.
  */
 import type { DatabaseSync } from 'node:sqlite';
 import { CheckpointLockHold, type CheckpointLockState } from './checkpoint-hold.ts';

@@ -1,23 +1,14 @@
 /**
  * Capture of the WAL: reads new committed transactions of the `-wal` file,
- * cycle by cycle, into the held log (or, at a generation's start, into the
- * snapshot's overlay), at most a byte budget per call.
- *
- * Guarantees:
- * - frames are read only up to what the wal-index counts as committed in
- *   this cycle (or the first invalid frame), and never skipped: what a call
- *   leaves is read by the next, and {@link WalCapture.caughtUp} says whether
- *   the call reached the end;
- * - no transaction is too large: one larger than a call's budget is read
- *   over several calls, each going on after the last frame the one before
- *   verified (never again from its first frame), its pages held until its
- *   commit frame is read;
- * - pages are copied out of the very bytes whose checksums were verified,
- *   never read again later by offset;
- * - a `-wal` file replaced underneath, or a cycle of another page size, is a
- *   {@link SqliteWalRestartedUnderneathError}; a committed frame failing its
- *   checksum a {@link SqliteCorruptWalFrameError}, after keeping every
- *   commit before it.
+ * cycle by cycle, into the held log (or, at a generation's start, the
+ * snapshot's overlay), at most a byte budget per call. Frames are read only
+ * up to the wal-index's committed count (or the first invalid frame) and
+ * never skipped; a transaction larger than the budget spans calls. Pages are
+ * copied out of the very bytes whose checksums were verified, never read
+ * again by offset: under a mark-0 reader the application's next commit may
+ * restart the WAL and overwrite them. A replaced `-wal` file or another page
+ * size is {@link SqliteWalRestartedUnderneathError}; a bad committed frame,
+ * {@link SqliteCorruptWalFrameError} after keeping every commit before it.
  */
 import { closeSync, fstatSync, readSync } from 'node:fs';
 import type { CopyProgress } from './copy-progress.ts';
@@ -200,20 +191,11 @@ export class WalCapture {
    * Reads new commits from the WAL file. Given the held log, appends them to
    * it; given a map instead (generation start), copies the newest version of
    * each page into it, the snapshot's overlay. Reads at most `budgetBytes`
-   * (whole pieces); see {@link caughtUp}.
-   *
-   * Pages are copied out of the very bytes whose checksums were verified,
-   * never read again later by offset: while the tap's reader holds read mark
-   * 0 (the WAL completely checkpointed when it began), the application's next
-   * commit may restart the WAL and overwrite its frames at any moment, and a
-   * second read could return another page's bytes.
-   *
-   * A transaction larger than the budget is read over several calls: a call
-   * keeps the frames it verified (their pages copied, the running checksum
-   * and offset after them) and the next goes on from there. A transaction
-   * left in part is one the wal-index counts as committed in this cycle;
-   * frames it does not count (still being written, or rolled back) are never
-   * read, or when the index cannot tell, read again by the next call.
+   * (whole pieces); see {@link caughtUp}. A transaction larger than that goes
+   * on in the next call from the last frame verified (pages, running checksum
+   * and offset kept), but only if the wal-index counts it committed in this
+   * cycle: frames it does not count (still being written, or rolled back) are
+   * never taken, and when the index cannot tell, the next call reads them again.
    * @returns the number of commits read.
    */
   read(into: HeldLog | Map<number, Uint8Array>, budgetBytes: number): number {

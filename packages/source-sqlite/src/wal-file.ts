@@ -1,18 +1,11 @@
 /**
- * Reading SQLite's write-ahead log file (`<db>-wal`) transaction by
- * transaction, on top of `@x/wal-segment`'s SQLite WAL scanner (header,
- * salts, cumulative checksums, commit boundaries). A frame is valid only when
- * its salts equal the header's and its checksum, cumulative from the
- * header's, matches; the first invalid frame ends the log. A transaction is
- * the frames up to and including a commit frame. Frames after the last commit
- * frame are reported apart (`open`): the start of a transaction larger than
- * the bytes scanned, or one unfinished or rolled back; only the wal-index can
- * tell which (see wal-capture.ts).
- *
- * Also reads the wal-index header from `<db>-shm` (the shared-memory file of
- * the unix VFS), which says how many frames are committed. That is how a
- * corrupt committed frame is told apart from a transaction still being
- * written: the wal-index counts frames past it.
+ * Reading SQLite's `<db>-wal` transaction by transaction (the frames up to a
+ * commit frame), on `@x/wal-segment`'s scanner: a frame is valid only with the
+ * header's salts and a matching cumulative checksum; the first invalid frame
+ * ends the log. Frames after the last commit frame come apart (`open`): a
+ * transaction larger than the bytes scanned, unfinished, or rolled back. Only
+ * the wal-index header (in `<db>-shm`, also read here) tells which; its count
+ * of committed frames also tells a corrupt committed frame from one being written.
  */
 import { readSync } from 'node:fs';
 import {

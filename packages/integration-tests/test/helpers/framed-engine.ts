@@ -8,9 +8,10 @@
  * `commit-{floor+1} … commit-{commitSeq}` and its snapshot the text for the
  * commits before its WAL.
  */
+
 import { appendFile, cp, mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DurablePosition } from '@x/backup-worker';
+import type { DurablePosition } from '@x/engine';
 import { type FramedEngineHandle, identifyFramedFiles } from '@x/source-framed';
 import { encodeFrame } from '@x/wal-segment';
 

@@ -4,8 +4,8 @@
  * otherwise.
  */
 
-import type { BackupSource } from '@x/backup-worker';
 import { BackupWorker, type BackupWorkerOptions } from '@x/backup-worker';
+import type { BackupSource } from '@x/engine';
 import { FakeClock } from '@x/lease';
 import type { ObjectStore } from '@x/store';
 

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { RestoreMaterializer } from '@x/engine';
 import { crc32Hex, manifestKey, serializeManifest } from '@x/manifest';
 import {
   NoRestorePointError,
@@ -8,7 +9,6 @@ import {
   ObjectMissingError,
   planRestore,
   RestoreIncompleteError,
-  type RestoreMaterializer,
   type RestoreOptions,
   RestoreOptionsError,
   RestorePointRejectedError,

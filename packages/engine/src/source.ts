@@ -47,8 +47,8 @@ export interface DurablePosition {
    * newest restore point in the bucket.
    */
   readonly commitCount: number | null;
-  /** True while this engine handle is taking a snapshot; the worker defers. */
-  readonly snapshotInProgress: boolean;
+  /** True while this engine handle is taking a snapshot; the worker defers. Absent: never. */
+  readonly snapshotInProgress?: boolean;
   /** What the engine's files look like, for health and metrics; absent when the engine does not say. */
   readonly engine?: EngineFiles;
 }
@@ -77,23 +77,9 @@ export interface FileObservation {
   /**
    * True while a snapshot is between writing its snapshot file and replacing
    * the WAL (framed store: `snapshot.intent` is non-empty). Nothing is read
-   * while it is; the step is deferred, not failed.
+   * while it is; the step is deferred, not failed. Absent: the engine has no intent.
    */
-  readonly intentPending: boolean;
-}
-
-/**
- * True when a read made between `before` and `after` can be kept: neither the
- * snapshot, the WAL file nor the intent changed, and the WAL did not shrink.
- */
-export function unchangedBetween(before: FileObservation, after: FileObservation): boolean {
-  return (
-    before.snapshot === after.snapshot &&
-    before.wal === after.wal &&
-    before.intentPending === after.intentPending &&
-    !after.intentPending &&
-    after.walLength >= before.walLength
-  );
+  readonly intentPending?: boolean;
 }
 
 /** Counts frames in a stream of WAL bytes, in the source's frame format. */
@@ -155,15 +141,15 @@ export interface OpenedRestorePoint {
    * is a full copy reports the commits it holds and no archives).
    */
   readonly snapshotCommits: number;
-  /** The archives, in chain order. */
-  readonly archives: readonly OpenedArchive[];
-  /** The chain files (framed store: `wal.genesis`, `wal.genesis.v11`, `wal.floor`). */
-  readonly chainFiles: readonly SmallFile[];
+  /** The archives, in chain order. Absent: none. */
+  readonly archives?: readonly OpenedArchive[];
+  /** The chain files (framed store: `wal.genesis`, `wal.genesis.v11`, `wal.floor`). Absent: none. */
+  readonly chainFiles?: readonly SmallFile[];
   /**
    * The commit count the store's horizon starts at (framed store: `wal.floor`),
-   * the manifest's `oldestCommitSeq`.
+   * the manifest's `oldestCommitSeq`. Absent: 0.
    */
-  readonly floor: number;
+  readonly floor?: number;
   /**
    * Wall-clock ms of the state the snapshot holds: when the engine's read of
    * it saw the database, so every commit it holds was recorded at or before
@@ -242,8 +228,9 @@ export interface BackupSource {
    * changed), by name. Must not include the chain files, which travel with
    * the restore point instead, and must not include anything that describes
    * one machine's half-finished work (framed store: never `snapshot.intent`).
+   * Absent: none (and `readSideFile` is never called).
    */
-  readonly sideFileNames: readonly string[];
+  readonly sideFileNames?: readonly string[];
 
   /**
    * The chain files' names (those `openRestorePoint` reads), when the engine
@@ -296,7 +283,7 @@ export interface BackupSource {
    * Reads side file `name`; `null` when it does not exist. When `known` is
    * the file's current identity, `bytes` is `null` (nothing re-read).
    */
-  readSideFile(
+  readSideFile?(
     name: string,
     known: FileIdentity | null,
     options?: SourceCallOptions,
@@ -416,10 +403,3 @@ export interface RestorePointContent {
   /** The decoded body of each log object the restore point names, in log order (whole frames). Iterate once. */
   logBodies(): AsyncIterable<Uint8Array>;
 }
-
-/**
- * Opens the worker's source (`openSource`): called when the worker holds the
- * lease and is about to step; the worker closes what it returns once the
- * lease is gone.
- */
-export type OpenSource = (options: SourceCallOptions) => Promise<BackupSource>;
