@@ -30,7 +30,7 @@ import {
 } from './commit-record.ts';
 import { sqliteContentHash } from './content-hash.ts';
 import { restoreSqliteDatabase } from './rebuild-database.ts';
-import { SqliteRestorePointUnavailableError } from './sqlite-errors.ts';
+import { SqliteRestoreRefusedError } from './sqlite-errors.ts';
 import { SqliteSource } from './sqlite-source.ts';
 import { SqliteTap } from './tap.ts';
 
@@ -510,7 +510,10 @@ async function expectExactReplacement(options: {
     expect((await restore(replaced, count)).equals(expected), label).toBe(true);
   }
   if (inRun > 1)
-    await expect(restore(replaced, before + 1)).rejects.toThrow(SqliteRestorePointUnavailableError);
+    await expect(restore(replaced, before + 1)).rejects.toMatchObject({
+      name: 'SqliteRestoreRefusedError',
+      code: 'SQLITE_RESTORE_POINT_UNAVAILABLE',
+    });
 }
 
 describe('a merged run replays exactly as the run', () => {

@@ -5,7 +5,7 @@
  * database size recorded in its header.
  */
 import { fstatSync, statSync } from 'node:fs';
-import { SqliteDatabaseReplacedError, SqliteDatabaseTruncatedError } from './sqlite-errors.ts';
+import { SqliteCaptureStoppedError, SqliteDatabaseReplacedError } from './sqlite-errors.ts';
 import { readAt } from './wal-file.ts';
 
 export interface FileIdentityOfDatabase {
@@ -32,7 +32,7 @@ export interface ExpectedDatabaseFile {
 
 /**
  * @throws SqliteDatabaseReplacedError when another file (or none) is at the path.
- * @throws SqliteDatabaseTruncatedError when it is shorter than its pages outside the WAL need.
+ * @throws SqliteCaptureStoppedError (SQLITE_DATABASE_TRUNCATED) when it is shorter than its pages outside the WAL need.
  */
 export function checkDatabaseUnchanged(expected: ExpectedDatabaseFile): void {
   const { path, identity, pageSize } = expected;
@@ -54,7 +54,7 @@ export function checkDatabaseUnchanged(expected: ExpectedDatabaseFile): void {
   while (needed > 1 && expected.walPages.has(needed)) needed -= 1;
   const expectedBytes = Math.max(needed, 1) * pageSize;
   if (stat.size < expectedBytes || stat.size % pageSize !== 0)
-    throw new SqliteDatabaseTruncatedError(path, stat.size, expectedBytes);
+    throw SqliteCaptureStoppedError.truncated(path, stat.size, expectedBytes);
 }
 
 /** Reads the database size from the file's header (page 1 on disk). */

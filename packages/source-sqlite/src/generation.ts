@@ -13,10 +13,7 @@
 import { fstatSync, statSync } from 'node:fs';
 import { databasePagesOnDisk } from './database-file.ts';
 import { HeldLog } from './held-log.ts';
-import {
-  SqliteDatabaseTruncatedError,
-  SqliteWalRestartedUnderneathError,
-} from './sqlite-errors.ts';
+import { SqliteCaptureStoppedError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
 import type { WalCapture } from './wal-capture.ts';
 import { readAt, walCycleId } from './wal-file.ts';
 
@@ -184,7 +181,7 @@ export function snapshotOf(
             const page = generation.snapshotPages.get(first + i);
             if (page) chunk.set(page, i * pageSize);
             else if ((i + 1) * pageSize > fromFile.byteLength)
-              throw new SqliteDatabaseTruncatedError(path, stat.size, databasePages * pageSize);
+              throw SqliteCaptureStoppedError.truncated(path, stat.size, databasePages * pageSize);
           }
           yield chunk;
         }

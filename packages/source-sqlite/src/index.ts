@@ -43,20 +43,15 @@ export {
 export {
   SqliteBackupError,
   type SqliteBackupErrorCode,
-  SqliteCorruptWalFrameError,
+  SqliteCaptureStoppedError,
   SqliteDatabaseMissingError,
   SqliteDatabaseReplacedError,
-  SqliteDatabaseTruncatedError,
   SqliteDatabaseUnavailableError,
-  SqliteDatabaseUnreadableError,
-  SqliteNotADatabaseError,
-  SqliteNotAFileError,
   SqliteNotWalError,
+  SqliteOpenRefusedError,
   SqliteReaderLostError,
-  SqliteReadOnlyLocationError,
   SqliteRestoreCorruptError,
-  SqliteRestorePointUnavailableError,
-  SqliteRestoreTargetExistsError,
+  SqliteRestoreRefusedError,
   SqliteWalRestartedUnderneathError,
 } from './sqlite-errors.ts';
 export { type SqliteMaterializerOptions, sqliteMaterializer } from './sqlite-materializer.ts';

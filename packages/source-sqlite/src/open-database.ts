@@ -12,11 +12,8 @@ import type { SharedDescriptor } from './quiet-descriptors.ts';
 import { sqliteSidecarFiles } from './sidecar-files.ts';
 import {
   SqliteDatabaseMissingError,
-  SqliteDatabaseUnreadableError,
-  SqliteNotADatabaseError,
-  SqliteNotAFileError,
   SqliteNotWalError,
-  SqliteReadOnlyLocationError,
+  SqliteOpenRefusedError,
 } from './sqlite-errors.ts';
 
 /** The first 16 bytes of every SQLite database file. */
@@ -56,7 +53,7 @@ export function checkDatabaseFile(
       throw new SqliteDatabaseMissingError(path, { cause: error });
     throw error;
   }
-  if (!stat.isFile()) throw new SqliteNotAFileError(path, kindOf(stat));
+  if (!stat.isFile()) throw SqliteOpenRefusedError.notAFile(path, kindOf(stat));
   // Through a descriptor the tap keeps, never one opened and closed here:
   // that close would drop this process's other connections' locks on the file.
   let database: SharedDescriptor;
@@ -79,9 +76,9 @@ export function checkDatabaseFile(
 function checkHeaderAndLocation(path: string, fd: number): void {
   const header = Buffer.alloc(SQLITE_HEADER_MAGIC.length);
   const read = readSync(fd, header, 0, header.length, 0);
-  if (read === 0) throw new SqliteNotADatabaseError(path, 'the file is empty');
+  if (read === 0) throw SqliteOpenRefusedError.notADatabase(path, 'the file is empty');
   if (read < header.length || !header.equals(SQLITE_HEADER_MAGIC))
-    throw new SqliteNotADatabaseError(
+    throw SqliteOpenRefusedError.notADatabase(
       path,
       'its first 16 bytes are not the SQLite header "SQLite format 3\\0"',
     );
@@ -93,7 +90,7 @@ function checkHeaderAndLocation(path: string, fd: number): void {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return;
       if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM')
-        throw new SqliteReadOnlyLocationError(path, location, { cause: error });
+        throw SqliteOpenRefusedError.readOnlyLocation(path, location, error);
       throw error;
     }
   };
@@ -102,20 +99,22 @@ function checkHeaderAndLocation(path: string, fd: number): void {
   const sidecars = sqliteSidecarFiles(path).directory;
   writable(sidecars);
   if (existsSync(sidecars) && !statSync(sidecars).isDirectory())
-    throw new SqliteReadOnlyLocationError(path, sidecars, {
-      cause: Object.assign(new Error(`${sidecars} is not a directory`), { code: 'ENOTDIR' }),
-    });
+    throw SqliteOpenRefusedError.readOnlyLocation(
+      path,
+      sidecars,
+      Object.assign(new Error(`${sidecars} is not a directory`), { code: 'ENOTDIR' }),
+    );
   writable(`${path}-shm`);
 }
 
-/** SQLite's "not a database" / "corrupt" as {@link SqliteDatabaseUnreadableError}; anything else as it is. */
+/** SQLite's "not a database" / "corrupt" as `SqliteOpenRefusedError` (`SQLITE_DATABASE_UNREADABLE`); anything else as it is. */
 function unreadableOr(path: string, error: unknown): unknown {
   const errcode = (error as { errcode?: unknown }).errcode;
   if (
     typeof errcode === 'number' &&
     ((errcode & 0xff) === SQLITE_NOTADB || (errcode & 0xff) === SQLITE_CORRUPT)
   )
-    return new SqliteDatabaseUnreadableError(path, (error as Error).message, { cause: error });
+    return SqliteOpenRefusedError.unreadable(path, (error as Error).message, error);
   return error;
 }
 
@@ -135,7 +134,7 @@ export function openTapConnection(path: string, timeout: number): DatabaseSync {
 /**
  * The tap's writer connection (it only ever takes the write lock, never
  * writes), once the database proved to be in WAL mode.
- * @throws SqliteDatabaseUnreadableError when SQLite cannot read its header or schema.
+ * @throws SqliteOpenRefusedError (SQLITE_DATABASE_UNREADABLE) when SQLite cannot read its header or schema.
  * @throws SqliteNotWalError when it is a valid database in another journal mode.
  */
 export function openWriterConnection(path: string, busyTimeoutMs: number): DatabaseSync {

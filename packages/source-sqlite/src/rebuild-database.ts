@@ -20,11 +20,7 @@ import { copyOf } from './page-patch.ts';
 import { PatchablePages } from './patchable-pages.ts';
 import { PendingPageWrites } from './pending-page-writes.ts';
 import { RecordedPageHashes } from './recorded-page-hashes.ts';
-import {
-  SqliteRestoreCorruptError,
-  SqliteRestorePointUnavailableError,
-  SqliteRestoreTargetExistsError,
-} from './sqlite-errors.ts';
+import { SqliteRestoreCorruptError, SqliteRestoreRefusedError } from './sqlite-errors.ts';
 
 /** Pages gathered before they are written out (see pending-page-writes.ts): 64 MiB. */
 export const MAX_PENDING_WRITE_BYTES = 64 * 1024 * 1024;
@@ -108,8 +104,8 @@ function pageSizeOf(header: Uint8Array, targetPath: string): number {
 
 /**
  * Builds the database at the chosen commit and moves it into place.
- * @throws SqliteRestoreTargetExistsError without `force` when the target exists.
- * @throws SqliteRestorePointUnavailableError when `commits` exceeds the log,
+ * @throws SqliteRestoreRefusedError (SQLITE_RESTORE_TARGET_EXISTS) without `force` when the target exists.
+ * @throws SqliteRestoreRefusedError (SQLITE_RESTORE_POINT_UNAVAILABLE) when `commits` exceeds the log,
  *   or `time` precedes `snapshotTime`.
  * @throws SqliteRestoreCorruptError when a check fails (nothing left at the target).
  */
@@ -121,7 +117,7 @@ export async function restoreSqliteDatabase(
   const siblings = [target, `${target}-wal`, `${target}-shm`];
   if (!force) {
     for (const path of siblings) {
-      if (await exists(path)) throw new SqliteRestoreTargetExistsError(target);
+      if (await exists(path)) throw SqliteRestoreRefusedError.targetExists(target);
     }
   }
   if (
@@ -129,7 +125,7 @@ export async function restoreSqliteDatabase(
     options.snapshotTime !== undefined &&
     options.time < options.snapshotTime
   ) {
-    throw new SqliteRestorePointUnavailableError(
+    throw SqliteRestoreRefusedError.pointUnavailable(
       target,
       `time ${new Date(options.time).toISOString()} is before this restore point's snapshot (${new Date(options.snapshotTime).toISOString()})`,
     );
@@ -197,7 +193,7 @@ export async function restoreSqliteDatabase(
         }
         const commits = record.commits ?? 1;
         if (applied + commits > limit)
-          throw new SqliteRestorePointUnavailableError(
+          throw SqliteRestoreRefusedError.pointUnavailable(
             target,
             `commit ${limit} of this generation is inside a batch of commits ${applied + 1} to ${applied + commits}, shipped as one record while the backup was behind: restorable are ${applied} and ${applied + commits}`,
           );
@@ -227,7 +223,7 @@ export async function restoreSqliteDatabase(
     if (!done && frames.carried >= LOG_FRAME_HEADER_BYTES && options.commits !== undefined)
       throw new SqliteRestoreCorruptError(target, 'the log ends inside a commit record');
     if (options.commits !== undefined && applied < options.commits)
-      throw new SqliteRestorePointUnavailableError(
+      throw SqliteRestoreRefusedError.pointUnavailable(
         target,
         `asked for commit ${options.commits} of this generation, the log holds ${applied}`,
       );

@@ -113,109 +113,6 @@ export class SqliteDatabaseMissingError extends SqliteBackupError {
   }
 }
 
-const NOT_A_FILE_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteNotAFileError');
-
-/** The database path names something other than a regular file (a directory, a socket...). */
-export class SqliteNotAFileError extends SqliteBackupError {
-  /** What is there instead (`directory`, `socket`, ...). */
-  readonly kind: string;
-
-  constructor(path: string, kind: string) {
-    super(
-      `${path} is a ${kind}, not a database file; give the path of the SQLite database file itself`,
-      path,
-      {},
-      'SQLITE_NOT_A_FILE',
-    );
-    this.name = 'SqliteNotAFileError';
-    this.kind = kind;
-    markError(this, NOT_A_FILE_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteNotAFileError {
-    return hasErrorMarker(value, NOT_A_FILE_MARKER);
-  }
-}
-
-const NOT_A_DATABASE_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteNotADatabaseError');
-
-/**
- * The file does not start with SQLite's header magic (`SQLite format 3\0`):
- * it is some other file (text, random bytes, an empty file), not a database.
- */
-export class SqliteNotADatabaseError extends SqliteBackupError {
-  constructor(path: string, detail: string) {
-    super(
-      `${path} is not a SQLite database (${detail}); check the path`,
-      path,
-      {},
-      'SQLITE_NOT_A_DATABASE',
-    );
-    this.name = 'SqliteNotADatabaseError';
-    markError(this, NOT_A_DATABASE_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteNotADatabaseError {
-    return hasErrorMarker(value, NOT_A_DATABASE_MARKER);
-  }
-}
-
-const UNREADABLE_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseUnreadableError');
-
-/**
- * The file carries SQLite's magic but SQLite cannot read it (its header or
- * schema is corrupt: `SQLITE_NOTADB`, `SQLITE_CORRUPT`). Nothing is shipped;
- * restore the database from a backup or repair it first.
- */
-export class SqliteDatabaseUnreadableError extends SqliteBackupError {
-  constructor(path: string, detail: string, options: { cause?: unknown } = {}) {
-    super(
-      `${path} looks like a SQLite database but SQLite cannot read it (${detail}): ` +
-        'its header or schema is corrupt; nothing is backed up until it is repaired or restored',
-      path,
-      options,
-      'SQLITE_DATABASE_UNREADABLE',
-    );
-    this.name = 'SqliteDatabaseUnreadableError';
-    markError(this, UNREADABLE_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteDatabaseUnreadableError {
-    return hasErrorMarker(value, UNREADABLE_MARKER);
-  }
-}
-
-const READ_ONLY_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteReadOnlyLocationError');
-
-/**
- * backupd cannot write the files it keeps beside the database (its sidecar
- * directory `.<db>-backupd/`, and SQLite's own `-shm`):
- * the directory or the file is on a read-only filesystem or not writable.
- */
-export class SqliteReadOnlyLocationError extends SqliteBackupError {
-  /** The file or directory that is not writable. */
-  readonly location: string;
-
-  constructor(path: string, location: string, options: { cause?: unknown } = {}) {
-    const code = (options.cause as NodeJS.ErrnoException | undefined)?.code;
-    super(
-      `${path}: cannot write ${location}${code === undefined ? '' : ` (${code})`}; backupd keeps ` +
-        `its directory ${sqliteSidecarFiles(path).directory} and SQLite's ${path}-shm beside the ` +
-        'database and needs that directory writable (not a read-only filesystem or mount)',
-      path,
-      options,
-      'SQLITE_READ_ONLY_LOCATION',
-    );
-    this.name = 'SqliteReadOnlyLocationError';
-    this.location = location;
-    markError(this, READ_ONLY_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteReadOnlyLocationError {
-    return hasErrorMarker(value, READ_ONLY_MARKER);
-  }
-}
-
 const REPLACED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseReplacedError');
 
 /**
@@ -279,69 +176,6 @@ export class SqliteDatabaseUnavailableError extends SqliteBackupError {
   }
 }
 
-const TRUNCATED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseTruncatedError');
-
-/**
- * The database file is shorter than the pages the database says it has
- * (someone truncated it). Nothing more is captured: shipping a damaged
- * database would put a damaged restore point in the bucket.
- */
-export class SqliteDatabaseTruncatedError extends SqliteBackupError {
-  readonly fileBytes: number;
-  readonly expectedBytes: number;
-
-  constructor(path: string, fileBytes: number, expectedBytes: number) {
-    super(
-      `${path} is ${fileBytes} bytes but the database needs ${expectedBytes}: it was truncated underneath backupd; nothing more is shipped`,
-      path,
-      {},
-      'SQLITE_DATABASE_TRUNCATED',
-    );
-    this.name = 'SqliteDatabaseTruncatedError';
-    this.fileBytes = fileBytes;
-    this.expectedBytes = expectedBytes;
-    markError(this, TRUNCATED_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteDatabaseTruncatedError {
-    return hasErrorMarker(value, TRUNCATED_MARKER);
-  }
-}
-
-const CORRUPT_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteCorruptWalFrameError');
-
-/**
- * A committed frame of the WAL fails its checksum. Everything up to the last
- * valid commit before it was captured; nothing after it is.
- */
-export class SqliteCorruptWalFrameError extends SqliteBackupError {
-  /** 1-based index of the bad frame in its WAL cycle. */
-  readonly frame: number;
-  /** Byte offset of the bad frame in the WAL file. */
-  readonly walOffset: number;
-  /** Commits captured in this generation up to and including the last valid one. */
-  readonly lastValidCommit: number;
-
-  constructor(path: string, frame: number, walOffset: number, lastValidCommit: number) {
-    super(
-      `${path}-wal: committed frame ${frame} (offset ${walOffset}) fails its checksum; ` +
-        `capture stopped at the last valid commit (${lastValidCommit} in this generation)`,
-      path,
-      {},
-      'SQLITE_CORRUPT_WAL_FRAME',
-    );
-    this.name = 'SqliteCorruptWalFrameError';
-    this.frame = frame;
-    this.walOffset = walOffset;
-    this.lastValidCommit = lastValidCommit;
-    markError(this, CORRUPT_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteCorruptWalFrameError {
-    return hasErrorMarker(value, CORRUPT_MARKER);
-  }
-}
-
 const RESTARTED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteWalRestartedUnderneathError');
 
 /**
@@ -402,41 +236,6 @@ export class SqliteReaderLostError extends SqliteWalRestartedUnderneathError {
   }
 }
 
-const TARGET_EXISTS_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteRestoreTargetExistsError');
-
-/** Restore refuses to overwrite an existing database (or its `-wal`) without `force`. */
-export class SqliteRestoreTargetExistsError extends SqliteBackupError {
-  constructor(path: string) {
-    super(
-      `${path} (or its -wal/-shm) already exists; restore refuses to overwrite it unless forced`,
-      path,
-      {},
-      'SQLITE_RESTORE_TARGET_EXISTS',
-    );
-    this.name = 'SqliteRestoreTargetExistsError';
-    markError(this, TARGET_EXISTS_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteRestoreTargetExistsError {
-    return hasErrorMarker(value, TARGET_EXISTS_MARKER);
-  }
-}
-
-const UNAVAILABLE_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteRestorePointUnavailableError');
-
-/** The requested commit or time is not covered by the restore point given. */
-export class SqliteRestorePointUnavailableError extends SqliteBackupError {
-  constructor(path: string, detail: string) {
-    super(`cannot restore ${path}: ${detail}`, path, {}, 'SQLITE_RESTORE_POINT_UNAVAILABLE');
-    this.name = 'SqliteRestorePointUnavailableError';
-    markError(this, UNAVAILABLE_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteRestorePointUnavailableError {
-    return hasErrorMarker(value, UNAVAILABLE_MARKER);
-  }
-}
-
 const RESTORE_CORRUPT_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteRestoreCorruptError');
 
 /** The restored image fails a check (record framing, page size, `PRAGMA integrity_check`). Nothing is left at the target. */
@@ -462,5 +261,200 @@ export class SqliteRestoreCorruptError extends SqliteBackupError {
 
   static override isInstance(value: unknown): value is SqliteRestoreCorruptError {
     return hasErrorMarker(value, RESTORE_CORRUPT_MARKER);
+  }
+}
+
+const OPEN_REFUSED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteOpenRefusedError');
+
+/** Why a database path cannot be backed up as it is (`code`). */
+export type SqliteOpenRefusal =
+  | 'SQLITE_NOT_A_FILE'
+  | 'SQLITE_NOT_A_DATABASE'
+  | 'SQLITE_DATABASE_UNREADABLE'
+  | 'SQLITE_READ_ONLY_LOCATION';
+
+/**
+ * The path cannot be backed up as it is: not a regular file, not a SQLite
+ * database, a database SQLite cannot read, or a location backupd cannot
+ * write its files in. `code` says which; the path, the file or the mount
+ * must change first.
+ */
+export class SqliteOpenRefusedError extends SqliteBackupError {
+  declare readonly code: SqliteOpenRefusal;
+  /** With `SQLITE_NOT_A_FILE`: what the path is instead (`directory`, `socket`, …). */
+  readonly kind: string | undefined;
+  /** With `SQLITE_READ_ONLY_LOCATION`: what could not be written. */
+  readonly location: string | undefined;
+
+  private constructor(
+    code: SqliteOpenRefusal,
+    message: string,
+    path: string,
+    facts: { cause?: unknown; kind?: string; location?: string } = {},
+  ) {
+    super(message, path, facts.cause === undefined ? {} : { cause: facts.cause }, code);
+    this.name = 'SqliteOpenRefusedError';
+    this.kind = facts.kind;
+    this.location = facts.location;
+    markError(this, OPEN_REFUSED_MARKER);
+  }
+
+  static notAFile(path: string, kind: string): SqliteOpenRefusedError {
+    return new SqliteOpenRefusedError(
+      'SQLITE_NOT_A_FILE',
+      `${path} is a ${kind}, not a database file; give the path of the SQLite database file itself`,
+      path,
+      { kind },
+    );
+  }
+
+  static notADatabase(path: string, detail: string): SqliteOpenRefusedError {
+    return new SqliteOpenRefusedError(
+      'SQLITE_NOT_A_DATABASE',
+      `${path} is not a SQLite database (${detail}); check the path`,
+      path,
+    );
+  }
+
+  static unreadable(path: string, detail: string, cause?: unknown): SqliteOpenRefusedError {
+    return new SqliteOpenRefusedError(
+      'SQLITE_DATABASE_UNREADABLE',
+      `${path} looks like a SQLite database but SQLite cannot read it (${detail}): ` +
+        'its header or schema is corrupt; nothing is backed up until it is repaired or restored',
+      path,
+      { cause },
+    );
+  }
+
+  static readOnlyLocation(path: string, location: string, cause?: unknown): SqliteOpenRefusedError {
+    const errno = (cause as NodeJS.ErrnoException | undefined)?.code;
+    return new SqliteOpenRefusedError(
+      'SQLITE_READ_ONLY_LOCATION',
+      `${path}: cannot write ${location}${errno === undefined ? '' : ` (${errno})`}; backupd keeps ` +
+        `its directory ${sqliteSidecarFiles(path).directory} and SQLite's ${path}-shm beside the ` +
+        'database and needs that directory writable (not a read-only filesystem or mount)',
+      path,
+      { cause, location },
+    );
+  }
+
+  static override isInstance(value: unknown): value is SqliteOpenRefusedError {
+    return hasErrorMarker(value, OPEN_REFUSED_MARKER);
+  }
+}
+
+const CAPTURE_STOPPED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteCaptureStoppedError');
+
+/** Why capture stopped for good (`code`). */
+export type SqliteCaptureStop = 'SQLITE_DATABASE_TRUNCATED' | 'SQLITE_CORRUPT_WAL_FRAME';
+
+/**
+ * Capture stopped: the database file was truncated underneath it, or a
+ * committed WAL frame fails its checksum (every commit before it was kept;
+ * reported again at every capture, never skipped). `code` says which.
+ */
+export class SqliteCaptureStoppedError extends SqliteBackupError {
+  declare readonly code: SqliteCaptureStop;
+  /** With `SQLITE_DATABASE_TRUNCATED`: the file's size and the size its pages need. */
+  readonly fileBytes: number | undefined;
+  readonly expectedBytes: number | undefined;
+  /** With `SQLITE_CORRUPT_WAL_FRAME`: the frame, its offset, and the last valid commit of the generation. */
+  readonly frame: number | undefined;
+  readonly walOffset: number | undefined;
+  readonly lastValidCommit: number | undefined;
+
+  private constructor(
+    code: SqliteCaptureStop,
+    message: string,
+    path: string,
+    facts: {
+      fileBytes?: number;
+      expectedBytes?: number;
+      frame?: number;
+      walOffset?: number;
+      lastValidCommit?: number;
+    },
+  ) {
+    super(message, path, {}, code);
+    this.name = 'SqliteCaptureStoppedError';
+    this.fileBytes = facts.fileBytes;
+    this.expectedBytes = facts.expectedBytes;
+    this.frame = facts.frame;
+    this.walOffset = facts.walOffset;
+    this.lastValidCommit = facts.lastValidCommit;
+    markError(this, CAPTURE_STOPPED_MARKER);
+  }
+
+  static truncated(
+    path: string,
+    fileBytes: number,
+    expectedBytes: number,
+  ): SqliteCaptureStoppedError {
+    return new SqliteCaptureStoppedError(
+      'SQLITE_DATABASE_TRUNCATED',
+      `${path} is ${fileBytes} bytes but the database needs ${expectedBytes}: it was truncated underneath backupd; nothing more is shipped`,
+      path,
+      { fileBytes, expectedBytes },
+    );
+  }
+
+  static corruptWalFrame(
+    path: string,
+    frame: number,
+    walOffset: number,
+    lastValidCommit: number,
+  ): SqliteCaptureStoppedError {
+    return new SqliteCaptureStoppedError(
+      'SQLITE_CORRUPT_WAL_FRAME',
+      `${path}-wal: committed frame ${frame} (offset ${walOffset}) fails its checksum; ` +
+        `capture stopped at the last valid commit (${lastValidCommit} in this generation)`,
+      path,
+      { frame, walOffset, lastValidCommit },
+    );
+  }
+
+  static override isInstance(value: unknown): value is SqliteCaptureStoppedError {
+    return hasErrorMarker(value, CAPTURE_STOPPED_MARKER);
+  }
+}
+
+const RESTORE_REFUSED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteRestoreRefusedError');
+
+/** Why a SQLite restore did not start (`code`). */
+export type SqliteRestoreRefusal =
+  | 'SQLITE_RESTORE_TARGET_EXISTS'
+  | 'SQLITE_RESTORE_POINT_UNAVAILABLE';
+
+/**
+ * A SQLite restore refused before writing anything: the target exists (and
+ * `force` was not given), or the restore point cannot be restored as asked.
+ */
+export class SqliteRestoreRefusedError extends SqliteBackupError {
+  declare readonly code: SqliteRestoreRefusal;
+
+  private constructor(code: SqliteRestoreRefusal, message: string, path: string) {
+    super(message, path, {}, code);
+    this.name = 'SqliteRestoreRefusedError';
+    markError(this, RESTORE_REFUSED_MARKER);
+  }
+
+  static targetExists(path: string): SqliteRestoreRefusedError {
+    return new SqliteRestoreRefusedError(
+      'SQLITE_RESTORE_TARGET_EXISTS',
+      `${path} (or its -wal/-shm) already exists; restore refuses to overwrite it unless forced`,
+      path,
+    );
+  }
+
+  static pointUnavailable(path: string, detail: string): SqliteRestoreRefusedError {
+    return new SqliteRestoreRefusedError(
+      'SQLITE_RESTORE_POINT_UNAVAILABLE',
+      `cannot restore ${path}: ${detail}`,
+      path,
+    );
+  }
+
+  static override isInstance(value: unknown): value is SqliteRestoreRefusedError {
+    return hasErrorMarker(value, RESTORE_REFUSED_MARKER);
   }
 }

@@ -274,8 +274,7 @@ export class SqliteSource implements BackupSource {
    * Opens the database (read transactions held from now on) and starts the
    * first generation. Never creates the database file. Throws what
    * {@link SqliteTap.open} throws: SqliteDatabaseMissingError,
-   * SqliteNotAFileError, SqliteNotADatabaseError,
-   * SqliteDatabaseUnreadableError, SqliteReadOnlyLocationError, and
+   * SqliteOpenRefusedError (not a file, not a database, unreadable, a read-only location), and
    * SqliteNotWalError only for a valid database in another journal mode.
    */
   static open(options: SqliteSourceOptions): SqliteSource {

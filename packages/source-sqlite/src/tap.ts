@@ -180,10 +180,10 @@ export class SqliteTap {
    * Opens the database and starts the first generation (its snapshot is
    * pinned until {@link releaseSnapshot}). Never creates the database file.
    * @throws SqliteDatabaseMissingError when nothing is at `path`.
-   * @throws SqliteNotAFileError when `path` is a directory or another non-file.
-   * @throws SqliteNotADatabaseError when the file lacks SQLite's header magic.
-   * @throws SqliteDatabaseUnreadableError when SQLite cannot read it (corrupt header or schema).
-   * @throws SqliteReadOnlyLocationError when the files kept beside it cannot be written.
+   * @throws SqliteOpenRefusedError: `SQLITE_NOT_A_FILE` when `path` is a directory or another
+   *   non-file; `SQLITE_NOT_A_DATABASE` when the file lacks SQLite's header magic;
+   *   `SQLITE_DATABASE_UNREADABLE` when SQLite cannot read it (corrupt header or schema);
+   *   `SQLITE_READ_ONLY_LOCATION` when the files kept beside it cannot be written.
    * @throws SqliteNotWalError when it is a valid database in another journal mode.
    * @throws RangeError for a `maxHeldLogRecords` or `maxPageBaseBytes` out of range (before anything is opened).
    */
@@ -304,9 +304,9 @@ export class SqliteTap {
    * Reads every new committed transaction from the WAL into the log.
    * Synchronous, so it never interleaves with another call of this tap.
    * @returns the number of commits captured.
-   * @throws SqliteDatabaseReplacedError, SqliteDatabaseTruncatedError,
-   *   SqliteWalRestartedUnderneathError, SqliteCorruptWalFrameError (after
-   *   keeping every valid commit before the bad frame).
+   * @throws SqliteDatabaseReplacedError, SqliteWalRestartedUnderneathError,
+   *   SqliteCaptureStoppedError (a truncated database; a corrupt frame, after keeping
+   *   every valid commit before it).
    */
   capture(): number {
     this.#assertOpen();

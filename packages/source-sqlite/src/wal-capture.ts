@@ -8,7 +8,7 @@
  * again by offset: under a mark-0 reader the application's next commit may
  * restart the WAL and overwrite them. A replaced `-wal` file or another page
  * size is {@link SqliteWalRestartedUnderneathError}; a bad committed frame,
- * {@link SqliteCorruptWalFrameError} after keeping every commit before it.
+ * `SqliteCaptureStoppedError` (`SQLITE_CORRUPT_WAL_FRAME`) after keeping every commit before it.
  */
 import { closeSync, fstatSync, readSync } from 'node:fs';
 import type { CopyProgress } from './copy-progress.ts';
@@ -19,7 +19,7 @@ import {
   type QuietOpener,
   type SharedDescriptor,
 } from './quiet-descriptors.ts';
-import { SqliteCorruptWalFrameError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
+import { SqliteCaptureStoppedError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
 import {
   parseWalHeader,
   readAt,
@@ -56,7 +56,7 @@ export interface WalCaptureContext {
   readonly wallNow: () => number;
   /** Told the wal-index's copy count at each read, and reset with each cycle. */
   readonly progress: CopyProgress;
-  /** Commits kept in the current generation (for {@link SqliteCorruptWalFrameError}). */
+  /** Commits kept in the current generation (for `SqliteCaptureStoppedError` (`SQLITE_CORRUPT_WAL_FRAME`)). */
   readonly keptCommits: () => number;
 }
 
@@ -271,7 +271,7 @@ export class WalCapture {
       position = scan.verified;
       if (scan.open.size > 0) open = keepPages(open, scan.open, position);
       if (scan.badFrame !== null && indexOfThisCycle && index.committedFrames >= scan.badFrame) {
-        throw new SqliteCorruptWalFrameError(
+        throw SqliteCaptureStoppedError.corruptWalFrame(
           this.#context.path,
           scan.badFrame,
           WAL_HEADER_BYTES + (scan.badFrame - 1) * frameBytes,

@@ -26,7 +26,7 @@ import { decodeCommitRecord, splitLogFrames } from '../src/commit-record.ts';
 import { sqliteContentHash as contentHash } from '../src/content-hash.ts';
 import { restoreSqliteDatabase } from '../src/rebuild-database.ts';
 import { sqliteCommitAtTime } from '../src/restore-point-at-time.ts';
-import { SqliteRestorePointUnavailableError } from '../src/sqlite-errors.ts';
+import { SqliteRestoreRefusedError } from '../src/sqlite-errors.ts';
 import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
 import { SqliteTap } from '../src/tap.ts';
@@ -98,7 +98,10 @@ describe('the tap batches commits while more than maxHeldLogBytes waits unshippe
         log: log.bytes,
         commits: 100,
       });
-      await expect(inside).rejects.toThrow(SqliteRestorePointUnavailableError);
+      await expect(inside).rejects.toMatchObject({
+        name: 'SqliteRestoreRefusedError',
+        code: 'SQLITE_RESTORE_POINT_UNAVAILABLE',
+      });
       await expect(inside).rejects.toThrow(
         /inside a batch of commits 2 to 201.*restorable are 1 and 201/,
       );

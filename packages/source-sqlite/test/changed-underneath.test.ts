@@ -18,9 +18,8 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  SqliteCorruptWalFrameError,
+  SqliteCaptureStoppedError,
   SqliteDatabaseReplacedError,
-  SqliteDatabaseTruncatedError,
   SqliteNotWalError,
   SqliteWalRestartedUnderneathError,
 } from '../src/sqlite-errors.ts';
@@ -124,8 +123,9 @@ describe('SQLite tap: changed underneath', () => {
     } catch (error) {
       caught = error;
     }
-    expect(SqliteDatabaseTruncatedError.isInstance(caught)).toBe(true);
-    expect((caught as SqliteDatabaseTruncatedError).fileBytes).toBe(tap.pageSize * 2);
+    expect(SqliteCaptureStoppedError.isInstance(caught)).toBe(true);
+    expect((caught as SqliteCaptureStoppedError).code).toBe('SQLITE_DATABASE_TRUNCATED');
+    expect((caught as SqliteCaptureStoppedError).fileBytes).toBe(tap.pageSize * 2);
   });
 
   it('stops at the last valid commit before a corrupt committed frame and reports it', () => {
@@ -151,14 +151,15 @@ describe('SQLite tap: changed underneath', () => {
     } catch (error) {
       caught = error;
     }
-    expect(SqliteCorruptWalFrameError.isInstance(caught)).toBe(true);
-    const error = caught as SqliteCorruptWalFrameError;
+    expect(SqliteCaptureStoppedError.isInstance(caught)).toBe(true);
+    expect((caught as SqliteCaptureStoppedError).code).toBe('SQLITE_CORRUPT_WAL_FRAME');
+    const error = caught as SqliteCaptureStoppedError;
     expect(error.frame).toBe(firstNewFrame + 1);
     expect(error.lastValidCommit).toBe(3);
     expect(tap.commits).toBe(3);
     expect(tap.logLength).toBe(validLog);
     // It keeps reporting, never skips past the bad frame.
-    expect(() => tap.capture()).toThrow(SqliteCorruptWalFrameError);
+    expect(() => tap.capture()).toThrow(SqliteCaptureStoppedError);
   });
 
   it('meta: an uncommitted (rolled back) tail with a bad checksum is not reported as corruption', () => {

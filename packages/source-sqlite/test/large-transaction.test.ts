@@ -16,7 +16,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it, vi } from 'vitest';
 import { sqliteContentHash as contentHash } from '../src/content-hash.ts';
 import { restoreSqliteDatabase } from '../src/rebuild-database.ts';
-import { SqliteCorruptWalFrameError } from '../src/sqlite-errors.ts';
+import { SqliteCaptureStoppedError } from '../src/sqlite-errors.ts';
 import { SqliteTap } from '../src/tap.ts';
 import { READ_CHUNK_FRAMES } from '../src/wal-capture.ts';
 import { WAL_FRAME_HEADER_BYTES, WAL_HEADER_BYTES } from '../src/wal-file.ts';
@@ -238,7 +238,7 @@ describe('a transaction larger than the capture budget', () => {
     expect(await restoredHash(directory, 'restored', snapshot, log.bytes)).toBe(expected);
   }, 60_000);
 
-  it('is a SqliteCorruptWalFrameError when one of its committed frames fails its checksum', async () => {
+  it('is a SqliteCaptureStoppedError (SQLITE_CORRUPT_WAL_FRAME) when one of its committed frames fails its checksum', async () => {
     const directory = workspace.directory('large-corrupt');
     const { path, application } = openApplication(directory);
     const tap = openTap(path);
@@ -264,9 +264,10 @@ describe('a transaction larger than the capture budget', () => {
         error = thrown;
       }
     }
-    expect(SqliteCorruptWalFrameError.isInstance(error)).toBe(true);
-    expect((error as SqliteCorruptWalFrameError).frame).toBe(badFrame);
-    expect((error as SqliteCorruptWalFrameError).walOffset).toBe(
+    expect(SqliteCaptureStoppedError.isInstance(error)).toBe(true);
+    expect((error as SqliteCaptureStoppedError).code).toBe('SQLITE_CORRUPT_WAL_FRAME');
+    expect((error as SqliteCaptureStoppedError).frame).toBe(badFrame);
+    expect((error as SqliteCaptureStoppedError).walOffset).toBe(
       WAL_HEADER_BYTES + (badFrame - 1) * FRAME_BYTES,
     );
     expect(tap.commits).toBe(0);

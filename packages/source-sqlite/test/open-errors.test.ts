@@ -2,7 +2,7 @@
  * Opening a SQLite source names the real cause of each failure with its own
  * error, and never creates a database file at a missing path.
  *
- * Not covered: a read-only location (SqliteReadOnlyLocationError). The tests
+ * Not covered: a read-only location (`SQLITE_READ_ONLY_LOCATION`). The tests
  * run as root, for whom a directory without write permission is still
  * writable, and a read-only filesystem needs a mount.
  */
@@ -14,10 +14,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   SqliteDatabaseMissingError,
-  SqliteDatabaseUnreadableError,
-  SqliteNotADatabaseError,
-  SqliteNotAFileError,
   SqliteNotWalError,
+  SqliteOpenRefusedError,
 } from '../src/sqlite-errors.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
 import { SqliteTap } from '../src/tap.ts';
@@ -89,8 +87,9 @@ describe('opening a SQLite source', () => {
     const path = join(root, 'a-directory');
     await mkdir(path);
     const error = openError(path);
-    expect(SqliteNotAFileError.isInstance(error)).toBe(true);
-    expect((error as SqliteNotAFileError).kind).toBe('directory');
+    expect(SqliteOpenRefusedError.isInstance(error)).toBe(true);
+    expect((error as SqliteOpenRefusedError).code).toBe('SQLITE_NOT_A_FILE');
+    expect((error as SqliteOpenRefusedError).kind).toBe('directory');
     expect((error as Error).message).toContain(`${path} is a directory, not a database file`);
   });
 
@@ -100,7 +99,8 @@ describe('opening a SQLite source', () => {
     crypto.getRandomValues(bytes);
     await writeFile(path, bytes);
     const error = openError(path);
-    expect(SqliteNotADatabaseError.isInstance(error)).toBe(true);
+    expect(SqliteOpenRefusedError.isInstance(error)).toBe(true);
+    expect((error as SqliteOpenRefusedError).code).toBe('SQLITE_NOT_A_DATABASE');
     expect((error as Error).message).toContain(`${path} is not a SQLite database`);
     expect((error as Error).message).toContain('SQLite format 3');
     expect(Buffer.from(await readFile(path)).equals(Buffer.from(bytes))).toBe(true);
@@ -110,7 +110,8 @@ describe('opening a SQLite source', () => {
     const path = join(root, 'notes.txt');
     await writeFile(path, 'these are notes, not a database\n'.repeat(20));
     const error = openError(path);
-    expect(SqliteNotADatabaseError.isInstance(error)).toBe(true);
+    expect(SqliteOpenRefusedError.isInstance(error)).toBe(true);
+    expect((error as SqliteOpenRefusedError).code).toBe('SQLITE_NOT_A_DATABASE');
     expect((error as Error).message).toContain(`${path} is not a SQLite database`);
   });
 
@@ -118,7 +119,8 @@ describe('opening a SQLite source', () => {
     const path = join(root, 'empty.db');
     await writeFile(path, '');
     const error = openError(path);
-    expect(SqliteNotADatabaseError.isInstance(error)).toBe(true);
+    expect(SqliteOpenRefusedError.isInstance(error)).toBe(true);
+    expect((error as SqliteOpenRefusedError).code).toBe('SQLITE_NOT_A_DATABASE');
     expect((error as Error).message).toContain(
       `${path} is not a SQLite database (the file is empty)`,
     );
@@ -132,7 +134,8 @@ describe('opening a SQLite source', () => {
     image.fill(0xab, 16, 100);
     await writeFile(path, image);
     const error = openError(path);
-    expect(SqliteDatabaseUnreadableError.isInstance(error)).toBe(true);
+    expect(SqliteOpenRefusedError.isInstance(error)).toBe(true);
+    expect((error as SqliteOpenRefusedError).code).toBe('SQLITE_DATABASE_UNREADABLE');
     expect(SqliteNotWalError.isInstance(error)).toBe(false);
     expect((error as Error).message).toContain(
       `${path} looks like a SQLite database but SQLite cannot read it`,

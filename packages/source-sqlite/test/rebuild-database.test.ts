@@ -11,11 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { encodeCommitFrame, pageHash } from '../src/commit-record.ts';
 import { sqliteContentHash as contentHash } from '../src/content-hash.ts';
 import { restoreSqliteDatabase } from '../src/rebuild-database.ts';
-import {
-  SqliteRestoreCorruptError,
-  SqliteRestorePointUnavailableError,
-  SqliteRestoreTargetExistsError,
-} from '../src/sqlite-errors.ts';
+import { SqliteRestoreCorruptError, SqliteRestoreRefusedError } from '../src/sqlite-errors.ts';
 import { SqliteTap } from '../src/tap.ts';
 import { hashOf } from './harness.ts';
 
@@ -105,10 +101,16 @@ describe('restoreSqliteDatabase', () => {
     const target = join(directory, 'x.db');
     await expect(
       restoreSqliteDatabase({ targetPath: target, snapshot, log, commits: 7 }),
-    ).rejects.toThrow(SqliteRestorePointUnavailableError);
+    ).rejects.toMatchObject({
+      name: 'SqliteRestoreRefusedError',
+      code: 'SQLITE_RESTORE_POINT_UNAVAILABLE',
+    });
     await expect(
       restoreSqliteDatabase({ targetPath: target, snapshot, log, time: 5, snapshotTime: 10 }),
-    ).rejects.toThrow(SqliteRestorePointUnavailableError);
+    ).rejects.toMatchObject({
+      name: 'SqliteRestoreRefusedError',
+      code: 'SQLITE_RESTORE_POINT_UNAVAILABLE',
+    });
     expect(readdirSync(directory).filter((name) => name.includes('x.db'))).toEqual([]);
   });
 
@@ -116,16 +118,22 @@ describe('restoreSqliteDatabase', () => {
     const { directory, snapshot, log, hashes } = await capturedDatabase();
     const target = join(directory, 'target.db');
     writeFileSync(`${target}-wal`, 'stale wal of another database');
-    await expect(restoreSqliteDatabase({ targetPath: target, snapshot, log })).rejects.toThrow(
-      SqliteRestoreTargetExistsError,
-    );
+    await expect(
+      restoreSqliteDatabase({ targetPath: target, snapshot, log }),
+    ).rejects.toMatchObject({
+      name: 'SqliteRestoreRefusedError',
+      code: 'SQLITE_RESTORE_TARGET_EXISTS',
+    });
     expect(existsSync(target)).toBe(false);
     await restoreSqliteDatabase({ targetPath: target, snapshot, log, commits: 2, force: true });
     expect(existsSync(`${target}-wal`)).toBe(false);
     expect(hashOf(target, contentHash)).toBe(hashes[2]);
-    await expect(restoreSqliteDatabase({ targetPath: target, snapshot, log })).rejects.toThrow(
-      SqliteRestoreTargetExistsError,
-    );
+    await expect(
+      restoreSqliteDatabase({ targetPath: target, snapshot, log }),
+    ).rejects.toMatchObject({
+      name: 'SqliteRestoreRefusedError',
+      code: 'SQLITE_RESTORE_TARGET_EXISTS',
+    });
     await restoreSqliteDatabase({ targetPath: target, snapshot, log, force: true });
     expect(hashOf(target, contentHash)).toBe(hashes[6]);
   });

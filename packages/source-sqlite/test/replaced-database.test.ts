@@ -18,8 +18,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteContentHash as contentHash } from '../src/content-hash.ts';
 import {
   SqliteDatabaseUnavailableError,
-  SqliteNotADatabaseError,
   SqliteNotWalError,
+  SqliteOpenRefusedError,
 } from '../src/sqlite-errors.ts';
 import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
@@ -90,7 +90,8 @@ describe('a database file replaced underneath the source', () => {
     writeFileSync(`${path}.junk`, 'not a database');
     renameSync(`${path}.junk`, path);
     const junk = await rejection(source.observe());
-    expect(SqliteNotADatabaseError.isInstance((junk as Error).cause)).toBe(true);
+    expect(SqliteOpenRefusedError.isInstance((junk as Error).cause)).toBe(true);
+    expect(((junk as Error).cause as SqliteOpenRefusedError).code).toBe('SQLITE_NOT_A_DATABASE');
 
     const hash = replaceWith(path, 'WAL', 7);
     await worker.runOnce();
