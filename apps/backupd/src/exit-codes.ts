@@ -1,31 +1,23 @@
 /**
- * Exit codes, documented in the README:
- * - 0: success (for `verify`: every restore point verified; for `check`: the service gives real exclusion);
- * - 1: the operation failed, or `verify`/`check` found a problem;
- * - 2: usage or configuration error (nothing was done);
- * - 3: refused to overwrite (restore target exists; use --force or --if-missing);
- * - 4: `replicate` stopped gracefully but left committed data unbacked, or
- *   could not confirm it did not: captured commits in no restore point, a
- *   flush the grace period abandoned, a replica that never held the lease
- *   while its database holds anything (`backupd.stopped_incomplete` says how much
- *   and why). A standby beside a holder, and a database with nothing
- *   committed, exit 0;
- * - 5: `replicate` stopped on a refusal no retry can clear: the service
- *   ignores preconditions (no exclusion between writers), or the prefix
- *   belongs to another database (lineage). Without `--exec` only: while it
- *   supervises an application, replicate stays up, unhealthy with the reason;
- * - 6: `replicate` refused to start: another `replicate` of the same database
- *   holds its local lock (the message names its pid, host, start and URLs);
- *   or `restore` refused a target that a running `replicate` backs up
- *   (`--force` included);
- * - 130: stopped by a second SIGINT/SIGTERM before the graceful shutdown finished.
- * `replicate --exec` exits with the child's code instead.
+ * backupd's exit codes. What each means for each command is the README's
+ * table, "Signals and exit codes"; keep the two in step. `replicate --exec`
+ * exits with the application's code instead (4 when it exited 0 but the stop
+ * left committed data unbacked).
  */
+
+/** Success (`verify`: every restore point verified; `check`: real exclusion). */
 export const EXIT_OK = 0;
+/** The operation failed, or `verify`/`check` found a problem. */
 export const EXIT_FAILED = 1;
+/** A usage or configuration error: nothing was done. */
 export const EXIT_USAGE = 2;
+/** `restore` refused to overwrite its target (use --force or --if-missing). */
 export const EXIT_REFUSED = 3;
+/** `replicate` stopped leaving committed data unbacked, or could not confirm it did not. */
 export const EXIT_INCOMPLETE = 4;
+/** `replicate` stopped on a refusal no retry clears (with --exec it stays up, unhealthy). */
 export const EXIT_PERMANENT_REFUSAL = 5;
+/** A `replicate` holds the database's lock: a second one, or a `restore` over it, is refused. */
 export const EXIT_DATABASE_IN_USE = 6;
+/** A second SIGINT/SIGTERM came before the graceful shutdown finished. */
 export const EXIT_INTERRUPTED = 130;

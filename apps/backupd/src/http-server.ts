@@ -1,22 +1,11 @@
 /**
- * The read-only HTTP listener (off unless `--listen` or `listen:` is given):
- * - `GET /healthz` — 200 when every replica is healthy, 503 otherwise; JSON
- *   with each replica's health and reason;
- * - `GET /livez` — the liveness probe: 200 while the process and its loops
- *   run, a standby kept out by the lease included; 503 only when a worker has
- *   stopped for good or its health supervisor has not run for
- *   {@link stuckAfterSeconds} (a restart is what helps then);
- * - `GET /readyz` — the readiness probe: 200 only when this instance ships,
- *   every replica healthy and holding its lease; 503 for a standby;
- * - `GET /metrics` — Prometheus text;
- * - `GET /` — a small server-rendered status page (no scripts, no framework).
- * Everything it serves passes through the redactor. Anything else is 404;
- * methods other than GET and HEAD are 405. It binds where it is told; the
- * default in docs is 127.0.0.1.
- *
- * `/livez` can only see a stuck supervisor when the status source reports
- * `evaluatedSeconds`; without it, it answers from `stopped` (or the stop
- * reason) alone.
+ * The read-only HTTP listener (off unless `--listen` or `listen:`; it binds
+ * where it is told): `/healthz`, `/livez`, `/readyz`, `/metrics` and a status
+ * page at `/` (server-rendered, no scripts, no framework), as the README's
+ * "Observability" describes them. All it serves passes through the redactor;
+ * other paths are 404, methods other than GET and HEAD 405. Without the status
+ * source's `evaluatedSeconds`, `/livez` cannot see a stuck supervisor
+ * ({@link stuckAfterSeconds}) and goes by `stopped` or the stop reason alone.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,21 +1,11 @@
 /**
- * Opens the store a URL names. Adapter packages are imported only when their
- * scheme is used, so `file://` needs no cloud SDK loaded.
- *
- * Credentials (never from the URL):
- * - s3: the AWS SDK's standard chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY,
- *   AWS_PROFILE, web identity, instance roles). Region: `?region=`, else
- *   AWS_REGION, else `us-east-1` when an endpoint is given. Checksums:
- *   `?checksums=`, else the adapter's default (`when-required` with an
- *   endpoint, the SDK's setting for AWS).
- * - az: AZURE_STORAGE_CONNECTION_STRING; or an account (`?account=` or
- *   AZURE_STORAGE_ACCOUNT) with AZURE_STORAGE_KEY, or with
- *   AZURE_STORAGE_SAS_TOKEN. `?endpoint=` overrides the blob endpoint
- *   (Azurite, sovereign clouds). Microsoft Entra ID token credentials are
- *   available to library users (`@x/store-azure`), not from the command line.
- * - gs: Google's application-default credentials (GOOGLE_APPLICATION_CREDENTIALS,
- *   the metadata server); with `?endpoint=` and no credentials, requests are
- *   sent unauthenticated (emulators).
+ * Opens the store a URL names. An adapter package is imported only when its
+ * scheme is used, so `file://` loads no cloud SDK. Credentials never come from
+ * the URL: s3 takes the AWS SDK's standard chain, az a connection string or an
+ * account with a key or SAS token, gs Google's application-default credentials
+ * (unauthenticated with `?endpoint=` and none: emulators). Azure's `?endpoint=`
+ * overrides the blob endpoint (Azurite, sovereign clouds). The variables, the
+ * region and checksum defaults: the README's "Store URLs" and SECURITY.md.
  */
 import { isAbsolute } from 'node:path';
 import { FsStore, MemoryStore, type ObjectStore } from '@x/store';

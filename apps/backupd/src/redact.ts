@@ -1,19 +1,12 @@
 /**
- * Keeps credentials out of everything backupd prints or serves: logs, error
- * messages, /metrics, /healthz and the status page all pass through
- * {@link Redactor.text}.
- *
- * Two layers, because neither alone is enough:
- * - known secret values: every environment variable whose name says it holds
- *   a credential (see {@link SECRET_ENV_NAMES} and the `*_SECRET*`, `*_TOKEN*`,
- *   `*_KEY*`, `*PASSWORD*` patterns) is replaced wherever its value appears;
- * - known shapes: `AccountKey=…`, `SharedAccessSignature=…`, SAS `sig=…`,
- *   `X-Amz-Signature=…`, `X-Amz-Credential=…`, `Authorization: …` headers,
- *   and PEM private keys.
- * Limits: a secret that is neither in the environment nor of a known shape
- * (for example one read by an SDK from a file) is only kept out because
- * backupd never prints SDK configuration; its errors are passed through this
- * filter all the same.
+ * Keeps credentials out of all backupd prints or serves (logs, errors,
+ * /metrics, /healthz, the status page) through {@link Redactor.text}, in two
+ * layers, as neither alone is enough: the values of credential-named variables
+ * ({@link SECRET_ENV_NAMES}, {@link SECRET_NAME_PATTERN}) wherever they appear,
+ * and known {@link SHAPES} (connection-string keys, SAS and AWS signatures,
+ * `Authorization` headers, PEM keys). A secret of neither kind (one an SDK reads
+ * from a file) stays out only because backupd never prints SDK configuration:
+ * keep it so. In full: SECURITY.md, "Credentials".
  */
 
 export const SECRET_ENV_NAMES = [

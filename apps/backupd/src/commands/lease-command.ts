@@ -1,24 +1,12 @@
 /**
  * `backupd lease <url>`: who holds the lease, since when, how long until it
- * may be taken over, and the exclusion it gives — as far as that can be
- * known.
- *
- * The lease record does not say whether its holder acquired with conditional
- * writes or best-effort (`conditional: false`), so the exclusion is measured,
- * not taken from the adapter's declared capabilities: on a cloud store
- * (s3, az, gs) a small conditional-write probe runs under a scratch prefix
- * next to the lease (`<prefix>/.backupd-lease-probe-…`, deleted afterwards;
- * the lease record is never written). A local directory is never written. On a service that ignores create-if-absent or
- * replace-if-version every lease is best-effort (a conditional acquire fails
- * closed there). On one that honours them the holder may have run either way:
- * "unknown". A store that cannot write conditionally at all is best-effort.
- *
- * A holder on this host (the record's host is this host's name) is looked
- * at too: a pid that no longer runs is a dead process; with the database
- * (`--database <db>`, or the directory beside it that `replicate <db>` uses
- * by default), its local lock (replicate/database-lock.ts) tells a live
- * replicate of that database from a dead one whose pid was reused. Only
- * looked at: the lock is never taken.
+ * may be taken over, and the exclusion it gives as far as that can be known.
+ * The record does not say how its holder acquired: a store without conditional
+ * writes is best-effort, a cloud store is measured by a probe beside the lease,
+ * and neither the record nor a local directory is ever written. A holder on this
+ * host (same host name) is checked by its pid and, given the database, by its
+ * local lock (looked at, never taken), which tells a live replicate from a
+ * reused pid. In full: the README, "Store URLs" and "Restart after a crash".
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';

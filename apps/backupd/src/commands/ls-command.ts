@@ -1,21 +1,11 @@
 /**
- * `backupd ls <url> [--deep]`: the restore points in a prefix. A local
- * directory that does not exist is an error (exit 1), not an empty listing:
- * it is most often a mistyped path, and "no restore points" would read as a
- * lost backup.
- *
- * STATUS says what was checked, never more: `manifest checked` (the manifest
- * was read and passed restore's checks; its objects were not read),
- * `verified` (with --deep: also every object exists with its size and
- * CRC-32), or `corrupt: <why>`; `; SUPERSEDED: …` follows when a later lease
- * tenure had already written a restore point below it (a second writer). A LATEST that is unreadable, names nothing
- * that exists, or names a corrupt point is a PROBLEM line above the table,
- * with the restore point a restore of the latest state falls back to.
- *
- * RESTORABLE WINDOW (text) / `window` (JSON) is the restorable window: see
- * `restorable-window.ts`; the granularity it abbreviates is explained in
- * the `description` below (`ls --help`). In JSON it rides on the LATEST entry of the array
- * (or on the object form's top level), so the array stays an array.
+ * `backupd ls <url> [--deep]`: the restore points in a prefix, each with a
+ * STATUS that says what was checked and never more, a PROBLEM line for an
+ * unusable LATEST, the restorable window (restorable-window.ts; GRANULARITY is
+ * explained in the `description` below) and the data newer than LATEST. In
+ * JSON those ride on LATEST's entry, so the array stays an array. A missing
+ * local directory is an error (exit 1): it is most often a mistyped path, and
+ * "no restore points" would read as a lost backup. In full: the README, "Commands".
  */
 import { existsSync } from 'node:fs';
 import {

@@ -1,22 +1,11 @@
 /**
  * The restorable window `backupd ls` reports: the oldest state a restore can
- * produce, the newest one a restore of the latest state produces, and how
- * finely the states in between can be chosen, as a short table of the parts
- * of history (`rows`) and a few one-line notes. The long explanation of the
- * granularity per engine is in `ls --help` (ls-command.ts) and the README.
- *
- * Which restore points count: every sound one listed, whatever its lineage
- * or generation. `restore --commit` takes any sound manifest that covers the
- * commit and the time search (`sqliteCommitAtTime`) walks every
- * generation's newest sound point; neither filters by lineage, so an
- * adopted prefix's parent lineage is part of what can be restored. Corrupt
- * points are not: restore skips them.
- *
- * Times come from the manifests only (format version 2 records
- * `snapshotTime`/`commitTime`). Commits inside a log (between a restore
- * point's snapshot and its newest commit) and the commits a restore rolls
- * forward over are dated in the segments' commit records, which ls does not
- * download: their time is reported as unknown here, never guessed.
+ * produce, where a restore of the latest state ends, and how finely the states
+ * between can be chosen (rows per part of history, one-line notes; granularity
+ * is explained in `ls --help`, ls-command.ts, and the README). Every sound
+ * restore point counts, whatever its lineage or generation; corrupt ones do not.
+ * Times come only from the manifests: a commit dated in the segments alone is
+ * reported unknown, never guessed. Why: docs/decisions/2026-12-06-restorable-window.md.
  */
 import type { GranularityRun, RestorePointInfo } from '@x/restore';
 import { table } from './command-store.ts';
