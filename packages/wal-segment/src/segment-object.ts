@@ -1,7 +1,7 @@
 /**
  * The stored-object envelope (`BKO1`): a header, then a commit-log segment's
  * or a snapshot's bytes encoded by the codec the header names. The byte
- * layout is in the package README and docs/format.md. A compacted object
+ * layout is in docs/format.md. A compacted object
  * (kind 2) stands for log bytes `start..end` and at least 2 commits merged by
  * the engine, so its decoded length is a field of its own; its `previous` is
  * what its first input named, and its chain end (the stored CRC-32 of the last
