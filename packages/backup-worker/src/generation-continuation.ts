@@ -4,7 +4,7 @@
  * that state, or on it plus pages it then ships as one commit (see
  * `BackupSource.continueGeneration`), the tenure takes that generation over
  * where its log ends instead of uploading the database again. What is offered,
- * the tail, the logged refusals: package README (`continueGeneration`); why:
+ * the tail, the logged refusals: @x/engine's README (`continueGeneration`); why:
  * docs/decisions/2026-12-06-continuing-generations.md. On `true`, the tenure's
  * current generation is that restore point's (with the tail), its cursor at the
  * log's end, dirty only when a tail was taken. Writes nothing to the bucket.
@@ -28,7 +28,7 @@ function msOrNull(text: string | null | undefined): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
-/** The candidate `latest` offers, or `null` (rules: package README, `continueGeneration`). */
+/** The candidate `latest` offers, or `null` (rules: @x/engine's README, `continueGeneration`). */
 export function candidateOf(
   prefix: string,
   latest: Manifest | null,

@@ -31,7 +31,8 @@ export const DEFAULT_WAL_INTERVAL_MS = 1_000;
  * names them (a restore rolls forward over them), so the interval bounds that
  * roll-forward (about 15 segments), not the recovery point, and each restore
  * point costs about three requests (manifest, LATEST, retention's LIST).
- * Requests per hour measured at 15 s and at 10 s: package README.
+ * Requests per hour measured at 15 s and at 10 s:
+ * docs/decisions/2026-12-06-worker-roll-forward-over-frequent-restore-points.md.
  */
 export const DEFAULT_MANIFEST_INTERVAL_MS = 15_000;
 /**
@@ -126,14 +127,15 @@ export interface BackupWorkerOptions {
   readonly shutdownGraceMs?: number;
   /**
    * Scheduled snapshots (for sources with `startGeneration`): a new
-   * generation once the current one is this old (wall time, counted from
-   * when this worker started it); 0 disables. Default 24 h.
+   * generation once the current one is this old (wall time, from when this
+   * worker started it, or from its snapshot's recorded time for a generation
+   * continued after a restart); 0 disables. Default 24 h.
    */
   readonly snapshotIntervalMs?: number;
   /**
    * Also a new generation once the log its restore point names (stored bytes) exceeds
    * this many times the database's size (as the source reports it); 0
-   * disables. Default 4.
+   * disables. Default 2.5.
    */
   readonly snapshotLogFactor?: number;
   /**
