@@ -162,32 +162,9 @@ async function restoreOnce(
   targetDir: string,
   options: RestoreOptions,
 ): Promise<RestoreResult> {
-  // Checked at run time too: a caller from plain JavaScript gets a typed
-  // error naming the option rather than a TypeError from deep inside.
-  const materializer = (options as Partial<RestoreOptions> | undefined)?.materializer;
-  if (materializer === undefined) {
-    throw new RestoreOptionsError(
-      'materializer',
-      'is required: restore knows no engine (use framedStoreMaterializer, sqliteMaterializer or your own)',
-    );
-  }
+  const materializer = checkedMaterializer(options);
   const normalizedPrefix = validateOptions(prefix, options);
   const companion = materializer.companionDirectory;
-  const companionProblem =
-    companion === undefined ? undefined : companionDirectoryProblem(companion);
-  if (companionProblem !== undefined)
-    throw new RestoreOptionsError(
-      'materializer',
-      `companion directory ${JSON.stringify(companion)} ${companionProblem}`,
-    );
-  for (const [name, problem] of [
-    [materializer.walFileName, fileNameProblem(materializer.walFileName)],
-    [materializer.parentRecordName, placedNameProblem(materializer.parentRecordName, companion)],
-  ] as const) {
-    if (problem !== undefined) {
-      throw new RestoreOptionsError('materializer', `file name ${JSON.stringify(name)} ${problem}`);
-    }
-  }
   const { signal, onProgress } = options;
   const force = options.force === true;
   const target = await prepareTarget(
@@ -203,49 +180,13 @@ async function restoreOnce(
     await chooseRestore(store, normalizedPrefix, options);
   const manifest = point.manifest;
 
-  const objectsTotal = files.length + segments.length;
-  let bytesTotal = 0;
-  for (const file of files) bytesTotal += file.entry.size;
-  for (const segment of segments) bytesTotal += segment.size;
-  let bytesDone = 0;
-  let objectsDone = 0;
-  const report = (phase: RestoreProgress['phase'], key?: string, name?: string): void => {
-    onProgress?.({
-      phase,
-      bytesDone,
-      bytesTotal,
-      objectsDone,
-      objectsTotal,
-      ...(key === undefined ? {} : { key }),
-      ...(name === undefined ? {} : { name }),
-    });
-  };
   // Stops prefetches and parallel downloads when this restore fails.
   const internal = new AbortController();
-  const downloadSignal =
-    signal === undefined ? internal.signal : AbortSignal.any([signal, internal.signal]);
-  const download: Downloader = async (expected, name, sink, snapshot) => {
-    let counted = 0;
-    let reported = 0;
-    report('download', expected.key, name);
-    // Progress counts stored bytes, also for a `.snap` decoded on the way.
-    const verified = {
-      manifestKey: point.key,
-      signal: downloadSignal,
-      onBytes: (read: number) => {
-        bytesDone += read - counted;
-        counted = read;
-        if (read - reported >= PROGRESS_BYTE_STEP) {
-          reported = read;
-          report('download', expected.key, name);
-        }
-      },
-    };
-    if (snapshot === undefined) await downloadVerified(store, expected, sink, verified);
-    else await downloadSnapshotObject(store, normalizedPrefix, snapshot, sink, verified);
-    objectsDone += 1;
-    report('download', expected.key, name);
-  };
+  const download = verifiedDownloader(store, normalizedPrefix, point.key, {
+    objects: [...files.map((file) => file.entry), ...segments],
+    signal: signal === undefined ? internal.signal : AbortSignal.any([signal, internal.signal]),
+    ...(onProgress === undefined ? {} : { onProgress }),
+  });
 
   const staging = await createStaging(target, companion);
   try {
@@ -308,13 +249,13 @@ async function restoreOnce(
       force,
     };
     await checkCommit(staging, plan);
-    report('commit');
+    download.report('commit');
     try {
       await commitStaged(staging, plan);
     } catch (error) {
       throw new RestoreIncompleteError(target.directory, error);
     }
-    report('done');
+    download.report('done');
     return {
       targetDir: target.directory,
       manifestKey: point.key,
@@ -322,8 +263,8 @@ async function restoreOnce(
       lineage: manifest.lineage,
       walGeneration: manifest.walGeneration,
       files: [...names, parentRecordName],
-      objects: objectsDone,
-      bytes: bytesDone,
+      objects: download.objectsDone,
+      bytes: download.bytesDone,
       parent,
       ...(fellBackFrom === undefined ? {} : { fellBackFrom }),
       ...(rolledForward === undefined ? {} : { rolledForward }),
@@ -341,13 +282,109 @@ async function restoreOnce(
   }
 }
 
-type Downloader = (
+/**
+ * The materializer, checked at run time too: a caller from plain JavaScript
+ * gets a typed error naming the option rather than a TypeError from deep inside.
+ */
+function checkedMaterializer(options: RestoreOptions): RestoreMaterializer {
+  const materializer = (options as Partial<RestoreOptions> | undefined)?.materializer;
+  if (materializer === undefined) {
+    throw new RestoreOptionsError(
+      'materializer',
+      'is required: restore knows no engine (use framedStoreMaterializer, sqliteMaterializer or your own)',
+    );
+  }
+  const companion = materializer.companionDirectory;
+  const companionProblem =
+    companion === undefined ? undefined : companionDirectoryProblem(companion);
+  if (companionProblem !== undefined)
+    throw new RestoreOptionsError(
+      'materializer',
+      `companion directory ${JSON.stringify(companion)} ${companionProblem}`,
+    );
+  for (const [name, problem] of [
+    [materializer.walFileName, fileNameProblem(materializer.walFileName)],
+    [materializer.parentRecordName, placedNameProblem(materializer.parentRecordName, companion)],
+  ] as const) {
+    if (problem !== undefined) {
+      throw new RestoreOptionsError('materializer', `file name ${JSON.stringify(name)} ${problem}`);
+    }
+  }
+  return materializer;
+}
+
+/** Downloads one object, checked, into `sink`; counts what it read for the progress reports. */
+type Downloader = ((
   expected: { key: string; size: number; crc32: string },
   name: string,
   sink: (chunk: Uint8Array) => void | Promise<void>,
   /** A file entry whose key is a `.snap`: its decoded bytes go to `sink`. */
   snapshot?: FileEntry,
-) => Promise<void>;
+) => Promise<void>) & {
+  readonly bytesDone: number;
+  readonly objectsDone: number;
+  report(phase: RestoreProgress['phase'], key?: string, name?: string): void;
+};
+
+/** The downloader of one restore: every object verified, progress counted in stored bytes. */
+function verifiedDownloader(
+  store: ObjectStore,
+  normalizedPrefix: string,
+  manifestKey: string,
+  options: {
+    readonly objects: readonly { readonly size: number }[];
+    readonly signal: AbortSignal;
+    readonly onProgress?: (progress: RestoreProgress) => void;
+  },
+): Downloader {
+  const objectsTotal = options.objects.length;
+  let bytesTotal = 0;
+  for (const object of options.objects) bytesTotal += object.size;
+  let bytesDone = 0;
+  let objectsDone = 0;
+  const report = (phase: RestoreProgress['phase'], key?: string, name?: string): void => {
+    options.onProgress?.({
+      phase,
+      bytesDone,
+      bytesTotal,
+      objectsDone,
+      objectsTotal,
+      ...(key === undefined ? {} : { key }),
+      ...(name === undefined ? {} : { name }),
+    });
+  };
+  const download = async (
+    expected: { key: string; size: number; crc32: string },
+    name: string,
+    sink: (chunk: Uint8Array) => void | Promise<void>,
+    snapshot?: FileEntry,
+  ): Promise<void> => {
+    let counted = 0;
+    let reported = 0;
+    report('download', expected.key, name);
+    const verified = {
+      manifestKey,
+      signal: options.signal,
+      onBytes: (read: number) => {
+        bytesDone += read - counted;
+        counted = read;
+        if (read - reported >= PROGRESS_BYTE_STEP) {
+          reported = read;
+          report('download', expected.key, name);
+        }
+      },
+    };
+    if (snapshot === undefined) await downloadVerified(store, expected, sink, verified);
+    else await downloadSnapshotObject(store, normalizedPrefix, snapshot, sink, verified);
+    objectsDone += 1;
+    report('download', expected.key, name);
+  };
+  return Object.defineProperties(download, {
+    bytesDone: { get: () => bytesDone },
+    objectsDone: { get: () => objectsDone },
+    report: { value: report },
+  }) as Downloader;
+}
 
 /** A segment fetched whole: its bytes, and for a `.seg` the chain links of its header. */
 interface FetchedSegment {
