@@ -10,8 +10,10 @@
  * log chunk and the page writes gathered (pending-page-writes.ts), up to
  * {@link MAX_PENDING_WRITE_BYTES}.
  */
+
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { access, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -114,9 +116,51 @@ export async function restoreSqliteDatabase(
 ): Promise<SqliteRestoreResult> {
   const target = options.targetPath;
   const force = options.force ?? false;
-  const siblings = [target, `${target}-wal`, `${target}-shm`];
-  if (!force) {
-    for (const path of siblings) {
+  await refuseBeforeWriting(options);
+  const temporary = join(
+    dirname(target),
+    `.${basename(target)}.restore-${randomBytes(6).toString('hex')}`,
+  );
+  const handle = await open(temporary, 'wx+', 0o644);
+  let handleOpen = true;
+  try {
+    const snapshot = await writeSnapshot(handle, options);
+    const log = await applyCommitLog(handle, snapshot, options);
+    await handle.truncate(log.databasePages * snapshot.pageSize);
+    if (options.checkPageHashes !== false)
+      await checkPageHashes(handle, snapshot.pageSize, log.recorded, options);
+    await handle.sync();
+    await handle.close();
+    handleOpen = false;
+    if (options.verify ?? true) checkIntegrity(temporary, target);
+    // Old -wal/-shm go first: SQLite would replay an old WAL onto the new file.
+    if (force) {
+      await rm(`${target}-wal`, { force: true });
+      await rm(`${target}-shm`, { force: true });
+    }
+    await rename(temporary, target);
+    await syncDirectory(dirname(target));
+    return {
+      path: target,
+      pageSize: snapshot.pageSize,
+      databasePages: log.databasePages,
+      commitsApplied: log.applied,
+      lastCommitTime: log.lastCommitTime,
+    };
+  } catch (error) {
+    if (handleOpen) await handle.close().catch(() => undefined);
+    await rm(temporary, { force: true });
+    await rm(`${temporary}-wal`, { force: true });
+    await rm(`${temporary}-shm`, { force: true });
+    throw error;
+  }
+}
+
+/** What can be refused before anything is written: an existing target, a time before the snapshot. */
+async function refuseBeforeWriting(options: SqliteRestoreOptions): Promise<void> {
+  const target = options.targetPath;
+  if (!(options.force ?? false)) {
+    for (const path of [target, `${target}-wal`, `${target}-shm`]) {
       if (await exists(path)) throw SqliteRestoreRefusedError.targetExists(target);
     }
   }
@@ -130,150 +174,156 @@ export async function restoreSqliteDatabase(
       `time ${new Date(options.time).toISOString()} is before this restore point's snapshot (${new Date(options.snapshotTime).toISOString()})`,
     );
   }
-  const temporary = join(
-    dirname(target),
-    `.${basename(target)}.restore-${randomBytes(6).toString('hex')}`,
-  );
-  const handle = await open(temporary, 'wx+', 0o644);
-  let handleOpen = true;
-  try {
-    // 1. The snapshot, as is.
-    let written = 0;
-    let header: Uint8Array | null = null;
-    for await (const chunk of chunksOf(options.snapshot)) {
-      options.signal?.throwIfAborted();
-      if (header === null) header = copyOf(chunk.subarray(0, 100));
-      await handle.write(chunk, 0, chunk.byteLength, written);
-      written += chunk.byteLength;
-    }
-    const pageSize = pageSizeOf(header ?? new Uint8Array(0), target);
-    if (written % pageSize !== 0)
-      throw new SqliteRestoreCorruptError(
-        target,
-        `the snapshot (${written} bytes) is not a whole number of ${pageSize}-byte pages`,
-      );
-    let databasePages = written / pageSize;
+}
 
-    // 2. The commits, in order, up to the chosen one.
-    const limit = options.commits ?? Number.POSITIVE_INFINITY;
-    let applied = 0;
-    let lastCommitTime: number | null = null;
-    const frames = new WholeFrames();
-    let done = limit === 0;
-    const pending = new PendingPageWrites(pageSize);
-    const patchable = new PatchablePages(databasePages);
-    const recorded = new RecordedPageHashes(databasePages);
-    for await (const chunk of chunksOf(options.log)) {
-      if (done) break;
-      options.signal?.throwIfAborted();
-      const joined = frames.push(chunk);
-      if (joined === null) continue;
-      let split: ReturnType<typeof splitLogFrames>;
+interface WrittenSnapshot {
+  readonly pageSize: number;
+  readonly pages: number;
+}
+
+/** Step 1: the snapshot, as is, a whole number of pages. */
+async function writeSnapshot(
+  handle: FileHandle,
+  options: SqliteRestoreOptions,
+): Promise<WrittenSnapshot> {
+  let written = 0;
+  let header: Uint8Array | null = null;
+  for await (const chunk of chunksOf(options.snapshot)) {
+    options.signal?.throwIfAborted();
+    if (header === null) header = copyOf(chunk.subarray(0, 100));
+    await handle.write(chunk, 0, chunk.byteLength, written);
+    written += chunk.byteLength;
+  }
+  const pageSize = pageSizeOf(header ?? new Uint8Array(0), options.targetPath);
+  if (written % pageSize !== 0)
+    throw new SqliteRestoreCorruptError(
+      options.targetPath,
+      `the snapshot (${written} bytes) is not a whole number of ${pageSize}-byte pages`,
+    );
+  return { pageSize, pages: written / pageSize };
+}
+
+interface AppliedLog {
+  readonly applied: number;
+  readonly databasePages: number;
+  readonly lastCommitTime: number | null;
+  readonly recorded: RecordedPageHashes;
+}
+
+/** Step 2: the commits, in order, up to the chosen one (by count or by time). */
+async function applyCommitLog(
+  handle: FileHandle,
+  snapshot: WrittenSnapshot,
+  options: SqliteRestoreOptions,
+): Promise<AppliedLog> {
+  const target = options.targetPath;
+  const { pageSize } = snapshot;
+  const limit = options.commits ?? Number.POSITIVE_INFINITY;
+  let databasePages = snapshot.pages;
+  let applied = 0;
+  let lastCommitTime: number | null = null;
+  const frames = new WholeFrames();
+  let done = limit === 0;
+  const pending = new PendingPageWrites(pageSize);
+  const patchable = new PatchablePages(databasePages);
+  const recorded = new RecordedPageHashes(databasePages);
+  for await (const chunk of chunksOf(options.log)) {
+    if (done) break;
+    options.signal?.throwIfAborted();
+    const joined = frames.push(chunk);
+    if (joined === null) continue;
+    let split: ReturnType<typeof splitLogFrames>;
+    try {
+      split = splitLogFrames(joined);
+    } catch (error) {
+      throw new SqliteRestoreCorruptError(target, (error as Error).message, { cause: error });
+    }
+    frames.keep(split.rest);
+    for (const payload of split.payloads) {
+      let record: ReturnType<typeof decodeCommitRecord>;
       try {
-        split = splitLogFrames(joined);
+        record = decodeCommitRecord(payload);
       } catch (error) {
         throw new SqliteRestoreCorruptError(target, (error as Error).message, { cause: error });
       }
-      frames.keep(split.rest);
-      for (const payload of split.payloads) {
-        let record: ReturnType<typeof decodeCommitRecord>;
-        try {
-          record = decodeCommitRecord(payload);
-        } catch (error) {
-          throw new SqliteRestoreCorruptError(target, (error as Error).message, { cause: error });
-        }
-        if (record.pageSize !== pageSize)
-          throw new SqliteRestoreCorruptError(
-            target,
-            `commit ${applied + 1} has ${record.pageSize}-byte pages, the snapshot ${pageSize}`,
-          );
-        if (options.time !== undefined && record.commitTime > options.time) {
-          done = true;
-          break;
-        }
-        const commits = record.commits ?? 1;
-        if (applied + commits > limit)
-          throw SqliteRestoreRefusedError.pointUnavailable(
-            target,
-            `commit ${limit} of this generation is inside a batch of commits ${applied + 1} to ${applied + commits}, shipped as one record while the backup was behind: restorable are ${applied} and ${applied + commits}`,
-          );
-        // A patch is exact only over the version it was computed against:
-        // without it (a page above the size, or never written) it is refused,
-        // never put over zeros.
-        const unheld = patchable.unheld(record);
-        if (unheld !== null)
-          throw new SqliteRestoreCorruptError(
-            target,
-            `commit ${applied + 1} of the log patches page ${unheld}, whose version before it neither the snapshot (${written / pageSize} pages) nor an earlier commit holds (the database had ${patchable.databasePages} pages): the patch has no base to be put over`,
-          );
-        patchable.advance(record);
-        recorded.add(record, applied + commits);
-        pending.add(record);
-        if (pending.bytes >= MAX_PENDING_WRITE_BYTES) await pending.writeTo(handle, options.signal);
-        databasePages = record.databasePages;
-        lastCommitTime = record.commitTime;
-        applied += commits;
-        if (applied >= limit) {
-          done = true;
-          break;
-        }
-      }
-    }
-    await pending.writeTo(handle, options.signal);
-    if (!done && frames.carried >= LOG_FRAME_HEADER_BYTES && options.commits !== undefined)
-      throw new SqliteRestoreCorruptError(target, 'the log ends inside a commit record');
-    if (options.commits !== undefined && applied < options.commits)
-      throw SqliteRestoreRefusedError.pointUnavailable(
-        target,
-        `asked for commit ${options.commits} of this generation, the log holds ${applied}`,
-      );
-    await handle.truncate(databasePages * pageSize);
-    const mismatch =
-      options.checkPageHashes === false
-        ? null
-        : await recorded.firstMismatch(handle, pageSize, options.signal);
-    if (mismatch !== null)
-      throw new SqliteRestoreCorruptError(
-        target,
-        `page ${mismatch.page} rebuilt from a patch hashes ${mismatch.found}, and commit ${mismatch.commit} of the log recorded ${mismatch.expected} for it when it was captured: the patch was made against another version of the page than the backup holds`,
-        { pageHash: mismatch },
-      );
-    await handle.sync();
-    await handle.close();
-    handleOpen = false;
-
-    // 3. Check it as SQLite sees it.
-    if (options.verify ?? true) {
-      let answer: string;
-      try {
-        answer = integrityCheck(temporary);
-      } catch (error) {
+      if (record.pageSize !== pageSize)
         throw new SqliteRestoreCorruptError(
           target,
-          `SQLite cannot read the image: ${(error as Error).message}`,
-          { cause: error },
+          `commit ${applied + 1} has ${record.pageSize}-byte pages, the snapshot ${pageSize}`,
         );
+      if (options.time !== undefined && record.commitTime > options.time) {
+        done = true;
+        break;
       }
-      if (answer !== 'ok')
-        throw new SqliteRestoreCorruptError(target, `PRAGMA integrity_check answered: ${answer}`);
+      const commits = record.commits ?? 1;
+      if (applied + commits > limit)
+        throw SqliteRestoreRefusedError.pointUnavailable(
+          target,
+          `commit ${limit} of this generation is inside a batch of commits ${applied + 1} to ${applied + commits}, shipped as one record while the backup was behind: restorable are ${applied} and ${applied + commits}`,
+        );
+      // A patch is exact only over the version it was computed against:
+      // without it (a page above the size, or never written) it is refused,
+      // never put over zeros.
+      const unheld = patchable.unheld(record);
+      if (unheld !== null)
+        throw new SqliteRestoreCorruptError(
+          target,
+          `commit ${applied + 1} of the log patches page ${unheld}, whose version before it neither the snapshot (${snapshot.pages} pages) nor an earlier commit holds (the database had ${patchable.databasePages} pages): the patch has no base to be put over`,
+        );
+      patchable.advance(record);
+      recorded.add(record, applied + commits);
+      pending.add(record);
+      if (pending.bytes >= MAX_PENDING_WRITE_BYTES) await pending.writeTo(handle, options.signal);
+      databasePages = record.databasePages;
+      lastCommitTime = record.commitTime;
+      applied += commits;
+      if (applied >= limit) {
+        done = true;
+        break;
+      }
     }
-
-    // 4. Into place. Old -wal/-shm go first: SQLite would replay an old WAL
-    // onto the new file.
-    if (force) {
-      await rm(`${target}-wal`, { force: true });
-      await rm(`${target}-shm`, { force: true });
-    }
-    await rename(temporary, target);
-    await syncDirectory(dirname(target));
-    return { path: target, pageSize, databasePages, commitsApplied: applied, lastCommitTime };
-  } catch (error) {
-    if (handleOpen) await handle.close().catch(() => undefined);
-    await rm(temporary, { force: true });
-    await rm(`${temporary}-wal`, { force: true });
-    await rm(`${temporary}-shm`, { force: true });
-    throw error;
   }
+  await pending.writeTo(handle, options.signal);
+  if (!done && frames.carried >= LOG_FRAME_HEADER_BYTES && options.commits !== undefined)
+    throw new SqliteRestoreCorruptError(target, 'the log ends inside a commit record');
+  if (options.commits !== undefined && applied < options.commits)
+    throw SqliteRestoreRefusedError.pointUnavailable(
+      target,
+      `asked for commit ${options.commits} of this generation, the log holds ${applied}`,
+    );
+  return { applied, databasePages, lastCommitTime, recorded };
+}
+
+/** Every page whose last write was a hashed patch hashes as the tap recorded. */
+async function checkPageHashes(
+  handle: FileHandle,
+  pageSize: number,
+  recorded: RecordedPageHashes,
+  options: SqliteRestoreOptions,
+): Promise<void> {
+  const mismatch = await recorded.firstMismatch(handle, pageSize, options.signal);
+  if (mismatch !== null)
+    throw new SqliteRestoreCorruptError(
+      options.targetPath,
+      `page ${mismatch.page} rebuilt from a patch hashes ${mismatch.found}, and commit ${mismatch.commit} of the log recorded ${mismatch.expected} for it when it was captured: the patch was made against another version of the page than the backup holds`,
+      { pageHash: mismatch },
+    );
+}
+
+/** Step 3: the image as SQLite sees it. */
+function checkIntegrity(temporary: string, target: string): void {
+  let answer: string;
+  try {
+    answer = integrityCheck(temporary);
+  } catch (error) {
+    throw new SqliteRestoreCorruptError(
+      target,
+      `SQLite cannot read the image: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  if (answer !== 'ok')
+    throw new SqliteRestoreCorruptError(target, `PRAGMA integrity_check answered: ${answer}`);
 }
 
 /**
