@@ -65,6 +65,9 @@ export async function decodeSegmentObjectStream(
   return { header, body: decodedBody(header, remaining()) };
 }
 
+/** Decoded bytes per chunk: zlib's default (16 KiB) costs a callback and a file write per 16 KiB. */
+const DECODE_CHUNK_BYTES = 1024 * 1024;
+
 async function* decodedBody(
   header: SegmentObjectHeader,
   encoded: AsyncIterable<Uint8Array>,
@@ -87,7 +90,7 @@ async function* decodedBody(
       yield chunk;
     }
   } else {
-    const decompress = createZstdDecompress();
+    const decompress = createZstdDecompress({ chunkSize: DECODE_CHUNK_BYTES });
     const decoded = Readable.from(encoded).pipe(decompress);
     try {
       for await (const chunk of decoded as AsyncIterable<Buffer>) {
