@@ -1,31 +1,12 @@
 /**
- * `FramedDirSource`: the framed store directory as a {@link BackupSource}.
- *
- * Layout: `snapshot.bin`, `wal.bin` (frames per `@x/wal-segment`: one frame,
- * one commit), `snapshot.intent` (non-empty while a snapshot is between
- * writing `snapshot.bin` and replacing `wal.bin`), `wal.{n}.archive` (the
- * archived WAL files the snapshot stands on), and the side files
- * `backup.lineage`, `commit_times.bin`, `roles.json`, `keys.json`,
- * `wal.genesis`, `wal.genesis.v11`, `wal.floor` (u64 LE: the commit count the
- * horizon starts at). `snapshot.intent` never travels.
- *
- * The durable position comes from one of two places:
- * - **In process**, from an engine handle ({@link FramedEngineHandle}): the
- *   engine says how much of `wal.bin` it has fsynced. Only durable bytes are
- *   shipped.
- * - **Out of process** (no handle): from the complete frames on disk. A frame
- *   that is complete on disk is not necessarily fsynced: after a machine crash
- *   (not a process crash) the store may recover with fewer commits than the
- *   bucket holds. The worker then refuses the prefix ("this store holds N
- *   commits, fewer than …") rather than burying the newer history: nothing is
- *   lost from the bucket, but an operator must choose (restore from the
- *   bucket, or a new prefix). Use an engine handle where that matters.
- *
- * It writes one file, once: `backup.lineage` (atomically and exclusively: a
- * temporary file of its own, fsync, hard link to the final name only if no
- * file is there, directory fsync). Several replicas of one store directory
- * (each its own prefix) racing to create it end with one lineage: the first
- * link wins, the others leave it as it is and read it back.
+ * `FramedDirSource`: the framed store directory as a {@link BackupSource}
+ * (layout: the package README and docs/format.md; `snapshot.intent` never
+ * travels). The durable position comes from an engine handle
+ * ({@link FramedEngineHandle}: only fsynced bytes ship) or, without one,
+ * from the complete frames on disk, which a machine crash may take back:
+ * the worker then refuses the prefix rather than bury newer history.
+ * It writes one file, once: `backup.lineage`, created exclusively (a hard
+ * link to the final name), so replicas racing to create it end with one.
  */
 
 import { randomUUID } from 'node:crypto';

@@ -1,17 +1,11 @@
 /**
- * `SqliteSource`: a live SQLite database in WAL mode as the backup worker's
- * source, built on {@link SqliteTap}.
- * - The "WAL" it ships is the tap's commit log (one framed record per commit,
- *   `commit-record.ts`), which runs on across SQLite's WAL restarts, so one
- *   snapshot serves a whole generation: an unbroken run of captured commits,
- *   started when the source opens and again when continuity breaks (the
- *   `-wal` or the database file replaced, or a restore point the tap no
- *   longer holds). A replaced database file that cannot be opened makes
- *   every call throw `SqliteDatabaseUnavailableError` until one opens.
- * - Commit count: one more than the count last persisted in the sidecar
- *   `state` file, plus the commits captured; a lost state file makes the
- *   worker refuse the prefix rather than bury newer history.
- * - Its files live in `.<db>-backupd/` (sidecar-files.ts; docs/format.md).
+ * `SqliteSource`: a live SQLite database in WAL mode as the worker's source,
+ * built on {@link SqliteTap}. What it ships is the tap's commit log, which
+ * runs on across SQLite's WAL restarts, so one snapshot serves a generation
+ * until continuity breaks (a replaced `-wal` or database, a restore point the
+ * tap no longer holds). The commit count is the persisted `state` plus what
+ * was captured; a lost state file makes the worker refuse the prefix. Its
+ * files live in `.<db>-backupd/` (sidecar-files.ts; docs/format.md).
  */
 
 import { randomUUID } from 'node:crypto';
@@ -572,29 +566,13 @@ export class SqliteSource implements BackupSource {
 
   /**
    * Continues the bucket's generation `candidate` when the image the tap
-   * opened on is that restore point's state, or differs from it in at most
-   * half of its pages: the tap's log (every commit since it opened)
-   * continues that generation's, at `candidate.logEnd`, and the commit
-   * count at `candidate.commitSeq`.
-   *
-   * What the image is checked against:
-   * - the record the last graceful stop left (resume-record.ts), when it
-   *   names `candidate`: its whole-image digest and page hashes;
-   * - otherwise (a start after a crash, or an older record), the restore
-   *   point itself, read back (`candidate.content`) and hashed page by page
-   *   as a restore would rebuild it (restore-point-page-hashes.ts).
-   *
-   * - The image is that state: nothing is added to the log.
-   * - Otherwise, when at most half of its pages differ (the database changed
-   *   while backupd was not running, or after the last restore point before
-   *   a crash): those pages, and the database's size now, become one commit
-   *   record put first in the log, so the restore point's state plus that
-   *   record is the image the tap opened on. It counts as one commit.
-   * - Anything else: `false`, nothing changed (a new snapshot follows).
-   *
-   * Reads the whole database once (the hashes), and after a crash the
-   * restore point too; uploads nothing here. `false` too for a tap that has
-   * started another generation since it opened, or released any of its log.
+   * opened on is that restore point's state (checked against the last
+   * graceful stop's resume record, or after a crash against the restore
+   * point read back and hashed), or differs from it in at most half of its
+   * pages: those pages then become one commit record put first in the log.
+   * Anything else, a tap that started another generation or released log:
+   * `false`, nothing changed. Reads the database once; uploads nothing.
+   * Rationale: docs/decisions/2026-12-06-sqlite-restart-proof.md.
    */
   async continueGeneration(
     candidate: GenerationCandidate,
