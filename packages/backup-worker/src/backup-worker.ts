@@ -128,21 +128,7 @@ export class BackupWorker {
     this.#hooks = options.hooks;
     this.#health = new HealthTracker(this.#walIntervalMs, manifestIntervalMs);
     this.#unrestorable = new UnrestorableCommits(this.#clock, this.#health);
-    const callbacks: WorkerCallbacks = {
-      runSignal: () => this.#runAbort.signal,
-      writeFence: () => this.#lease.writeFence(),
-      conflict: (what, key, cause) => this.#lease.conflict(what, key, cause),
-      started: () => this.#started,
-      leaseFailed: (error) =>
-        this.#abandonedByStop() ? this.#abandoned(error) : this.#failed(error),
-      newTenure: () => {
-        // Forget everything known about the bucket: another writer may have changed it.
-        this.#tenure = new Tenure();
-        this.#health.shipped = null;
-      },
-      defer: (why) => this.#defer(why),
-      segmentStored: (key, bytes) => this.#compaction.remember(key, bytes),
-    };
+    const callbacks = this.#callbacks();
     this.#requests = new Requests({
       store,
       clock: this.#clock,
@@ -166,8 +152,43 @@ export class BackupWorker {
       requests: this.#requests,
       callbacks,
     });
+    const ctx = this.#sharedContext(callbacks);
+    this.#context = ctx;
+    this.#writer = new ManifestWriter(ctx, retentionPolicy(options));
+    this.#shipper = new Shipper(ctx, this.#writer, {
+      maxSegmentBytes: options.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES,
+      manifestIntervalMs,
+    });
+    const levelsMs = options.compactionLevels ?? DEFAULT_COMPACTION_LEVELS_MS;
+    const levelsProblem = compactionLevelsProblem(levelsMs);
+    if (levelsProblem !== undefined)
+      throw new BackupError(`invalid compactionLevels: ${levelsProblem}`);
+    this.#compaction = new LogCompaction(ctx, { levelsMs });
+  }
+
+  /** What the worker's parts call back into it for. */
+  #callbacks(): WorkerCallbacks {
+    return {
+      runSignal: () => this.#runAbort.signal,
+      writeFence: () => this.#lease.writeFence(),
+      conflict: (what, key, cause) => this.#lease.conflict(what, key, cause),
+      started: () => this.#started,
+      leaseFailed: (error) =>
+        this.#abandonedByStop() ? this.#abandoned(error) : this.#failed(error),
+      newTenure: () => {
+        // Forget everything known about the bucket: another writer may have changed it.
+        this.#tenure = new Tenure();
+        this.#health.shipped = null;
+      },
+      defer: (why) => this.#defer(why),
+      segmentStored: (key, bytes) => this.#compaction.remember(key, bytes),
+    };
+  }
+
+  /** What the parts share during a step; `source`, `tenure` and the lease generation read live. */
+  #sharedContext(callbacks: WorkerCallbacks): WorkerContext {
     const worker = this;
-    const ctx: WorkerContext = {
+    return {
       prefix: this.#prefix,
       get source() {
         return worker.#source.required;
@@ -184,17 +205,6 @@ export class BackupWorker {
       },
       callbacks,
     };
-    this.#context = ctx;
-    this.#writer = new ManifestWriter(ctx, retentionPolicy(options));
-    this.#shipper = new Shipper(ctx, this.#writer, {
-      maxSegmentBytes: options.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES,
-      manifestIntervalMs,
-    });
-    const levelsMs = options.compactionLevels ?? DEFAULT_COMPACTION_LEVELS_MS;
-    const levelsProblem = compactionLevelsProblem(levelsMs);
-    if (levelsProblem !== undefined)
-      throw new BackupError(`invalid compactionLevels: ${levelsProblem}`);
-    this.#compaction = new LogCompaction(ctx, { levelsMs });
   }
 
   /** The instance id this worker takes the lease under, the same for every attempt. */
