@@ -1,14 +1,12 @@
 /**
- * The worker's request layer: every request to the bucket runs under an
- * operation deadline (injected clock) and the shutdown signal, and a request
- * that changes the bucket under the lease's fence too: it starts only while
- * writes are allowed (else `WriteFencedError`) and is aborted when they stop.
- * An aborted request rejects with the abort's reason when it is a
- * `BackupError`, else with a `WriteFencedError` naming it. Immutable objects are
- * create-if-absent (an existing one is accepted with the same CRC only; a
- * refusal becomes the caller's conflict); a store without the conditional mode,
- * or `conditional: false`, writes unconditionally. A request the store already
- * received still completes after the fence falls: that is why writes are conditional.
+ * The worker's request layer. Every request runs under an operation deadline
+ * and the shutdown signal; one that changes the bucket also under the lease's
+ * fence (it starts only while writes are allowed, else `WriteFencedError`, and
+ * is aborted when they stop, rejecting with the abort's `BackupError` or a
+ * `WriteFencedError`). Immutable objects are create-if-absent (an existing one
+ * is accepted with the same CRC only; unconditional without the store's mode
+ * or with `conditional: false`): a request the store already received still
+ * completes after the fence falls.
  */
 import type { FrameCounting, OpenedFile } from '@x/engine';
 import type { Clock } from '@x/lease';
