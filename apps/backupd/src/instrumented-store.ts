@@ -7,7 +7,8 @@
  * so no method (and none added later) goes uncounted. `getStream` counts as
  * `get`; `listPages` counts as `list`, one request per step of the iteration
  * (each page, and the step that ends the listing), as `ForwardingStore`
- * hands them to `intercept`.
+ * hands them to `intercept`; a batch delete (`deleteMany`) counts as one
+ * `delete` request per call.
  */
 import type {
   CallOptions,
@@ -33,6 +34,7 @@ const COUNTED_AS: Record<StoreOperation, Operation> = {
   delete: 'delete',
   list: 'list',
   listPages: 'list',
+  deleteMany: 'delete',
   upload: 'upload',
 };
 

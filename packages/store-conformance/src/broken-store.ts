@@ -8,6 +8,7 @@
 import {
   AlreadyExistsError,
   type CallOptions,
+  type DeleteManyResult,
   type DeleteOptions,
   type GetResult,
   type GetStreamResult,
@@ -35,7 +36,9 @@ import { ForwardingStore } from '@x/store/adapter';
  *   puts and one-part uploads keep their condition;
  * - `accepts-invalid-keys`: a key `@x/store`'s rules refuse is stored under
  *   an escaped name instead of being refused with `InvalidKeyError`;
- * - `buffers-uploads`: `upload` collects the whole source before writing it.
+ * - `buffers-uploads`: `upload` collects the whole source before writing it;
+ * - `skips-batch-deletes`: `deleteMany` leaves every 100th key in place and
+ *   reports it deleted.
  */
 export type StoreFlaw =
   | 'ignores-create'
@@ -43,7 +46,8 @@ export type StoreFlaw =
   | 'not-atomic'
   | 'ignores-create-on-multipart'
   | 'accepts-invalid-keys'
-  | 'buffers-uploads';
+  | 'buffers-uploads'
+  | 'skips-batch-deletes';
 
 /** Where `accepts-invalid-keys` puts an invalid key: a valid name derived from it. */
 function escapedKey(key: string): string {
@@ -140,6 +144,15 @@ class BrokenStore extends ForwardingStore {
       return this.inner.delete(key, options.signal ? { signal: options.signal } : {});
     }
     return this.inner.delete(key, options);
+  }
+
+  override deleteMany(keys: readonly string[], options?: CallOptions): Promise<DeleteManyResult> {
+    const sent = keys.map((key) => this.#inner(key));
+    if (this.#flaw !== 'skips-batch-deletes') return super.deleteMany(sent, options);
+    return super.deleteMany(
+      sent.filter((_, index) => index % 100 !== 99),
+      options,
+    );
   }
 
   override async upload(

@@ -2,14 +2,58 @@
  * The conformance cases of group `delete`. Conditional delete
  * (`conditionalDelete`): a delete with `ifMatch` removes only the version it
  * names. A store that declares no conditional delete must refuse with
- * `NotImplementedError`.
+ * `NotImplementedError`. Deleting many keys (`deleteKeys`, the store's
+ * `deleteMany` where it has one): every key given goes, a missing key is no
+ * failure, nothing else is touched.
  */
-import { NotImplementedError, PreconditionFailedError } from '@x/store';
+import { deleteKeys, NotImplementedError, PreconditionFailedError } from '@x/store';
 import { check, expectRejection, text } from './assertions.ts';
 import { callOptions, expectText, key, needsDelete } from './case-helpers.ts';
 import type { ConformanceCase } from './case-types.ts';
 
+/** More than one batch of Azure's (256), with names that need escaping in XML and URLs. */
+const MANY_KEYS = 300;
+const manyName = (index: number) => `many/a b&c<d>'é%2F=+/${String(index).padStart(3, '0')}`;
+
 export const deleteCases: ConformanceCase[] = [
+  {
+    group: 'delete',
+    name: `deleting ${MANY_KEYS} keys at once removes each one, counts a missing key as deleted and keeps every other key`,
+    async run(context) {
+      const names = Array.from({ length: MANY_KEYS }, (_, index) => manyName(index));
+      const kept = new Set(names.filter((_, index) => index % 30 === 7));
+      const body = text('x');
+      for (let start = 0; start < names.length; start += 25) {
+        await Promise.all(
+          names
+            .slice(start, start + 25)
+            .map((name) => context.store.put(key(context, name), body, callOptions(context))),
+        );
+      }
+      const doomed = names.filter((name) => !kept.has(name));
+      const missing = [key(context, 'many/never-written'), key(context, 'many/also-absent')];
+      const result = await deleteKeys(
+        context.store,
+        [...doomed.map((name) => key(context, name)), ...missing],
+        callOptions(context),
+      );
+      check(
+        result.failed.length === 0,
+        `deleteMany reported failures: ${result.failed
+          .slice(0, 3)
+          .map((failure) => `${failure.key}: ${failure.error.message}`)
+          .join('; ')}`,
+      );
+      const left = (await context.store.list(key(context, 'many/'), callOptions(context))).objects
+        .map((info) => info.key)
+        .sort();
+      const expected = [...kept].map((name) => key(context, name)).sort();
+      check(
+        JSON.stringify(left) === JSON.stringify(expected),
+        `after deleting ${doomed.length} keys, ${left.length} remain where ${expected.length} were kept (first unexpected: ${left.find((found) => !expected.includes(found)) ?? expected.find((wanted) => !left.includes(wanted))})`,
+      );
+    },
+  },
   {
     group: 'delete',
     name: 'conditional delete with the current version removes the object',

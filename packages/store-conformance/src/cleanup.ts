@@ -49,10 +49,12 @@ export class KeyRecordingStore extends ForwardingStore {
 
   constructor(inner: ObjectStore) {
     super(inner);
-    // Mirror the store as given: a case checking for `listPages` must not
-    // find the wrapper's (which would page an inner store without one).
+    // Mirror the store as given: a case checking for `listPages` or
+    // `deleteMany` must not find the wrapper's (a fallback over the inner store).
     if (typeof inner.listPages !== 'function')
       Object.defineProperty(this, 'listPages', { value: undefined });
+    if (typeof inner.deleteMany !== 'function')
+      Object.defineProperty(this, 'deleteMany', { value: undefined });
   }
 
   /** Every key written (or attempted), in first-written order. */

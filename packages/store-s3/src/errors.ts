@@ -24,6 +24,7 @@ export type S3Operation =
   | 'create'
   | 'replace'
   | 'delete'
+  | 'delete-many'
   | 'conditional-delete'
   | 'upload-part'
   | 'complete-create'

@@ -22,6 +22,7 @@ import {
 import {
   type CallOptions,
   chunksOf,
+  type DeleteManyResult,
   type DeleteOptions,
   type GetResult,
   type GetStreamResult,
@@ -52,6 +53,7 @@ import {
   requireCapability,
 } from '@x/store/adapter';
 import { classifyS3Error, describeFailure, isMissingKey, type S3Operation } from './errors.ts';
+import { type BatchDeleteState, deleteObjects } from './s3-delete-many.ts';
 import { multipartUpload } from './s3-multipart.ts';
 import {
   checkChecksums,
@@ -104,6 +106,7 @@ export class S3Store implements ObjectStore {
   readonly #partSize: number;
   /** What the request layer (s3-requests.ts, s3-multipart.ts) works with. */
   readonly #context: S3Context;
+  readonly #batchDelete: BatchDeleteState = { refused: false };
 
   constructor(options: S3StoreOptions) {
     if (!options.bucket) throw new StoreError('s3: the bucket option is required');
@@ -307,6 +310,13 @@ export class S3Store implements ObjectStore {
       });
     }
     return version.etag;
+  }
+
+  /** `DeleteObjects`, 1,000 keys a request; single deletes where the service lacks it. */
+  async deleteMany(keys: readonly string[], options: CallOptions = {}): Promise<DeleteManyResult> {
+    for (const key of keys) validateKey(key);
+    options.signal?.throwIfAborted();
+    return deleteObjects(this.#context, this, this.#batchDelete, keys, options);
   }
 
   async delete(key: string, options: DeleteOptions = {}): Promise<void> {

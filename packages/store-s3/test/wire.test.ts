@@ -55,6 +55,7 @@ function operation(request: RecordedRequest): string {
   if (request.method === 'POST' && query.has('uploadId')) return 'CompleteMultipartUpload';
   if (request.method === 'DELETE' && query.has('uploadId')) return 'AbortMultipartUpload';
   if (request.method === 'GET' && query.get('list-type') === '2') return 'ListObjectsV2';
+  if (request.method === 'POST' && query.has('delete')) return 'DeleteObjects';
   return (
     { PUT: 'PutObject', GET: 'GetObject', HEAD: 'HeadObject', DELETE: 'DeleteObject' }[
       request.method
@@ -196,6 +197,34 @@ describe.each(conditional.map((server) => [`${server.name} ${server.version}`, s
       expect((await store.get('one'))?.size).toBe(64);
       await store.delete('one');
       expect(proxy.requests().filter((request) => request.refused)).toEqual([]);
+    });
+
+    it('deleteMany of 1,001 keys sends two DeleteObjects requests (1,000 keys at most) and no single delete', async () => {
+      const prefix = randomPrefix('wire-delete-many');
+      const keys = Array.from({ length: 1001 }, (_, index) => `k/${index}`);
+      const direct = storeFor(server, prefix);
+      for (let start = 0; start < keys.length; start += 50)
+        await Promise.all(
+          keys.slice(start, start + 50).map((key) => direct.put(key, patternBytes(8, 1))),
+        );
+      const { proxy, store } = await viaProxy(server, prefix);
+      const result = await store.deleteMany([...keys, 'k/never-written']);
+      expect(result.failed).toEqual([]);
+      expect(counts(proxy.requests())).toEqual({ DeleteObjects: 2 });
+      expect((await direct.list('')).objects).toEqual([]);
+    });
+
+    it('a service that refuses DeleteObjects (501) gets single deletes, then and from then on, with nothing left behind', async () => {
+      const prefix = randomPrefix('wire-delete-refused');
+      const direct = storeFor(server, prefix);
+      for (const key of ['a', 'b', 'c', 'd']) await direct.put(key, patternBytes(8, 1));
+      // DeleteObjects must carry a checksum; this service refuses every checksum header.
+      const { proxy, store } = await viaProxy(server, prefix, {}, CHECKSUM_HEADER);
+      expect((await store.deleteMany(['a', 'b'])).failed).toEqual([]);
+      expect((await store.deleteMany(['c', 'd'])).failed).toEqual([]);
+      expect(counts(proxy.requests())).toEqual({ DeleteObjects: 1, DeleteObject: 4 });
+      expect(proxy.requests().filter((request) => request.refused)).toHaveLength(1);
+      expect((await direct.list('')).objects).toEqual([]);
     });
   },
 );

@@ -14,6 +14,7 @@ export {
   sleepUnlessAborted,
   sortedListResult,
 } from './adapter-support.ts';
+export { deleteOneByOne, failuresInKeyOrder } from './delete-keys.ts';
 export {
   ForwardingStore,
   type ForwardingStoreOptions,

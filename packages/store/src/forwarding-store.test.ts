@@ -3,6 +3,7 @@ import { ForwardingStore, STORE_OPERATIONS, type StoreOperation } from './forwar
 import { MemoryStore } from './memory-store.ts';
 import type {
   CallOptions,
+  DeleteManyResult,
   GetResult,
   ListOptions,
   ListPage,
@@ -42,8 +43,12 @@ class RecordingStore implements ObjectStore {
   readonly results = new Map<StoreOperation, unknown>(
     STORE_OPERATIONS.map((operation) => [
       operation,
-      // Each answer its own object; list's also a valid listing, for wrappers that map it.
-      operation === 'list' ? { objects: [], commonPrefixes: [] } : { answerOf: operation },
+      // Each answer its own object; list's and deleteMany's also valid, for wrappers that map them.
+      operation === 'list'
+        ? { objects: [], commonPrefixes: [] }
+        : operation === 'deleteMany'
+          ? { failed: [] }
+          : { answerOf: operation },
     ]),
   );
   pagesClosed = false;
@@ -74,6 +79,9 @@ class RecordingStore implements ObjectStore {
   }
   async list(prefix: string, options?: ListOptions) {
     return this.#answer<ListResult>('list', prefix, [options], options);
+  }
+  async deleteMany(keys: readonly string[], options?: CallOptions) {
+    return this.#answer<DeleteManyResult>('deleteMany', keys[0] ?? '', [keys, options], options);
   }
   async *listPages(prefix: string, options?: ListPagesOptions): AsyncIterable<ListPage> {
     this.#answer<void>('listPages', prefix, [options], options);
@@ -120,6 +128,9 @@ async function call(
       for await (const page of store.listPages(key, { signal, pageSize: 7 })) pages.push(page);
       return pages;
     }
+    case 'deleteMany':
+      if (!store.deleteMany) throw new Error('the wrapper has no deleteMany');
+      return store.deleteMany([key], { signal });
     case 'upload':
       return store.upload(key, body, { signal, partSize: 5 });
   }
@@ -158,6 +169,7 @@ async function unforwarded(
       (operation !== 'list' || innerOptions?.delimiter === '/') &&
       (operation !== 'listPages' || innerOptions?.pageSize === 7) &&
       (operation !== 'upload' || innerOptions?.partSize === 5) &&
+      (operation !== 'deleteMany' || (only.args[0] as string[]).length === 1) &&
       (!options.sameResults ||
         (operation === 'listPages'
           ? JSON.stringify(result) === JSON.stringify(PAGES)
@@ -300,6 +312,7 @@ describe('the forwarding check catches a wrapper that', () => {
         inner.put(key, body, flaw === 'drops-put-signal' ? { mode: options?.mode } : options),
       delete: (key, options) => inner.delete(key, options),
       list: (prefix, options) => inner.list(prefix, options),
+      deleteMany: (keys, options) => inner.deleteMany!(keys, options),
       upload: (key, source, options) => inner.upload(key, source, options),
     };
     if (flaw !== 'no-list-pages')

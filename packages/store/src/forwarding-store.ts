@@ -5,12 +5,16 @@
  * `intercept(operation, key, signal, proceed)`, so a wrapper that acts on all
  * calls (counting, faults, timing) overrides that alone and misses no method,
  * even one added later. `listPages` goes through `listPages(inner, …)` and
- * reaches `intercept` once per step (a page is a request). A wrapper that
- * changes what `list` returns must change `listPages` too.
+ * reaches `intercept` once per step (a page is a request); `deleteMany` goes
+ * through `deleteKeys(inner, …)` and reaches it once, with the first key. A
+ * wrapper that changes what `list` returns must change `listPages` too, and
+ * one that changes keys must change `deleteMany`.
  */
+import { deleteKeys } from './delete-keys.ts';
 import { listPages } from './list-pages.ts';
 import type {
   CallOptions,
+  DeleteManyResult,
   DeleteOptions,
   GetResult,
   GetStreamResult,
@@ -48,6 +52,7 @@ export const STORE_OPERATIONS = [
   'delete',
   'list',
   'listPages',
+  'deleteMany',
   'upload',
 ] as const satisfies readonly StoreOperation[];
 
@@ -134,6 +139,12 @@ export class ForwardingStore implements ObjectStore {
       // Stopped early (break, or an error here): let the inner listing release what it holds.
       if (!finished) await pages.return?.();
     }
+  }
+
+  deleteMany(keys: readonly string[], options?: CallOptions): Promise<DeleteManyResult> {
+    return this.intercept('deleteMany', keys[0] ?? '', options?.signal, () =>
+      deleteKeys(this.inner, keys, options),
+    );
   }
 
   upload(

@@ -1,4 +1,5 @@
 export { chunksOf, isAbortError, throwIfAborted } from './abort.ts';
+export { deleteKeys } from './delete-keys.ts';
 export { errorMarker, hasErrorMarker, markError } from './error-marker.ts';
 export {
   AlreadyExistsError,
@@ -25,6 +26,8 @@ export { listPages } from './list-pages.ts';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
 export {
   type CallOptions,
+  type DeleteFailure,
+  type DeleteManyResult,
   type DeleteOptions,
   type GetResult,
   type GetStreamResult,

@@ -20,6 +20,7 @@ import { listFromKeys } from './list-helpers.ts';
 import { DEFAULT_LIST_PAGE_SIZE, pageSizeOf, pagesOf } from './list-pages.ts';
 import {
   type CallOptions,
+  type DeleteManyResult,
   type DeleteOptions,
   type GetResult,
   type GetStreamResult,
@@ -144,6 +145,14 @@ export class MemoryStore implements ObjectStore {
       if (!sameVersion(existing.version, options.ifMatch)) throw new PreconditionFailedError(key);
     }
     this.#objects.delete(key);
+  }
+
+  /** All keys at once: every key is checked before any is deleted. */
+  async deleteMany(keys: readonly string[], options: CallOptions = {}): Promise<DeleteManyResult> {
+    for (const key of keys) validateKey(key);
+    throwIfAborted(options.signal);
+    for (const key of keys) this.#objects.delete(key);
+    return { failed: [] };
   }
 
   async list(prefix: string, options: ListOptions = {}): Promise<ListResult> {

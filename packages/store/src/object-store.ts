@@ -11,6 +11,8 @@
  *   object; a write already received may apply. Other failures: `StoreError`.
  */
 
+import type { StoreError } from './errors.ts';
+
 /**
  * Which version of an object a read saw or a write produced. Opaque: compare
  * with {@link sameVersion}, pass back in `ifMatch`, never parse.
@@ -118,6 +120,17 @@ export type UploadSource = AsyncIterable<Uint8Array> | Uint8Array;
  * `probeConditionalWrites` in `@x/store-conformance`; the lease probes again
  * at every acquire.
  */
+/** A key `deleteMany` could not delete, and why. */
+export interface DeleteFailure {
+  readonly key: string;
+  readonly error: StoreError;
+}
+
+/** What `deleteMany` and `deleteKeys` report: every key not listed was deleted or absent. */
+export interface DeleteManyResult {
+  readonly failed: readonly DeleteFailure[];
+}
+
 export interface StoreCapabilities {
   /** `put` honours `create` and `{ ifMatch }`. */
   readonly conditionalPut: boolean;
@@ -201,6 +214,17 @@ export interface ObjectStore {
    * pending page with its reason.
    */
   listPages?(prefix: string, options?: ListPagesOptions): AsyncIterable<ListPage>;
+
+  /**
+   * Deletes many keys unconditionally, in as few requests as the service
+   * allows (S3 `DeleteObjects`, Azure blob batch). A missing key is not a
+   * failure. Optional: callers use the `deleteKeys(store, keys, options)`
+   * function, which falls back to one `delete` per key.
+   * @returns the keys that could not be deleted, each with its error.
+   * @throws InvalidKeyError (nothing deleted); StoreError when a request
+   * failed as a whole and which of its keys were deleted is unknown.
+   */
+  deleteMany?(keys: readonly string[], options?: CallOptions): Promise<DeleteManyResult>;
 
   /**
    * Streams a large object in bounded memory (multipart where the service has

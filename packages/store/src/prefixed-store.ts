@@ -11,6 +11,7 @@ import { ForwardingStore } from './forwarding-store.ts';
 import { joinKey, normalizePrefix, validateKey } from './keys.ts';
 import type {
   CallOptions,
+  DeleteManyResult,
   DeleteOptions,
   GetResult,
   GetStreamResult,
@@ -88,6 +89,18 @@ export class PrefixedStore extends ForwardingStore {
 
   override delete(key: string, options?: DeleteOptions): Promise<void> {
     return super.delete(this.#outer(key), options);
+  }
+
+  override async deleteMany(
+    keys: readonly string[],
+    options?: CallOptions,
+  ): Promise<DeleteManyResult> {
+    const strip = this.prefix.length + 1;
+    const { failed } = await super.deleteMany(
+      keys.map((key) => this.#outer(key)),
+      options,
+    );
+    return { failed: failed.map((failure) => ({ ...failure, key: failure.key.slice(strip) })) };
   }
 
   override async list(prefix: string, options?: ListOptions): Promise<ListResult> {

@@ -236,6 +236,8 @@ describe('faultyStore covers every method', () => {
         return store.list('');
       case 'listPages':
         return collect(listPages(store, ''));
+      case 'deleteMany':
+        return store.deleteMany?.(['k']);
       case 'upload':
         return store.upload('k', bytes('x'));
     }
@@ -243,8 +245,9 @@ describe('faultyStore covers every method', () => {
 
   it('answers a rule for each method of ObjectStore with the fault, without calling the inner store', async () => {
     for (const operation of STORE_OPERATIONS) {
-      // A page request of listPages is a list request.
-      const scheduled = operation === 'listPages' ? 'list' : operation;
+      // A page request of listPages is a list request; a batch delete is a delete.
+      const scheduled =
+        operation === 'listPages' ? 'list' : operation === 'deleteMany' ? 'delete' : operation;
       const inner = new MemoryStore();
       await inner.put('k', bytes('before'));
       let innerCalls = 0;

@@ -307,7 +307,10 @@ class FaultyStoreImplementation extends ForwardingStore implements FaultyStore {
       };
       return this.#run('getStream', key, signal, proceed, stalled);
     }
-    return this.#run(operation === 'listPages' ? 'list' : operation, key, signal, proceed);
+    // A page is a listing request; a batch delete is a delete request.
+    const faultAs =
+      operation === 'listPages' ? 'list' : operation === 'deleteMany' ? 'delete' : operation;
+    return this.#run(faultAs, key, signal, proceed);
   }
 }
 

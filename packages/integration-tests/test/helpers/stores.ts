@@ -68,7 +68,7 @@ function never(signal: AbortSignal | undefined): Promise<never> {
   });
 }
 
-/** How a forwarded call is counted (`getStream` is a GET; `listPages` a LIST per page). */
+/** How a forwarded call is counted (`getStream` is a GET; `listPages` a LIST per page; a batch delete one DELETE). */
 const COUNTED_AS: Record<StoreOperation, Operation> = {
   get: 'GET',
   getStream: 'GET',
@@ -77,6 +77,7 @@ const COUNTED_AS: Record<StoreOperation, Operation> = {
   delete: 'DELETE',
   list: 'LIST',
   listPages: 'LIST',
+  deleteMany: 'DELETE',
   upload: 'UPLOAD',
 };
 
