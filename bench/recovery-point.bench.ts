@@ -25,50 +25,28 @@
  * The medians and maxima are over the trials of the run. `BACKUPD_*`
  * settings in the environment reach backupd (to measure another setting).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { type StartedTestServers, startTestServers } from '@x/test-servers/harness';
 import { defineBenchmark, type Measurement } from './harness.ts';
-
-/** The command in this checkout, run in the spawned process itself (no wrapper: a SIGKILL reaches it). */
-const BACKUPD = fileURLToPath(new URL('../apps/backupd/bin/backupd.js', import.meta.url));
+import {
+  BACKUPD,
+  env,
+  killProcess,
+  Replicate,
+  type Server,
+  s3Url,
+  startWriter,
+  type Traffic,
+} from './s3-processes.ts';
 
 const TRIALS = Number(process.env.RECOVERY_POINT_TRIALS ?? '10');
 const RATE = Number(process.env.RECOVERY_POINT_RATE ?? '50');
 const PHASE_SECONDS = Number(process.env.RECOVERY_POINT_PHASE_SECONDS ?? '60');
-
-/** The writer: one row per transaction, `seq` and wall time `at`, at `rate` per second, until killed. */
-const WRITER_PROGRAM = `
-const { DatabaseSync } = require('node:sqlite');
-const [path, rate] = process.argv.slice(1);
-const db = new DatabaseSync(path);
-db.exec('PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000;');
-db.exec('CREATE TABLE IF NOT EXISTS commits (seq INTEGER PRIMARY KEY, at REAL NOT NULL, pad TEXT NOT NULL)');
-const insert = db.prepare('INSERT INTO commits (seq, at, pad) VALUES (?, ?, ?)');
-let seq = db.prepare('SELECT coalesce(max(seq), 0) AS s FROM commits').get().s;
-const every = 1000 / Number(rate);
-const started = performance.now();
-let n = 0;
-const tick = () => {
-  seq += 1; n += 1;
-  insert.run(seq, Date.now(), 'x'.repeat(100));
-  setTimeout(tick, Math.max(0, started + n * every - performance.now()));
-};
-tick();
-`;
-
-interface Server {
-  readonly endpoint: string;
-  readonly bucket: string;
-  readonly region: string;
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-}
 
 interface State {
   readonly started: StartedTestServers;
@@ -79,118 +57,6 @@ function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length >> 1;
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
-
-function env(server: Server): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    AWS_ACCESS_KEY_ID: server.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: server.secretAccessKey,
-    AWS_CONFIG_FILE: '/dev/null',
-    AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
-    AWS_EC2_METADATA_DISABLED: 'true',
-  };
-}
-
-function url(server: Server, prefix: string): string {
-  return `s3://${server.bucket}/${prefix}?endpoint=${encodeURIComponent(server.endpoint)}&forcePathStyle=true&region=${server.region || 'us-east-1'}`;
-}
-
-function startWriter(database: string, rate: number): ChildProcess {
-  return spawn(process.execPath, ['-e', WRITER_PROGRAM, database, String(rate)], {
-    stdio: 'ignore',
-  });
-}
-
-/** `backupd replicate`, with the arrival time of each of its JSON log events. */
-class Replicate {
-  readonly child: ChildProcess;
-  readonly spawnedAt = performance.now();
-  readonly events: { event: string; at: number; line: Record<string, unknown> }[] = [];
-  #buffer = '';
-  #tail = '';
-
-  constructor(database: string, target: string, server: Server) {
-    this.child = spawn(
-      process.execPath,
-      [BACKUPD, 'replicate', database, target, '--listen', '127.0.0.1:0'],
-      { env: env(server), stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    this.child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-      const at = performance.now();
-      this.#tail = (this.#tail + chunk).slice(-4000);
-      this.#buffer += chunk;
-      const lines = this.#buffer.split('\n');
-      this.#buffer = lines.pop()!;
-      for (const text of lines) {
-        if (!text.startsWith('{')) continue;
-        try {
-          const line = JSON.parse(text) as Record<string, unknown>;
-          if (typeof line.event === 'string') this.events.push({ event: line.event, at, line });
-        } catch {
-          // Not a log line.
-        }
-      }
-    });
-  }
-
-  /** Seconds from the spawn to the first `event`, waiting up to `timeoutMs`. */
-  async secondsTo(event: string, timeoutMs = 120_000): Promise<number> {
-    const deadline = performance.now() + timeoutMs;
-    for (;;) {
-      const found = this.events.find((entry) => entry.event === event);
-      if (found) return (found.at - this.spawnedAt) / 1000;
-      if (this.child.exitCode !== null || performance.now() > deadline)
-        throw new Error(`backupd replicate logged no ${event}:\n${this.#tail}`);
-      await sleep(20);
-    }
-  }
-
-  metricsUrl(): string | undefined {
-    const listening = this.events.find((entry) => entry.event === 'backupd.listening');
-    return typeof listening?.line.url === 'string' ? `${listening.line.url}/metrics` : undefined;
-  }
-
-  /**
-   * Every object-store request so far (`backupd_requests_total`, all
-   * operations) and every byte sent to the store (`backupd_bytes_total`,
-   * direction `out`).
-   */
-  async traffic(): Promise<Traffic> {
-    const at = this.metricsUrl();
-    if (at === undefined) throw new Error('backupd replicate has not said where it listens');
-    const text = await (await fetch(at, { signal: AbortSignal.timeout(5000) })).text();
-    let requests = 0;
-    let bytesOut = 0;
-    for (const line of text.split('\n')) {
-      const value = Number(line.slice(line.lastIndexOf(' ') + 1));
-      if (line.startsWith('backupd_requests_total{')) requests += value;
-      else if (line.startsWith('backupd_bytes_total{') && line.includes('direction="out"'))
-        bytesOut += value;
-    }
-    return { requests, bytesOut };
-  }
-
-  async kill(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    this.child.kill('SIGKILL');
-    await exited;
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    this.child.kill('SIGTERM');
-    await exited;
-  }
-}
-
-async function killProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGKILL');
-  await exited;
 }
 
 /** The newest commit (number and wall time) in a database the writer wrote. */
@@ -218,7 +84,7 @@ interface Trial {
 
 async function trial(state: State, directory: string, index: number): Promise<Trial> {
   const database = join(directory, `trial-${index}.db`);
-  const target = url(state.server, `recovery-point-${randomBytes(6).toString('hex')}`);
+  const target = s3Url(state.server, `recovery-point-${randomBytes(6).toString('hex')}`);
   const writer = startWriter(database, RATE);
   await sleep(300);
   const first = new Replicate(database, target, state.server);
@@ -262,12 +128,6 @@ async function trial(state: State, directory: string, index: number): Promise<Tr
   }
 }
 
-/** Requests per hour over one phase, after a 10 s warm-up that is not counted. */
-interface Traffic {
-  readonly requests: number;
-  readonly bytesOut: number;
-}
-
 /** Requests and bytes sent per hour over `seconds`, after a 10 s warm-up. */
 async function trafficPerHour(replicate: Replicate, seconds: number): Promise<Traffic> {
   await sleep(10_000);
@@ -309,7 +169,7 @@ export const benchmark = defineBenchmark<State>({
     }
 
     const database = join(directory, 'requests.db');
-    const target = url(state.server, `recovery-point-requests-${randomBytes(6).toString('hex')}`);
+    const target = s3Url(state.server, `recovery-point-requests-${randomBytes(6).toString('hex')}`);
     const writer = startWriter(database, 10);
     const replicate = new Replicate(database, target, state.server);
     let loaded: Traffic;
