@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Go-built test servers, at pinned versions, into .servers/bin
+# Installs the Go-built test servers (and the age command, the reference the
+# age envelope is tested against), at pinned versions, into .servers/bin
 # (git-ignored). npm-distributed servers (Azurite, s3rver) come with
 # `pnpm install` as dev dependencies. Nothing is fetched except through the Go
 # module proxy. Idempotent: a server already built at its pinned version is
@@ -15,6 +16,8 @@ servers=(
   "versitygw github.com/versity/versitygw/cmd/versitygw v1.8.0"
   "fake-gcs-server github.com/fsouza/fake-gcs-server v1.56.1"
   "minio github.com/minio/minio v0.0.0-20260212201848-7aac2a2c5b7c"
+  "age filippo.io/age/cmd/age v1.3.1"
+  "age-keygen filippo.io/age/cmd/age-keygen v1.3.1"
 )
 
 failed=()

@@ -1,0 +1,153 @@
+/**
+ * Encrypting to age recipients and decrypting with age identities, as
+ * streams (bounded memory: one 64 KiB chunk at a time) or whole buffers.
+ * The output is an age v1 file: `age -d -i key.txt` opens it.
+ */
+import { randomBytes } from 'node:crypto';
+import { AgeError } from './errors.ts';
+import { checkHeaderMac, type ParsedHeader, readHeader, writeHeader } from './header.ts';
+import type { AgeIdentity, AgeRecipient } from './keys.ts';
+import {
+  CHUNK_BYTES,
+  NONCE_BYTES,
+  openChunk,
+  payloadKey,
+  sealChunk,
+  TAG_BYTES,
+} from './payload.ts';
+import { isX25519Stanza, unwrapFileKey, wrapFileKey } from './x25519-stanza.ts';
+
+/** A header this long without its end is refused rather than buffered further. */
+const MAX_HEADER_BYTES = 1024 * 1024;
+const SEALED_CHUNK_BYTES = CHUNK_BYTES + TAG_BYTES;
+
+type Source = AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+
+/**
+ * The age file of `source` for `recipients` (each can decrypt it alone).
+ * @throws AgeError `AGE_RECIPIENT_INVALID` when `recipients` is empty.
+ */
+export async function* encryptStream(
+  source: Source,
+  recipients: readonly AgeRecipient[],
+): AsyncIterable<Uint8Array> {
+  if (recipients.length === 0)
+    throw new AgeError('AGE_RECIPIENT_INVALID', 'encrypting needs at least one age recipient');
+  const fileKey = randomBytes(16);
+  yield writeHeader(
+    recipients.map((recipient) => wrapFileKey(fileKey, recipient)),
+    fileKey,
+  );
+  const nonce = randomBytes(NONCE_BYTES);
+  yield nonce;
+  const key = payloadKey(fileKey, nonce);
+  let pending = Buffer.alloc(0);
+  let counter = 0;
+  for await (const chunk of source) {
+    pending = Buffer.concat([pending, chunk]);
+    // A full chunk is sealed only once more data follows: the last one carries the flag.
+    while (pending.length > CHUNK_BYTES) {
+      yield sealChunk(key, counter++, false, pending.subarray(0, CHUNK_BYTES));
+      pending = pending.subarray(CHUNK_BYTES);
+    }
+  }
+  yield sealChunk(key, counter, true, pending);
+}
+
+/** The file key the header wraps for one of `identities`. */
+function openHeader(header: ParsedHeader, identities: readonly AgeIdentity[]): Uint8Array {
+  for (const stanza of header.stanzas) {
+    for (const identity of identities) {
+      const fileKey = unwrapFileKey(stanza, identity);
+      if (fileKey === null) continue;
+      checkHeaderMac(header, fileKey);
+      return fileKey;
+    }
+  }
+  const x25519 = header.stanzas.filter(isX25519Stanza).length;
+  const others = header.stanzas.length - x25519;
+  throw new AgeError(
+    'AGE_NO_MATCHING_IDENTITY',
+    `none of the ${identities.length} age identities given (${identities.map((identity) => identity.recipient.text).join(', ') || 'none'}) opens this object: it is encrypted to ${x25519} X25519 recipient${x25519 === 1 ? '' : 's'}${others > 0 ? ` and ${others} of another type` : ''}`,
+  );
+}
+
+/**
+ * The plaintext of an age file, chunk by chunk, each authenticated before
+ * it is yielded.
+ * @throws AgeError: `AGE_HEADER_INVALID`, `AGE_NO_MATCHING_IDENTITY`,
+ * `AGE_HEADER_MAC_INVALID`, `AGE_PAYLOAD_INVALID` (from the iteration).
+ */
+export async function* decryptStream(
+  source: Source,
+  identities: readonly AgeIdentity[],
+): AsyncIterable<Uint8Array> {
+  const input = (async function* () {
+    yield* source;
+  })()[Symbol.asyncIterator]();
+  let pending = Buffer.alloc(0);
+  let ended = false;
+  const readMore = async (): Promise<boolean> => {
+    const next = await input.next();
+    if (next.done) {
+      ended = true;
+      return false;
+    }
+    pending = Buffer.concat([pending, next.value]);
+    return true;
+  };
+
+  let header: ParsedHeader | null = null;
+  while (header === null) {
+    header = readHeader(pending, ended);
+    if (header !== null) break;
+    if (pending.length > MAX_HEADER_BYTES)
+      throw new AgeError('AGE_HEADER_INVALID', 'not a valid age v1 file: no header end in 1 MiB');
+    await readMore();
+  }
+  const fileKey = openHeader(header, identities);
+  pending = pending.subarray(header.length);
+  while (pending.length < NONCE_BYTES && (await readMore()));
+  if (pending.length < NONCE_BYTES)
+    throw new AgeError('AGE_PAYLOAD_INVALID', 'the age payload ends before its nonce');
+  const key = payloadKey(fileKey, pending.subarray(0, NONCE_BYTES));
+  pending = pending.subarray(NONCE_BYTES);
+
+  for (let counter = 0; ; counter++) {
+    // One byte past a full chunk tells whether this chunk is the last.
+    while (pending.length <= SEALED_CHUNK_BYTES && !ended) await readMore();
+    const last = pending.length <= SEALED_CHUNK_BYTES;
+    const sealed = pending.subarray(0, Math.min(pending.length, SEALED_CHUNK_BYTES));
+    pending = pending.subarray(sealed.length);
+    const plain = openChunk(key, counter, last, sealed);
+    if (last && plain.length === 0 && counter > 0)
+      throw new AgeError(
+        'AGE_PAYLOAD_INVALID',
+        `age payload chunk ${counter} is an empty last chunk`,
+      );
+    if (plain.length > 0) yield plain;
+    if (last) return;
+  }
+}
+
+async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const chunk of chunks) parts.push(chunk);
+  return new Uint8Array(Buffer.concat(parts));
+}
+
+/** `plaintext` as an age file for `recipients`. */
+export function encrypt(
+  plaintext: Uint8Array,
+  recipients: readonly AgeRecipient[],
+): Promise<Uint8Array> {
+  return collect(encryptStream([plaintext], recipients));
+}
+
+/** The plaintext of the age file `ciphertext`, opened with one of `identities`. */
+export function decrypt(
+  ciphertext: Uint8Array,
+  identities: readonly AgeIdentity[],
+): Promise<Uint8Array> {
+  return collect(decryptStream([ciphertext], identities));
+}

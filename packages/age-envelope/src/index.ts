@@ -1,0 +1,11 @@
+export { bech32Decode, bech32Encode } from './bech32.ts';
+export { decrypt, decryptStream, encrypt, encryptStream } from './envelope.ts';
+export { AgeError, type AgeErrorCode } from './errors.ts';
+export {
+  type AgeIdentity,
+  type AgeRecipient,
+  generateIdentity,
+  parseIdentity,
+  parseIdentityFile,
+  parseRecipient,
+} from './keys.ts';

@@ -1,0 +1,51 @@
+/**
+ * The age payload: a 16-byte nonce, then the plaintext in 64 KiB chunks,
+ * each sealed with ChaCha20-Poly1305 under a key derived from the file key
+ * and the nonce; a chunk's nonce is its 11-byte counter and a last-chunk
+ * flag, so a cut, reordered or extended payload fails to open.
+ */
+import { createCipheriv, createDecipheriv, hkdfSync } from 'node:crypto';
+import { AgeError } from './errors.ts';
+
+export const CHUNK_BYTES = 64 * 1024;
+export const TAG_BYTES = 16;
+export const NONCE_BYTES = 16;
+
+export function payloadKey(fileKey: Uint8Array, nonce: Uint8Array): Buffer {
+  return Buffer.from(hkdfSync('sha256', fileKey, nonce, 'payload', 32));
+}
+
+function chunkNonce(counter: number, last: boolean): Buffer {
+  const nonce = Buffer.alloc(12);
+  nonce.writeUIntBE(counter, 5, 6);
+  nonce[11] = last ? 1 : 0;
+  return nonce;
+}
+
+export function sealChunk(key: Buffer, counter: number, last: boolean, plain: Uint8Array): Buffer {
+  const cipher = createCipheriv('chacha20-poly1305', key, chunkNonce(counter, last), {
+    authTagLength: TAG_BYTES,
+  });
+  return Buffer.concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+}
+
+/** @throws AgeError `AGE_PAYLOAD_INVALID` naming the chunk. */
+export function openChunk(key: Buffer, counter: number, last: boolean, sealed: Uint8Array): Buffer {
+  if (sealed.length < TAG_BYTES)
+    throw new AgeError('AGE_PAYLOAD_INVALID', `age payload chunk ${counter} is cut short`);
+  const decipher = createDecipheriv('chacha20-poly1305', key, chunkNonce(counter, last), {
+    authTagLength: TAG_BYTES,
+  });
+  decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+  try {
+    return Buffer.concat([
+      decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES)),
+      decipher.final(),
+    ]);
+  } catch {
+    throw new AgeError(
+      'AGE_PAYLOAD_INVALID',
+      `age payload chunk ${counter} does not authenticate${last ? ' as the last chunk' : ''}: the object was changed, cut short or extended`,
+    );
+  }
+}
