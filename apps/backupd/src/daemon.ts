@@ -119,6 +119,7 @@ export async function startDaemon(
           snapshotIntervalMs: database.snapshotIntervalMs,
           snapshotLogFactor: database.snapshotLogFactor,
           compactionLevels: database.compactionLevelsMs,
+          exactWindowMs: database.exactWindowMs,
           logger: workerLogger(options.logger, { database: database.path, replica }),
           ...(instanceId === undefined ? {} : { instanceId, leaseOwnRecord: 'reclaim' as const }),
         });

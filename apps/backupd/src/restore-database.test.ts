@@ -61,6 +61,8 @@ async function compactingBackup() {
     snapshotIntervalMs: 0,
     snapshotLogFactor: 0,
     compactionLevels: [30_000],
+    // What a compaction replaced leaves with its restore point, under the restore.
+    exactWindowMs: 0,
   });
   const rewrite = application.prepare('UPDATE t SET body = ? WHERE id = ?');
   /** Every state the database went through (its content hash). */

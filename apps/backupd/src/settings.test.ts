@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import {
   DEFAULT_COMPACTION_LEVELS_MS,
+  DEFAULT_EXACT_WINDOW_MS,
   DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_RETAIN_FOR_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
@@ -57,6 +58,7 @@ describe('defaults and bounds', () => {
       retention: { windowMs: DEFAULT_RETAIN_FOR_MS },
       shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
       compactionLevelsMs: DEFAULT_COMPACTION_LEVELS_MS,
+      exactWindowMs: DEFAULT_EXACT_WINDOW_MS,
     });
   });
 
@@ -69,6 +71,7 @@ describe('defaults and bounds', () => {
       leaseTtlSeconds: DEFAULTS.leaseTtlSeconds,
       shutdownGraceMs: DEFAULTS.shutdownGraceMs,
       compactionLevelsMs: DEFAULTS.compactionLevelsMs,
+      exactWindowMs: DEFAULTS.exactWindowMs,
       checkpoint: DEFAULTS.checkpoint,
       conditional: DEFAULTS.conditional,
     });
@@ -116,6 +119,7 @@ describe('the environment variables', () => {
       'BACKUPD_SNAPSHOT_INTERVAL',
       'BACKUPD_SNAPSHOT_LOG_FACTOR',
       'BACKUPD_COMPACTION',
+      'BACKUPD_EXACT_WINDOW',
       'BACKUPD_CHECKPOINT_PASSIVE_PAGES',
       'BACKUPD_CHECKPOINT_TRUNCATE_PAGES',
       'BACKUPD_CHECKPOINT_HOLD_LOCK',
@@ -132,6 +136,7 @@ describe('the environment variables', () => {
       BACKUPD_LEASE_TTL: '45s',
       BACKUPD_SHUTDOWN_GRACE: '3s',
       BACKUPD_COMPACTION: '1m,1h',
+      BACKUPD_EXACT_WINDOW: '10m',
       BACKUPD_CHECKPOINT_PASSIVE_PAGES: '200',
       BACKUPD_CHECKPOINT_TRUNCATE_PAGES: '400',
       BACKUPD_CHECKPOINT_HOLD_LOCK: 'off',
@@ -148,6 +153,7 @@ describe('the environment variables', () => {
       leaseTtlSeconds: 45,
       shutdownGraceMs: 3000,
       compactionLevelsMs: [60_000, 3_600_000],
+      exactWindowMs: 600_000,
       checkpoint: { passivePages: 200, truncatePages: 400, holdLock: false },
       conditional: false,
     });
@@ -189,6 +195,7 @@ describe('the README table of settings', () => {
       ['restorePointInterval', DEFAULTS.restorePointIntervalMs],
       ['leaseTtl', DEFAULTS.leaseTtlSeconds * 1000],
       ['shutdownGrace', DEFAULTS.shutdownGraceMs],
+      ['exactWindow', DEFAULTS.exactWindowMs],
     ];
     for (const [key, milliseconds] of durations) {
       const row = rows.find((cells) => cells[0] === `\`${key}\``)!;

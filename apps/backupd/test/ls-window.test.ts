@@ -559,6 +559,37 @@ describe('restorableWindow and windowText', () => {
     expect(restorableWindow([first, second], second, 0)!.granularity).toBeUndefined();
   });
 
+  it('says which compacted commits restore exactly while their fine segments are kept', () => {
+    const compacted = point({
+      commitSeq: 40,
+      restorableFrom: 4,
+      latest: true,
+      granularity: [
+        { level: 2, after: 4, to: 20, objects: 2 },
+        { level: 1, after: 20, to: 35, objects: 3, exactAfter: 25 },
+        { level: 0, after: 35, to: 40, objects: 5 },
+      ],
+    });
+    const exactAll = point({
+      commitSeq: 40,
+      restorableFrom: 4,
+      latest: true,
+      granularity: [
+        { level: 1, after: 4, to: 35, objects: 3, exactAfter: 4 },
+        { level: 0, after: 35, to: 40, objects: 5 },
+      ],
+    });
+    expect(shown(restorableWindow([compacted], compacted, 0)!).cells.map((c) => c[3])).toEqual([
+      'only at the ends of 2 objects',
+      'only at the ends of 3 objects; exact after commit 25',
+      'every commit',
+    ]);
+    expect(shown(restorableWindow([exactAll], exactAll, 0)!).cells.map((c) => c[3])).toEqual([
+      'every commit (3 objects, fine segments kept)',
+      'every commit',
+    ]);
+  });
+
   it("a framed store's compacted runs are every commit: its compacted objects keep every frame", () => {
     const framed = point({
       commitSeq: 40,

@@ -154,7 +154,8 @@ export class BackupWorker {
     });
     const ctx = this.#sharedContext(callbacks);
     this.#context = ctx;
-    this.#writer = new ManifestWriter(ctx, retentionPolicy(options));
+    const retention = retentionPolicy(options);
+    this.#writer = new ManifestWriter(ctx, retention);
     this.#shipper = new Shipper(ctx, this.#writer, {
       maxSegmentBytes: options.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES,
       manifestIntervalMs,
@@ -163,7 +164,10 @@ export class BackupWorker {
     const levelsProblem = compactionLevelsProblem(levelsMs);
     if (levelsProblem !== undefined)
       throw new BackupError(`invalid compactionLevels: ${levelsProblem}`);
-    this.#compaction = new LogCompaction(ctx, { levelsMs });
+    this.#compaction = new LogCompaction(ctx, {
+      levelsMs,
+      exactWindowMs: retention.exactWindowMs,
+    });
   }
 
   /** What the worker's parts call back into it for. */

@@ -52,16 +52,27 @@ export function planCompaction(input: {
   readonly levelsMs: readonly number[];
   readonly databaseBytes: number | null;
   readonly maxRunLogBytes?: number;
+  /**
+   * Entries shipped after this wall-clock ms are in the exact window: only
+   * level 1 merges them, because a restore inside a level-1 object reads
+   * the fine segments it replaced and no coarser object may swallow those.
+   */
+  readonly exactSince?: number;
 }): CompactionRun | null {
   const { chain, now, levelsMs, databaseBytes } = input;
   const maxRunLogBytes = input.maxRunLogBytes ?? Number.POSITIVE_INFINITY;
+  const exactSince = input.exactSince ?? Number.POSITIVE_INFINITY;
   // The last entry stays as it is.
   const usable = chain.length - 1;
   for (let index = 0; index < levelsMs.length; index++) {
     const level = index + 1;
     const interval = levelsMs[index]!;
+    // Chain entries are in shipping order: those before `mergeable` may merge at this level.
+    let mergeable = usable;
+    if (level > 1)
+      while (mergeable > 0 && chain[mergeable - 1]!.shippedAt > exactSince) mergeable -= 1;
     let first = 0;
-    while (first < usable) {
+    while (first < mergeable) {
       if (chain[first]!.level > level) {
         first += 1;
         continue;
@@ -72,7 +83,7 @@ export function planCompaction(input: {
       let lower = 0;
       let logBytes = 0;
       while (
-        end < usable &&
+        end < mergeable &&
         chain[end]!.level <= level &&
         Math.floor(chain[end]!.shippedAt / interval) === window
       ) {

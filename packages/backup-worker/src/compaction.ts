@@ -44,6 +44,8 @@ export const COMPACTION_INPUT_CACHE_BYTES = 32 * 1024 * 1024;
 export interface CompactionOptions {
   /** Level intervals in ms, ascending; empty: no compaction. */
   readonly levelsMs: readonly number[];
+  /** What was shipped this recently merges at level 1 only (see `planCompaction`'s `exactSince`). */
+  readonly exactWindowMs: number;
 }
 
 export class LogCompaction {
@@ -130,7 +132,7 @@ export class LogCompaction {
     generation.segments.splice(first, done.inputs.length, done.entry);
     this.#shippedAt.set(done.entry.key, done.shippedAt);
     for (const key of done.inputs) {
-      this.#ctx.tenure.compactedAway.add(key);
+      this.#ctx.tenure.compactedAway.set(key, this.#shippedAt.get(key) ?? done.shippedAt);
       this.#shippedAt.delete(key);
     }
     this.#ctx.tenure.manifestDirty = true;
@@ -168,6 +170,7 @@ export class LogCompaction {
       now,
       levelsMs: this.#options.levelsMs,
       databaseBytes,
+      exactSince: now - this.#options.exactWindowMs,
       ...(maxRunLogBytes === undefined ? {} : { maxRunLogBytes }),
     });
     if (run === null) return;

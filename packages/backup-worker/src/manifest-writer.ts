@@ -33,6 +33,7 @@ import { resumeLatest } from './latest-repair.ts';
 import { buildRestorePoint } from './restore-point-builder.ts';
 import {
   baseObjectsMayBeUnnamed,
+  exactWindowSplit,
   type ListedManifest,
   planDeletions,
   type RetentionPolicy,
@@ -87,7 +88,10 @@ export class ManifestWriter {
     generation.inRestorePoint = generation.cursor;
     tenure.manifestDirty = false;
     tenure.lastManifestAt = clock.monotonicNow();
-    if (retentionRuns(this.#retention)) await this.#applyRetention(key);
+    if (retentionRuns(this.#retention) && this.#retentionDue()) {
+      tenure.lastRetentionAt = clock.monotonicNow();
+      await this.#applyRetention(key);
+    }
   }
 
   /**
@@ -269,6 +273,12 @@ export class ManifestWriter {
     return true;
   }
 
+  /** Whether a retention pass is due: the first of a tenure, then one per `intervalMs` at most. */
+  #retentionDue(): boolean {
+    const last = this.#ctx.tenure.lastRetentionAt;
+    return last === null || this.#ctx.clock.monotonicNow() - last >= this.#retention.intervalMs;
+  }
+
   /**
    * Keep the manifests of this lineage the policy keeps (the newest `count`,
    * the `windowMs` window by the clock's wall time, or both), then delete what only
@@ -297,17 +307,23 @@ export class ManifestWriter {
             restorableFrom: restorableFrom(oldest),
             createdAt: oldest.createdAt,
           };
-    if (selection.dropped.length === 0 && tenure.compactedAway.size === 0) return;
+    const compactedAway = exactWindowSplit({
+      prefix,
+      compactedAway: tenure.compactedAway,
+      wallNow: this.#ctx.clock.wallNow(),
+      keepMs: this.#retention.keepReplacedFineMs,
+    });
+    if (selection.dropped.length === 0 && compactedAway.due.size === 0) return;
     const generations = retiringGenerations({
       selection,
       allocated: tenure.allocated,
       current: tenure.current?.number,
       retired: tenure.retiredSegments,
     });
-    for (const { key } of selection.dropped) {
-      await requests.delete(key);
-      tenure.manifestCache.delete(key);
-    }
+    await this.#deleteAll(
+      selection.dropped.map(({ key }) => key),
+      (key) => tenure.manifestCache.delete(key),
+    );
     if (selection.doubt) {
       logger.warn('backup.retention_conservative', {
         reason:
@@ -343,13 +359,13 @@ export class ManifestWriter {
       // still bucket content, and names it lists beyond these are not ours.
       ownSideNames: new Set([...(source.sideFileNames ?? []), ...(source.chainFileNames ?? [])]),
       segmentObjects,
-      compactedAway: tenure.compactedAway,
+      compactedAway: compactedAway.due,
+      keptForExactWindow: compactedAway.kept,
     });
-    for (const key of doomed) {
-      await requests.delete(key);
+    await this.#deleteAll(doomed, (key) => {
       tenure.sideKeysWritten.delete(key);
       tenure.compactedAway.delete(key);
-    }
+    });
     // Retired for good: its prefix is listed once, not at every retention.
     for (const g of generations.retiring) {
       tenure.generations.delete(g);
@@ -357,6 +373,18 @@ export class ManifestWriter {
     }
     for (const [n, archive] of tenure.archives)
       if (!generations.referenced.has(archive.entry.key)) tenure.archives.delete(n);
+  }
+
+  /**
+   * Deletes `keys` in batches and forgets each one deleted; a key that could
+   * not be deleted stays remembered, and the first failure is thrown once
+   * every key was tried.
+   */
+  async #deleteAll(keys: readonly string[], forget: (key: string) => void): Promise<void> {
+    const failed = await this.#ctx.requests.deleteMany(keys);
+    const remaining = new Set(failed.map(({ key }) => key));
+    for (const key of keys) if (!remaining.has(key)) forget(key);
+    if (failed[0] !== undefined) throw failed[0].error;
   }
 
   /** Every manifest under the prefix, in key order (oldest first), parsed or `null`; gone ones left out. */

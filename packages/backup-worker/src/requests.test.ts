@@ -6,6 +6,7 @@ import {
   NotImplementedError,
   type ObjectVersion,
   type PutOptions,
+  StoreError,
 } from '@x/store';
 import { describe, expect, it } from 'vitest';
 import {
@@ -147,7 +148,41 @@ describe('Requests', () => {
     hooks.failAfterWrites(2);
     await requests.putConditional('k', bytes('x'), 'create');
     expect(store.modes).toEqual(['create', 'overwrite']);
-    await expect(requests.delete('k')).rejects.toThrow('write budget spent');
+    await expect(requests.deleteMany(['k'])).rejects.toThrow('write budget spent');
+  });
+
+  it('deletes many keys in batches of 1,000, tries every key, and answers with the ones that failed', async () => {
+    const store = new ScriptedStore();
+    const batches: number[] = [];
+    const deleteMany = store.deleteMany.bind(store);
+    store.deleteMany = async (keys, options) => {
+      batches.push(keys.length);
+      const result = await deleteMany(keys, options);
+      return keys.includes('k/1500')
+        ? {
+            failed: [
+              ...result.failed,
+              { key: 'k/1500', error: new StoreError('refused', { key: 'k/1500' }) },
+            ],
+          }
+        : result;
+    };
+    const keys = Array.from({ length: 2_500 }, (_, i) => `k/${i}`);
+    for (const key of keys) await store.put(key, bytes('x'));
+    const { requests } = layer({ store });
+    const failed = await requests.deleteMany(keys);
+    expect(batches).toEqual([1_000, 1_000, 500]);
+    expect(failed.map(({ key }) => key)).toEqual(['k/1500']);
+    expect((await store.list('k/')).objects).toEqual([]);
+  });
+
+  it('refuses a batch delete once the fence fell, deleting nothing', async () => {
+    const fenced = new AbortController();
+    fenced.abort(new WriteFencedError('lease lost'));
+    const { store, requests } = layer({ fence: () => fenced.signal });
+    await store.put('k', bytes('x'));
+    await expect(requests.deleteMany(['k'])).rejects.toSatisfy(BackupError.isInstance);
+    expect(await store.get('k')).not.toBeNull();
   });
 
   it('writes unconditionally with conditional: false', async () => {

@@ -14,6 +14,8 @@ import { Crc32, crc32Hex, type FileEntry } from '@x/manifest';
 import {
   AlreadyExistsError,
   ConflictError,
+  type DeleteFailure,
+  deleteKeys,
   getCapped,
   isTooLarge,
   NotImplementedError,
@@ -30,6 +32,9 @@ import type { WorkerHooks } from './worker-options.ts';
  * read (see there); a larger one is read twice and streamed.
  */
 export const IN_MEMORY_ENVELOPE_BYTES = 64 * 1024 * 1024;
+
+/** Keys per batch delete: one S3 `DeleteObjects` request holds at most this many. */
+const DELETE_CHUNK = 1000;
 
 async function* chunksOf(chunks: readonly Uint8Array[]): AsyncIterable<Uint8Array> {
   yield* chunks;
@@ -326,11 +331,24 @@ export class Requests {
     throw new WriteFencedError(`${operation} was aborted: ${messageOf(reason)}`, { cause: error });
   }
 
-  async delete(key: string): Promise<void> {
-    this.#options.hooks?.beforeWrite?.();
-    await this.request(`DELETE ${key}`, true, (signal) =>
-      this.#options.store.delete(key, { signal }),
-    );
+  /**
+   * Deletes `keys` in as few requests as the store allows, `DELETE_CHUNK`
+   * keys per request under one deadline each. Every key is tried; the keys
+   * that could not be deleted come back with their errors, in key order.
+   */
+  async deleteMany(keys: readonly string[]): Promise<DeleteFailure[]> {
+    const failed: DeleteFailure[] = [];
+    for (let start = 0; start < keys.length; start += DELETE_CHUNK) {
+      const chunk = keys.slice(start, start + DELETE_CHUNK);
+      this.#options.hooks?.beforeWrite?.();
+      const result = await this.request(
+        `DELETE ${chunk.length} objects from ${chunk[0]}`,
+        true,
+        (signal) => deleteKeys(this.#options.store, chunk, { signal }),
+      );
+      failed.push(...result.failed);
+    }
+    return failed;
   }
 
   async list(prefix: string, delimiter?: string) {

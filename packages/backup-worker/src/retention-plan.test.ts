@@ -11,6 +11,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { BackupError } from './errors.ts';
 import {
+  exactWindowSplit,
   type ListedManifest,
   planDeletions,
   retentionPolicy,
@@ -18,7 +19,7 @@ import {
   retiringGenerations,
   selectManifests,
 } from './retention-plan.ts';
-import { DEFAULT_RETAIN_FOR_MS } from './worker-options.ts';
+import { DEFAULT_EXACT_WINDOW_MS, DEFAULT_RETAIN_FOR_MS } from './worker-options.ts';
 
 const P = 'db';
 const OURS = 'lineage-a';
@@ -282,10 +283,36 @@ describe('selectManifests by time', () => {
 describe('retentionPolicy', () => {
   it('is the 24 h window when neither option is given, else what was given (both: both)', () => {
     expect(DEFAULT_RETAIN_FOR_MS).toBe(24 * HOUR);
-    expect(retentionPolicy({})).toEqual({ windowMs: DEFAULT_RETAIN_FOR_MS });
-    expect(retentionPolicy({ retain: 5 })).toEqual({ count: 5 });
-    expect(retentionPolicy({ retainFor: HOUR })).toEqual({ windowMs: HOUR });
-    expect(retentionPolicy({ retain: 5, retainFor: HOUR })).toEqual({ count: 5, windowMs: HOUR });
+    const always = {
+      exactWindowMs: DEFAULT_EXACT_WINDOW_MS,
+      keepReplacedFineMs: DEFAULT_EXACT_WINDOW_MS + 30_000,
+      intervalMs: 60_000,
+    };
+    expect(retentionPolicy({})).toEqual({ windowMs: DEFAULT_RETAIN_FOR_MS, ...always });
+    expect(retentionPolicy({ retain: 5 })).toEqual({ count: 5, ...always });
+    expect(retentionPolicy({ retainFor: HOUR })).toEqual({ windowMs: HOUR, ...always });
+    expect(retentionPolicy({ retain: 5, retainFor: HOUR })).toEqual({
+      count: 5,
+      windowMs: HOUR,
+      ...always,
+    });
+  });
+
+  it('passes at most once per four manifest intervals (every manifest with an interval of 0)', () => {
+    expect(retentionPolicy({ manifestIntervalMs: 10_000 }).intervalMs).toBe(40_000);
+    expect(retentionPolicy({ manifestIntervalMs: 0 }).intervalMs).toBe(0);
+  });
+
+  it('keeps compacted-away fine segments for the exact window (5 min by default), 0 not at all', () => {
+    expect(DEFAULT_EXACT_WINDOW_MS).toBe(300_000);
+    expect(retentionPolicy({ exactWindowMs: 0 }).exactWindowMs).toBe(0);
+    // And one level-1 window beyond: the oldest input of a level-1 object inside the window.
+    expect(
+      retentionPolicy({ exactWindowMs: 60_000, compactionLevels: [10_000] }).keepReplacedFineMs,
+    ).toBe(70_000);
+    expect(retentionPolicy({ exactWindowMs: 0 }).keepReplacedFineMs).toBe(0);
+    for (const bad of [-1, 1.5, Number.NaN])
+      expect(() => retentionPolicy({ exactWindowMs: bad })).toThrow(/invalid exactWindowMs/);
   });
 
   it('runs no retention with retain 0 (keeps all), even beside a window', () => {
@@ -408,5 +435,28 @@ describe('planDeletions', () => {
       segmentObjects: new Map([[0, [segmentKey(P, 0, 0, 10)]]]),
     });
     expect(doomed).toEqual([]);
+  });
+});
+
+describe('exactWindowSplit', () => {
+  const fine = (start: number, end: number) =>
+    `${P}/wal/${String(1).padStart(20, '0')}/${String(start).padStart(20, '0')}-${String(end).padStart(20, '0')}.seg`;
+  const compacted = `${P}/wal/${String(1).padStart(20, '0')}/${String(0).padStart(20, '0')}-${String(200).padStart(20, '0')}.L1.${String(1).padStart(20, '0')}-${String(20).padStart(20, '0')}.seg`;
+
+  it('keeps a fine segment until the window after its shipping has passed, a compacted object not at all', () => {
+    const compactedAway = new Map([
+      [fine(0, 100), 1_000],
+      [fine(100, 200), 2_000],
+      [compacted, 2_000],
+    ]);
+    const at = (wallNow: number) =>
+      exactWindowSplit({ prefix: P, compactedAway, wallNow, keepMs: 60_000 });
+    expect([...at(60_999).kept]).toEqual([fine(0, 100), fine(100, 200)]);
+    expect([...at(60_999).due]).toEqual([compacted]);
+    expect([...at(61_000).due]).toEqual([fine(0, 100), compacted]);
+    expect([...at(62_000).kept]).toEqual([]);
+    expect([
+      ...exactWindowSplit({ prefix: P, compactedAway, wallNow: 2_000, keepMs: 0 }).kept,
+    ]).toEqual([]);
   });
 });

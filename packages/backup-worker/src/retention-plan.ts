@@ -10,7 +10,12 @@
  */
 import { type Manifest, parseSegmentKey, parseVersionedGeneration } from '@x/manifest';
 import { BackupError } from './errors.ts';
-import { DEFAULT_RETAIN_FOR_MS } from './worker-options.ts';
+import {
+  DEFAULT_COMPACTION_LEVELS_MS,
+  DEFAULT_EXACT_WINDOW_MS,
+  DEFAULT_MANIFEST_INTERVAL_MS,
+  DEFAULT_RETAIN_FOR_MS,
+} from './worker-options.ts';
 
 /**
  * What retention keeps, resolved from the worker's options: `count`, the
@@ -20,7 +25,25 @@ import { DEFAULT_RETAIN_FOR_MS } from './worker-options.ts';
 export interface RetentionPolicy {
   readonly count?: number;
   readonly windowMs?: number;
+  /** The exact window: every commit this recent restores exactly. */
+  readonly exactWindowMs: number;
+  /**
+   * How long a compacted-away fine segment is kept ({@link exactWindowSplit}):
+   * the exact window and one level-1 window, the most a level-1 object's
+   * oldest input is older than its newest commit (0 without a window).
+   */
+  readonly keepReplacedFineMs: number;
+  /** The least time between two passes ({@link RETENTION_PASS_MANIFEST_INTERVALS}). */
+  readonly intervalMs: number;
 }
+
+/**
+ * Retention passes at most once per this many manifest intervals (60 s at
+ * the default 15 s): each pass costs a LIST of `manifest/` and, when
+ * something is due, a batch delete, while deleting a minute sooner gains
+ * nothing.
+ */
+export const RETENTION_PASS_MANIFEST_INTERVALS = 4;
 
 /**
  * The policy of `retain` and `retainFor`: as given (both: the union); neither
@@ -31,8 +54,24 @@ export interface RetentionPolicy {
 export function retentionPolicy(options: {
   readonly retain?: number;
   readonly retainFor?: number;
+  readonly exactWindowMs?: number;
+  readonly manifestIntervalMs?: number;
+  readonly compactionLevels?: readonly number[];
 }): RetentionPolicy {
   const { retain, retainFor } = options;
+  const exactWindowMs = options.exactWindowMs ?? DEFAULT_EXACT_WINDOW_MS;
+  const levelOneMs = (options.compactionLevels ?? DEFAULT_COMPACTION_LEVELS_MS)[0] ?? 0;
+  const window = {
+    exactWindowMs,
+    keepReplacedFineMs: exactWindowMs === 0 ? 0 : exactWindowMs + levelOneMs,
+  };
+  const intervalMs =
+    RETENTION_PASS_MANIFEST_INTERVALS *
+    (options.manifestIntervalMs ?? DEFAULT_MANIFEST_INTERVAL_MS);
+  if (!(Number.isSafeInteger(exactWindowMs) && exactWindowMs >= 0))
+    throw new BackupError(
+      `invalid exactWindowMs ${String(exactWindowMs)}: a whole number of milliseconds, at least 0`,
+    );
   if (retain !== undefined && !(Number.isSafeInteger(retain) && retain >= 0))
     throw new BackupError(
       `invalid retain ${String(retain)}: a whole number of restore points, at least 0 (0 keeps all)`,
@@ -41,9 +80,12 @@ export function retentionPolicy(options: {
     throw new BackupError(
       `invalid retainFor ${String(retainFor)}: a window in milliseconds, more than 0`,
     );
-  if (retain === 0) return {};
-  if (retain === undefined && retainFor === undefined) return { windowMs: DEFAULT_RETAIN_FOR_MS };
+  if (retain === 0) return { ...window, intervalMs };
+  if (retain === undefined && retainFor === undefined)
+    return { windowMs: DEFAULT_RETAIN_FOR_MS, ...window, intervalMs };
   return {
+    ...window,
+    intervalMs,
     ...(retain === undefined ? {} : { count: retain }),
     ...(retainFor === undefined ? {} : { windowMs: retainFor }),
   };
@@ -241,8 +283,10 @@ export function planDeletions(input: {
   readonly ownSideNames: ReadonlySet<string>;
   /** Keys listed under each retiring generation's segment prefix. */
   readonly segmentObjects: ReadonlyMap<number, readonly string[]>;
-  /** Segments a compaction of this tenure replaced in its chain. */
+  /** Segments a compaction of this tenure replaced in its chain, due for deletion. */
   readonly compactedAway?: ReadonlySet<string>;
+  /** Fine segments kept for exact point-in-time restores ({@link exactWindowSplit}): never deleted here. */
+  readonly keptForExactWindow?: ReadonlySet<string>;
 }): string[] {
   const { prefix, selection, generations, ownSideNames } = input;
   const { owned, referenced, retiring } = generations;
@@ -267,6 +311,7 @@ export function planDeletions(input: {
     const parsed = parseSegmentKey(prefix, key);
     if (
       parsed &&
+      !input.keptForExactWindow?.has(key) &&
       owned.has(parsed.generation) &&
       !retiring.includes(parsed.generation) &&
       !referenced.has(key)
@@ -280,4 +325,26 @@ export function planDeletions(input: {
     }
   }
   return doomed.filter((key) => !selection.foreign.has(key));
+}
+
+/**
+ * Which compacted-away entries retention may delete now: compacted objects
+ * at once, fine segments once shipped at least `keepMs` ago. Until
+ * then a restore to a commit or time inside the compacted object that
+ * replaced them reads them instead, exactly.
+ */
+export function exactWindowSplit(input: {
+  readonly prefix: string;
+  readonly compactedAway: ReadonlyMap<string, number>;
+  readonly wallNow: number;
+  readonly keepMs: number;
+}): { due: Set<string>; kept: Set<string> } {
+  const due = new Set<string>();
+  const kept = new Set<string>();
+  for (const [key, shippedAt] of input.compactedAway) {
+    const fine = parseSegmentKey(input.prefix, key)?.layout === 'object';
+    if (fine && shippedAt + input.keepMs > input.wallNow) kept.add(key);
+    else due.add(key);
+  }
+  return { due, kept };
 }

@@ -93,10 +93,12 @@ export class Tenure {
   /** Manifests read or written, by key, with the version they were read at (see retention). */
   readonly manifestCache = new Map<string, { version: ObjectVersion; manifest: Manifest | null }>();
   /**
-   * Chain entries a compaction replaced (compaction.ts): retention deletes
-   * each once no kept restore point names it, without listing for them.
+   * Chain entries a compaction replaced (compaction.ts), with the wall-clock
+   * ms they were shipped at: retention deletes each once no kept restore
+   * point names it (a fine segment only past the exact window), without
+   * listing for them.
    */
-  readonly compactedAway = new Set<string>();
+  readonly compactedAway = new Map<string, number>();
   /** Side-file keys this tenure wrote (or found with the same content), not deleted since. */
   readonly sideKeysWritten = new Set<string>();
   nextGeneration = 0;
@@ -109,6 +111,8 @@ export class Tenure {
   readonly side = new Map<string, { identity: string; entry: FileEntry }>();
   manifestDirty = false;
   lastManifestAt: number | null = null;
+  /** Monotonic ms of this tenure's last retention pass (manifest-writer.ts); `null` before the first. */
+  lastRetentionAt: number | null = null;
 
   /** The lineage stamped on this tenure's objects (empty before resume). */
   ownLineage(): string {

@@ -40,6 +40,12 @@ export const DEFAULT_MANIFEST_INTERVAL_MS = 15_000;
  * given: the last 24 hours (a restore to any moment of the last day).
  */
 export const DEFAULT_RETAIN_FOR_MS = 24 * 3_600_000;
+/**
+ * Default of `exactWindowMs`: the fine segments a compaction replaced are
+ * kept 5 minutes after they were shipped, so every commit of the last 5
+ * minutes restores exactly, by commit and by time.
+ */
+export const DEFAULT_EXACT_WINDOW_MS = 300_000;
 /** Default of `operationTimeoutMs`. */
 export const DEFAULT_OPERATION_TIMEOUT_MS = 30_000;
 /** Default of `shutdownGraceMs`. */
@@ -114,6 +120,13 @@ export interface BackupWorkerOptions {
    * {@link DEFAULT_RETAIN_FOR_MS} (24 h) when `retain` is not given either.
    */
   readonly retainFor?: number;
+  /**
+   * How long, in milliseconds, the fine segments a compaction replaced stay
+   * in the bucket after they were shipped: a restore to a commit or a time
+   * inside a compacted object reads them and lands exactly there. 0 deletes
+   * them with the next restore point. Default {@link DEFAULT_EXACT_WINDOW_MS} (5 min).
+   */
+  readonly exactWindowMs?: number;
   /** Lease TTL in seconds. Default `DEFAULT_TTL_S` (30). */
   readonly leaseTtlSeconds?: number;
   /**

@@ -61,6 +61,8 @@ describe('compaction of a framed store’s commit log', () => {
       clock,
       manifestIntervalMs: 0,
       compactionLevels: [30_000, 300_000],
+      // Deleted as soon as no restore point names them (the window: exact-window.test.ts).
+      exactWindowMs: 0,
       logger: { debug: record, info: record, warn: record, error: record },
     });
     // 12 minutes, a step every 5 s with 2 commits each; the engine

@@ -1,3 +1,4 @@
+export { type FineRunOptions, fineRunOf } from './fine-run.ts';
 export {
   type GranularityRun,
   granularityRuns,

@@ -14,6 +14,7 @@ import {
   parseSegmentKey,
 } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
+import { compactedWithFineSegments } from './exact-objects.ts';
 import { RestorePointRejectedError } from './restore-errors.ts';
 import { checkedPrefix } from './restore-point-checks.ts';
 import {
@@ -90,6 +91,12 @@ export interface GranularityRun {
   readonly after: number;
   readonly to: number;
   readonly objects: number;
+  /**
+   * Level n ≥ 1 of LATEST's restore point: every commit after this one
+   * restores exactly, because the bucket still holds the fine segments of
+   * the run's newest objects (the worker's exact window). Absent: none.
+   */
+  readonly exactAfter?: number;
 }
 
 /** The runs of `manifest`'s chain from `restorableFrom` on; `undefined` when nothing is compacted. */
@@ -97,17 +104,25 @@ export function granularityRuns(
   prefix: string,
   manifest: Manifest,
   restorableFrom: number,
+  exactObjects: ReadonlySet<string> = new Set(),
 ): GranularityRun[] | undefined {
-  const runs: { level: number; after: number; to: number; objects: number }[] = [];
+  const runs: { level: number; after: number; to: number; objects: number; exactAfter?: number }[] =
+    [];
   let at = restorableFrom;
   for (const segment of manifest.segments) {
     const parsed = parseSegmentKey(prefix, segment.key);
     const level = parsed?.layout === 'compacted' ? parsed.level : 0;
-    const last = runs.at(-1);
+    let last = runs.at(-1);
     if (last !== undefined && last.level === level) {
       last.to += segment.frames;
       last.objects += 1;
-    } else runs.push({ level, after: at, to: at + segment.frames, objects: 1 });
+    } else {
+      last = { level, after: at, to: at + segment.frames, objects: 1 };
+      runs.push(last);
+    }
+    // The run's exact part is its newest objects, each with fine segments.
+    if (!exactObjects.has(segment.key)) delete last.exactAfter;
+    else last.exactAfter ??= at;
     at += segment.frames;
   }
   return runs.some((run) => run.level > 0) ? runs : undefined;
@@ -152,7 +167,10 @@ async function describePoint(
   for (const entry of manifest.files) sizeBytes += entry.size;
   for (const entry of manifest.segments) sizeBytes += entry.size;
   const problems = context.objectProblems.get(key) ?? [];
-  const granularity = granularityRuns(prefix, manifest, point.restorableFrom);
+  const exact = isLatest
+    ? await compactedWithFineSegments(store, prefix, manifest, context.signal)
+    : undefined;
+  const granularity = granularityRuns(prefix, manifest, point.restorableFrom, exact);
   return {
     manifestKey: key,
     commitSeq: manifest.commitSeq,

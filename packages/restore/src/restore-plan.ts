@@ -7,6 +7,7 @@
 import type { RestoreMaterializer } from '@x/engine';
 import type { FileEntry, Manifest, SegmentEntry } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
+import { fineRunOf } from './fine-run.ts';
 import type { RestoreProgress } from './progress.ts';
 import { NoRestorePointError, RestorePointRejectedError } from './restore-errors.ts';
 import { checkedPrefix, fileNameProblem, messageOf } from './restore-point-checks.ts';
@@ -221,15 +222,47 @@ export async function chooseRestore(
     : { point: picked.point, rolledForward: undefined };
   const commitSeq = requestedCommit(target) ?? point.manifest.commitSeq;
   const walCommits = commitSeq - point.restorableFrom;
+  const exact = await withFineRunAtCut(store, normalizedPrefix, point, walCommits, options);
   return {
-    point,
+    point: exact,
     ...(picked.fellBackFrom === undefined ? {} : { fellBackFrom: picked.fellBackFrom }),
     ...(rolledForward === undefined ? {} : { rolledForward }),
     commitSeq,
     walCommits,
-    files: planFiles(point, options.materializer),
-    segments: planSegments(point.manifest, walCommits),
+    files: planFiles(exact, options.materializer),
+    segments: planSegments(exact.manifest, walCommits),
   };
+}
+
+/**
+ * The restore point with the compacted object that the cut falls inside
+ * (not at its end) replaced by the fine segments it stands for, while the
+ * bucket holds them: the commit asked for is then restored exactly rather
+ * than refused as inside a merged batch. Otherwise `point` as it is.
+ */
+async function withFineRunAtCut(
+  store: ObjectStore,
+  prefix: string,
+  point: LoadedRestorePoint,
+  walCommits: number,
+  { materializer, signal }: RestoreChoice,
+): Promise<LoadedRestorePoint> {
+  const { segments } = point.manifest;
+  let before = 0;
+  for (const [index, segment] of segments.entries()) {
+    if (before >= walCommits) break;
+    if (before + segment.frames > walCommits) {
+      const run = await fineRunOf(store, prefix, point.manifest, index, {
+        createWalCutter: (commits) => materializer.createWalCutter(commits),
+        ...(signal === undefined ? {} : { signal }),
+      });
+      if (run === undefined) return point;
+      const replaced = [...segments.slice(0, index), ...run, ...segments.slice(index + 1)];
+      return { ...point, manifest: { ...point.manifest, segments: replaced } };
+    }
+    before += segment.frames;
+  }
+  return point;
 }
 
 /**

@@ -69,7 +69,8 @@ export interface RollForwardOptions {
   readonly pastLaterGenerations?: boolean;
 }
 
-interface Candidate {
+/** A listed `.seg` (or raw `.segment`) object that may extend a chain. */
+export interface Candidate {
   readonly key: string;
   readonly start: number;
   readonly end: number;
@@ -199,7 +200,7 @@ export async function findRollForward(
 }
 
 /** The entry of a candidate that chains to `previous`, or why it does not. */
-async function checkCandidate(
+export async function checkCandidate(
   store: ObjectStore,
   prefix: string,
   manifest: Manifest,

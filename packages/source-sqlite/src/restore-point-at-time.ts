@@ -15,6 +15,7 @@ import {
   expectedPreviousCrc32,
   FramedWalCutter,
   findRollForward,
+  fineRunOf,
   isSegmentObject,
   listRestorePoints,
   type RestorePointTarget,
@@ -74,11 +75,7 @@ export async function sqliteCommitAtTime(
     const manifest = rolledForwardManifest(
       named,
       await findRollForward(store, prefix, named, {
-        createWalCutter: (commits) =>
-          new FramedWalCutter(commits, {
-            headerBytes: COMMIT_RECORD_HEADER_BYTES,
-            commitsOf: commitsOfRecordHeader,
-          }),
+        createWalCutter: commitLogCutter,
         pastLaterGenerations: true,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       }),
@@ -89,7 +86,9 @@ export async function sqliteCommitAtTime(
     let commitSeq = restorableFrom(manifest);
     let found: SqliteCommitAtTime | null = null;
     let carry: Uint8Array = new Uint8Array(0);
-    for (const [index, segment] of manifest.segments.entries()) {
+    let segments = manifest.segments;
+    for (let index = 0; index < segments.length; index += 1) {
+      const segment = segments[index]!;
       const object = await store.get(segment.key, options);
       if (object === null) break;
       let body = object.body;
@@ -101,7 +100,7 @@ export async function sqliteCommitAtTime(
             prefix,
             segment,
             body,
-            expectedPreviousCrc32(prefix, manifest, index),
+            expectedPreviousCrc32(prefix, { ...manifest, segments }, index),
           );
         } catch (error) {
           throw new SqliteRestoreCorruptError(segment.key, (error as Error).message, {
@@ -120,12 +119,14 @@ export async function sqliteCommitAtTime(
           cause: error,
         });
       }
-      carry = split.rest.slice();
       let past = false;
+      let straddled = false;
+      const before: { commitSeq: number; found: SqliteCommitAtTime | null } = { commitSeq, found };
       for (const payload of split.payloads) {
         const record = decodeCommitRecord(payload);
         if (record.commitTime > time) {
           past = true;
+          straddled = (record.commits ?? 1) > 1;
           break;
         }
         // A batch's time is its last commit's: the batch is restorable as a
@@ -133,6 +134,21 @@ export async function sqliteCommitAtTime(
         commitSeq += record.commits ?? 1;
         found = commitAt(point.manifestKey, commitSeq, record.commitTime, named.commitSeq);
       }
+      if (straddled) {
+        // The time falls inside a merged batch: the fine segments it
+        // replaced, while the bucket holds them, date every commit.
+        const run = await fineRunOf(store, prefix, { ...manifest, segments }, index, {
+          createWalCutter: commitLogCutter,
+          ...(options.signal === undefined ? {} : { signal: options.signal }),
+        });
+        if (run !== undefined) {
+          segments = [...segments.slice(0, index), ...run, ...segments.slice(index + 1)];
+          ({ commitSeq, found } = before);
+          index -= 1;
+          continue;
+        }
+      }
+      carry = split.rest.slice();
       if (past) break;
     }
     if (found !== null) return found;
@@ -141,6 +157,14 @@ export async function sqliteCommitAtTime(
       return commitAt(point.manifestKey, restorableFrom(manifest), snapshotTime, named.commitSeq);
   }
   return null;
+}
+
+/** Counts the commits of the SQLite commit log (a batch record counts all of its commits). */
+function commitLogCutter(commits: number): FramedWalCutter {
+  return new FramedWalCutter(commits, {
+    headerBytes: COMMIT_RECORD_HEADER_BYTES,
+    commitsOf: commitsOfRecordHeader,
+  });
 }
 
 /** The answer for `commitSeq` of the restore point at `manifestKey`, whose own newest commit is `ownCommitSeq`. */

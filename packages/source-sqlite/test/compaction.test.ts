@@ -78,6 +78,16 @@ async function newestManifest(store: MemoryStore) {
   return { point: newest, manifest: parseManifest(object!.body, { prefix: 'p' }) };
 }
 
+/** The last commit at or before `commitSeq` that ends an object of `manifest`'s chain. */
+function boundaryBefore(manifest: ReturnType<typeof parseManifest>, commitSeq: number): number {
+  let boundary = manifest.oldestCommitSeq + manifest.files.reduce((n, f) => n + f.frames, 0);
+  for (const s of manifest.segments) {
+    if (boundary + s.frames > commitSeq) break;
+    boundary += s.frames;
+  }
+  return boundary;
+}
+
 async function keysUnder(store: MemoryStore, under: string): Promise<string[]> {
   return (await store.list(under)).objects.map((o) => o.key);
 }
@@ -100,6 +110,8 @@ describe('compaction of the commit log (SQLite)', () => {
   it('merges fine segments in levels; the newest restore point stays small and every kept one restores exactly', async () => {
     const { directory, path, clock, store, worker, update } = await setUp({
       compactionLevels: [30_000, 300_000],
+      // Replaced fine segments leave at once (the window: the next case).
+      exactWindowMs: 0,
     });
     const hashes = new Map<number, string>();
     const times = new Map<number, number>();
@@ -131,6 +143,8 @@ describe('compaction of the commit log (SQLite)', () => {
     // to the restore point's commit, the fine tail last; each compacted
     // object's end is a boundary that restores (checked below).
     const runs = point.granularity!;
+    // Without an exact window no compacted object is exact.
+    expect(runs.every((run) => run.exactAfter === undefined)).toBe(true);
     expect(runs.map((run) => run.level)).toEqual([...new Set(levels)].sort((a, b) => b - a));
     for (let i = 1; i < runs.length; i += 1) expect(runs[i]!.after).toBe(runs[i - 1]!.to);
     expect(runs.at(-1)!.to).toBe(point.commitSeq);
@@ -192,6 +206,99 @@ describe('compaction of the commit log (SQLite)', () => {
     expect(found).not.toBeNull();
     expect(found!.commitSeq).toBeLessThanOrEqual(someCommit);
     expect(found!.commitTime).toBeLessThanOrEqual(someTime + 1);
+  });
+
+  it('restores every commit of the exact window exactly, by commit and by time, and only the window keeps fine segments', async () => {
+    const { directory, path, clock, store, worker, update } = await setUp({
+      compactionLevels: [30_000, 300_000],
+    });
+    const hashAt = new Map<number, string>();
+    const steps: { time: number; last: number }[] = [];
+    // 12 minutes, one step every 5 s, three commits each.
+    for (let step = 0; step < 144; step += 1) {
+      const hashes: string[] = [];
+      for (let i = 0; i < 3; i += 1) {
+        update(1 + ((step * 3 + i) % 32));
+        hashes.push(contentHashOf(path, sqliteContentHash));
+      }
+      await stepSettled(worker);
+      const { point } = await newestManifest(store);
+      for (const [i, hash] of hashes.entries()) hashAt.set(point.commitSeq - 2 + i, hash);
+      steps.push({ time: clock.wallNow(), last: point.commitSeq });
+      clock.advance(5_000);
+    }
+    const now = clock.wallNow();
+    const { manifest } = await newestManifest(store);
+    expect(manifest.segments.some((s) => parseSegmentKey('p', s.key)?.layout === 'compacted')).toBe(
+      true,
+    );
+    // Steps of the last 5 minutes whose commits the newest restore point
+    // names only inside compacted objects: each commit, and each step's time
+    // and the moment before it, restore exactly.
+    const inWindow = steps.filter((s) => s.time > now - 300_000 + 5_000);
+    const sampled = inWindow.filter((_, i) => i % 6 === 1);
+    expect(sampled.length).toBeGreaterThanOrEqual(8);
+    let insideCompacted = 0;
+    for (const { time, last } of sampled) {
+      for (const commitSeq of [last - 2, last - 1, last]) {
+        expect(
+          await restoredHash(store, directory, `commit-${commitSeq}`, {
+            target: { kind: 'commit', commitSeq },
+          }),
+          `commit ${commitSeq}`,
+        ).toBe(hashAt.get(commitSeq));
+      }
+      for (const [asked, expected] of [
+        [time, last],
+        [time - 1, last - 3],
+      ] as const) {
+        const found = await sqliteCommitAtTime(store, 'p', asked);
+        expect(found?.commitSeq, `time ${asked - START}`).toBe(expected);
+        expect(
+          await restoredHash(store, directory, `time-${asked}`, { target: found!.target }),
+        ).toBe(hashAt.get(expected));
+      }
+      if (boundaryBefore(manifest, last) < last) insideCompacted += 1;
+    }
+    // The window is exercised where compaction merged, not only in the fine tail.
+    expect(insideCompacted).toBeGreaterThanOrEqual(5);
+    // ls says so: the newest compacted objects are exact from a commit before the window's first sampled one.
+    const latest = (await listRestorePoints(store, 'p')).find((p) => p.latest)!;
+    const exactFrom = latest.granularity!.flatMap((run) =>
+      run.level > 0 && run.exactAfter !== undefined ? [run.exactAfter] : [],
+    );
+    expect(exactFrom.length).toBeGreaterThan(0);
+    expect(Math.min(...exactFrom)).toBeLessThan(sampled[0]!.last - 2);
+    // Older than the window: the newest boundary at or before, never newer.
+    const old = steps[20]!;
+    const found = await sqliteCommitAtTime(store, 'p', old.time - 1);
+    expect(found!.commitSeq).toBeLessThanOrEqual(old.last - 3);
+
+    // Fine segments no restore point names are only those of the window.
+    const named = new Set<string>();
+    for (const kept of (await listRestorePoints(store, 'p')).filter((p) => p.status === 'ok'))
+      for (const s of parseManifest((await store.get(kept.manifestKey))!.body, { prefix: 'p' })
+        .segments)
+        named.add(s.key);
+    const unnamed = (await keysUnder(store, 'p/wal/')).filter((key) => !named.has(key));
+    expect(unnamed.length).toBeGreaterThan(0);
+    for (const key of unnamed) expect(parseSegmentKey('p', key)?.layout).toBe('object');
+    // About one per step of the last 5 minutes and a level-1 window.
+    expect(unnamed.length).toBeLessThanOrEqual((300_000 + 30_000) / 5_000 + 2);
+    expect((await verify(store, 'p', { deep: true })).ok).toBe(true);
+
+    // Altered fine segments are never restored from: the commit is refused as before.
+    const inside = sampled.find(({ last }) => boundaryBefore(manifest, last) < last - 2)!;
+    for (const key of unnamed) {
+      const bytes = (await store.get(key))!.body.slice();
+      bytes[bytes.length - 1]! ^= 0xff;
+      await store.put(key, bytes);
+    }
+    await expect(
+      restoredHash(store, directory, 'altered', {
+        target: { kind: 'commit', commitSeq: inside.last - 1 },
+      }),
+    ).rejects.toThrow(/inside a batch/);
   });
 
   it('merges what this worker stored without downloading it again', async () => {

@@ -82,6 +82,10 @@ GRANULARITY says which states of a part a restore can choose:
                         together, to the batch's end; ls does not show
                         whether any were.
   its one state         the restore point is its snapshot alone.
+  ... (fine segments kept)
+                        SQLite compacted objects whose fine segments the
+                        bucket still holds (exactWindow, 5 min by
+                        default): every commit in them restores exactly.
   only at ... end(s), compacted: object ends
                         a SQLite compacted object keeps only the state at
                         its end: the end of a window of its level (30 s,

@@ -235,9 +235,11 @@ function runGranularity(run: GranularityRun, engine: WindowEngine): string {
   if (run.level === 0) return 'every commit';
   const objects = run.objects === 1 ? '1 object' : `${run.objects} objects`;
   if (engine === 'framed') return `every commit (${objects})`;
+  if (run.exactAfter === run.after) return `every commit (${objects}, fine segments kept)`;
+  const exact = run.exactAfter === undefined ? '' : `; exact after commit ${run.exactAfter}`;
   if (engine === 'sqlite')
-    return run.objects === 1 ? "only at the object's end" : `only at the ends of ${objects}`;
-  return `framed: every commit; SQLite: ${run.objects === 1 ? "the object's end" : `${objects}' ends`}`;
+    return `${run.objects === 1 ? "only at the object's end" : `only at the ends of ${objects}`}${exact}`;
+  return `framed: every commit; SQLite: ${run.objects === 1 ? "the object's end" : `${objects}' ends`}${exact}`;
 }
 
 /** Older restore points of which one names compacted objects. */

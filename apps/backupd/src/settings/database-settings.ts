@@ -7,6 +7,7 @@
 import {
   type BackupWorkerOptions,
   DEFAULT_COMPACTION_LEVELS_MS,
+  DEFAULT_EXACT_WINDOW_MS,
   DEFAULT_MANIFEST_INTERVAL_MS,
   DEFAULT_RETAIN_FOR_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
@@ -164,6 +165,15 @@ const ROWS = [
       },
     },
     workerOption: { owner: 'BackupWorker', options: ['compactionLevels'] },
+  }),
+  setting({
+    key: 'exactWindow',
+    field: 'exactWindowMs',
+    help: 'how far back every commit restores exactly, by commit and by time, inside compacted objects',
+    value: durationOrZero({ min: 60_000 }, 'restore inside compacted objects at their ends only'),
+    default: DEFAULT_EXACT_WINDOW_MS,
+    constants: { package: '@x/backup-worker', values: { DEFAULT_EXACT_WINDOW_MS } },
+    workerOption: { owner: 'BackupWorker', options: ['exactWindowMs'] },
   }),
   setting({
     key: 'checkpoint.passivePages',

@@ -28,6 +28,8 @@ export interface DatabaseSettings {
   readonly snapshotLogFactor: number;
   /** Ascending, each a whole multiple of the one before; `[]`: no compaction. */
   readonly compactionLevelsMs: readonly number[];
+  /** 0: compacted objects restore at their ends only. */
+  readonly exactWindowMs: number;
   readonly checkpoint: CheckpointSettings;
   readonly conditional: boolean;
 }

@@ -1,0 +1,132 @@
+/**
+ * Exact restores inside a compacted object: the fine `.seg` segments it
+ * replaced, while the bucket still holds them (the worker keeps them for its
+ * exact window). They are found by listing and trusted only as a chain: the
+ * first names the stored CRC-32 of the entry before the compacted object,
+ * each next one the one before it, and the run ends where the compacted
+ * object ends, with as many commits.
+ */
+import type { WalCutter } from '@x/engine';
+import {
+  crc32Hex,
+  type Manifest,
+  parseSegmentKey,
+  type SegmentEntry,
+  segmentGenerationPrefix,
+} from '@x/manifest';
+import { getCapped, isTooLarge, listPages, type ObjectStore } from '@x/store';
+import { readSegmentObjectHeader, SegmentObjectError } from '@x/wal-segment';
+import { type Candidate, checkCandidate } from './roll-forward.ts';
+import { expectedPreviousCrc32 } from './segment-object-read.ts';
+
+export interface FineRunOptions {
+  readonly signal?: AbortSignal;
+  /** Counts the commits of each decoded body, checked against its header. */
+  readonly createWalCutter?: (commits: number) => WalCutter;
+}
+
+/**
+ * The fine segments that `manifest.segments[index]` (a compacted object)
+ * replaced, as checked entries in chain order, or `undefined` when it is
+ * not compacted or the bucket no longer holds a whole chain of them.
+ * Store errors and aborts propagate.
+ */
+export async function fineRunOf(
+  store: ObjectStore,
+  prefix: string,
+  manifest: Manifest,
+  index: number,
+  options: FineRunOptions = {},
+): Promise<SegmentEntry[] | undefined> {
+  const compacted = manifest.segments[index];
+  const range = compacted === undefined ? undefined : parseSegmentKey(prefix, compacted.key);
+  if (compacted === undefined || range?.layout !== 'compacted') return undefined;
+  const links = await chainLinks(store, prefix, manifest, index, options);
+  if (links === undefined) return undefined;
+  const candidates = await fineCandidates(store, prefix, range, options);
+  const run: SegmentEntry[] = [];
+  let cursor = range.start;
+  let previous = links.previous;
+  while (cursor < range.end) {
+    let chained: { entry: SegmentEntry; crc: number; end: number } | undefined;
+    for (const candidate of candidates) {
+      if (candidate.start !== cursor) continue;
+      const checked = await checkCandidate(store, prefix, manifest, candidate, previous, options);
+      if (typeof checked === 'string') continue;
+      chained = { ...checked, end: candidate.end };
+      break;
+    }
+    if (chained === undefined) return undefined;
+    run.push(chained.entry);
+    cursor = chained.end;
+    previous = chained.crc;
+  }
+  const commits = run.reduce((sum, entry) => sum + entry.frames, 0);
+  if (commits !== compacted.frames) return undefined;
+  if (links.chainEnd !== undefined && previous !== links.chainEnd) return undefined;
+  return run;
+}
+
+/**
+ * Where the fine run must start from (the stored CRC-32 before the compacted
+ * object) and, when its header was read for that, where it must end. The
+ * manifest gives the first unless the entry before is compacted too; then
+ * the compacted object's own header, read whole and checked against its
+ * entry, gives both.
+ */
+async function chainLinks(
+  store: ObjectStore,
+  prefix: string,
+  manifest: Manifest,
+  index: number,
+  options: FineRunOptions,
+): Promise<{ previous: number; chainEnd?: number } | undefined> {
+  const previous = expectedPreviousCrc32(prefix, manifest, index);
+  if (previous !== undefined) return { previous };
+  const compacted = manifest.segments[index]!;
+  const found = await getCapped(
+    store,
+    compacted.key,
+    compacted.size,
+    options.signal === undefined ? {} : { signal: options.signal },
+  );
+  if (found === null || isTooLarge(found) || crc32Hex(found.body) !== compacted.crc32)
+    return undefined;
+  try {
+    const header = readSegmentObjectHeader(found.body);
+    if (header.chainEndCrc32 === null) return undefined;
+    return { previous: header.previousCrc32, chainEnd: header.chainEndCrc32 };
+  } catch (error) {
+    if (SegmentObjectError.isInstance(error)) return undefined;
+    throw error;
+  }
+}
+
+/** The fine `.seg` objects listed inside `range` of its generation, by start, then end, then key. */
+async function fineCandidates(
+  store: ObjectStore,
+  prefix: string,
+  range: { readonly generation: number; readonly start: number; readonly end: number },
+  options: FineRunOptions,
+): Promise<Candidate[]> {
+  const candidates: Candidate[] = [];
+  const call = options.signal === undefined ? {} : { signal: options.signal };
+  for await (const page of listPages(
+    store,
+    segmentGenerationPrefix(prefix, range.generation),
+    call,
+  ))
+    for (const object of page.objects) {
+      const parsed = parseSegmentKey(prefix, object.key);
+      if (
+        parsed?.layout === 'object' &&
+        parsed.generation === range.generation &&
+        parsed.start >= range.start &&
+        parsed.end <= range.end
+      )
+        candidates.push({ key: object.key, ...parsed });
+    }
+  return candidates.sort(
+    (a, b) => a.start - b.start || a.end - b.end || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
+  );
+}
