@@ -16,7 +16,7 @@ import {
 } from '@x/manifest';
 import { getCapped, isTooLarge, listPages, type ObjectStore } from '@x/store';
 import { readSegmentObjectHeader, SegmentObjectError } from '@x/wal-segment';
-import { type Candidate, checkCandidate } from './roll-forward.ts';
+import { type Candidate, firstChaining } from './roll-forward.ts';
 import { expectedPreviousCrc32 } from './segment-object-read.ts';
 
 export interface FineRunOptions {
@@ -43,20 +43,16 @@ export async function fineRunOf(
   if (compacted === undefined || range?.layout !== 'compacted') return undefined;
   const links = await chainLinks(store, prefix, manifest, index, options);
   if (links === undefined) return undefined;
-  const candidates = await fineCandidates(store, prefix, range, options);
+  const candidates = (
+    await listFineSegments(store, prefix, range.generation, options.signal)
+  ).filter((fine) => fine.start >= range.start && fine.end <= range.end);
   const run: SegmentEntry[] = [];
   let cursor = range.start;
   let previous = links.previous;
   while (cursor < range.end) {
-    let chained: { entry: SegmentEntry; crc: number; end: number } | undefined;
-    for (const candidate of candidates) {
-      if (candidate.start !== cursor) continue;
-      const checked = await checkCandidate(store, prefix, manifest, candidate, previous, options);
-      if (typeof checked === 'string') continue;
-      chained = { ...checked, end: candidate.end };
-      break;
-    }
-    if (chained === undefined) return undefined;
+    const atCursor = candidates.filter((candidate) => candidate.start === cursor);
+    const chained = await firstChaining(store, prefix, manifest, atCursor, previous, options);
+    if (!('entry' in chained)) return undefined;
     run.push(chained.entry);
     cursor = chained.end;
     previous = chained.crc;
@@ -102,31 +98,62 @@ async function chainLinks(
   }
 }
 
-/** The fine `.seg` objects listed inside `range` of its generation, by start, then end, then key. */
-async function fineCandidates(
+/** The fine `.seg` objects listed in `generation`, by start, then end, then key. */
+async function listFineSegments(
   store: ObjectStore,
   prefix: string,
-  range: { readonly generation: number; readonly start: number; readonly end: number },
-  options: FineRunOptions,
+  generation: number,
+  signal?: AbortSignal,
 ): Promise<Candidate[]> {
-  const candidates: Candidate[] = [];
-  const call = options.signal === undefined ? {} : { signal: options.signal };
-  for await (const page of listPages(
-    store,
-    segmentGenerationPrefix(prefix, range.generation),
-    call,
-  ))
+  const found: Candidate[] = [];
+  const call = signal === undefined ? {} : { signal };
+  for await (const page of listPages(store, segmentGenerationPrefix(prefix, generation), call))
     for (const object of page.objects) {
       const parsed = parseSegmentKey(prefix, object.key);
-      if (
-        parsed?.layout === 'object' &&
-        parsed.generation === range.generation &&
-        parsed.start >= range.start &&
-        parsed.end <= range.end
-      )
-        candidates.push({ key: object.key, ...parsed });
+      if (parsed?.layout === 'object' && parsed.generation === generation)
+        found.push({ key: object.key, ...parsed });
     }
-  return candidates.sort(
+  return found.sort(
     (a, b) => a.start - b.start || a.end - b.end || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
   );
+}
+
+/**
+ * The keys of `manifest`'s compacted objects whose range listed fine
+ * segments tile, from one listing and the keys alone (what `ls` reports as
+ * exact; a restore still checks the chain).
+ */
+export async function compactedWithFineSegments(
+  store: ObjectStore,
+  prefix: string,
+  manifest: Manifest,
+  signal?: AbortSignal,
+): Promise<Set<string>> {
+  const compacted = manifest.segments.filter(
+    (segment) => parseSegmentKey(prefix, segment.key)?.layout === 'compacted',
+  );
+  const tiled = new Set<string>();
+  if (compacted.length === 0) return tiled;
+  const endsByStart = new Map<number, number[]>();
+  for (const fine of await listFineSegments(store, prefix, manifest.walGeneration, signal))
+    endsByStart.set(fine.start, [...(endsByStart.get(fine.start) ?? []), fine.end]);
+  for (const segment of compacted) {
+    const range = parseSegmentKey(prefix, segment.key)!;
+    if (reaches(endsByStart, range.start, range.end)) tiled.add(segment.key);
+  }
+  return tiled;
+}
+
+/** Whether ranges from `endsByStart` chain from `start` exactly to `end`. */
+function reaches(endsByStart: ReadonlyMap<number, number[]>, start: number, end: number): boolean {
+  const seen = new Set<number>();
+  const open = [start];
+  while (open.length > 0) {
+    const at = open.pop()!;
+    if (at === end) return true;
+    if (seen.has(at)) continue;
+    seen.add(at);
+    for (const next of endsByStart.get(at) ?? []) if (next <= end) open.push(next);
+  }
+  return false;
 }

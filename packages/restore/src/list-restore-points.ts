@@ -14,7 +14,7 @@ import {
   parseSegmentKey,
 } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
-import { compactedWithFineSegments } from './exact-objects.ts';
+import { compactedWithFineSegments } from './fine-run.ts';
 import { RestorePointRejectedError } from './restore-errors.ts';
 import { checkedPrefix } from './restore-point-checks.ts';
 import {

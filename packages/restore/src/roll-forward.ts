@@ -173,34 +173,48 @@ export async function findRollForward(
     if (next.layout !== 'object') {
       return stop(next.key, 'a raw .segment object carries no chain CRC');
     }
-    // Several `.seg` objects at one start: the first that chains is used.
-    let firstFailure: { key: string; reason: string } | undefined;
-    let chained: { entry: SegmentEntry; end: number; crc: number } | undefined;
-    for (; index < candidates.length && candidates[index]!.start === cursor; index += 1) {
-      const candidate = candidates[index]!;
-      if (candidate.layout !== 'object') continue;
-      requests.get += 1;
-      const checked = await checkCandidate(store, prefix, manifest, candidate, previous, options);
-      if (typeof checked === 'string') {
-        firstFailure ??= { key: candidate.key, reason: checked };
-        continue;
-      }
-      chained = { entry: checked.entry, end: candidate.end, crc: checked.crc };
-      break;
-    }
-    if (chained === undefined) {
-      return stop(firstFailure!.key, firstFailure!.reason);
-    }
+    const atCursor: Candidate[] = [];
+    for (; index < candidates.length && candidates[index]!.start === cursor; index += 1)
+      if (candidates[index]!.layout === 'object') atCursor.push(candidates[index]!);
+    const chained = await firstChaining(store, prefix, manifest, atCursor, previous, options);
+    requests.get += chained.read;
+    if (!('entry' in chained)) return stop(chained.key, chained.reason);
     segments.push(chained.entry);
     commits += chained.entry.frames;
     cursor = chained.end;
     previous = chained.crc;
-    index += 1;
   }
 }
 
+/**
+ * Of `candidates` (`.seg` objects at one start, in order), the first that
+ * chains to `previous`, with its end; else the first one's failure. `read`:
+ * the objects read.
+ */
+export async function firstChaining(
+  store: ObjectStore,
+  prefix: string,
+  manifest: Manifest,
+  candidates: readonly Candidate[],
+  previous: number,
+  options: RollForwardOptions,
+): Promise<
+  | { entry: SegmentEntry; crc: number; end: number; read: number }
+  | { key: string; reason: string; read: number }
+> {
+  let failure: { key: string; reason: string } | undefined;
+  let read = 0;
+  for (const candidate of candidates) {
+    read += 1;
+    const checked = await checkCandidate(store, prefix, manifest, candidate, previous, options);
+    if (typeof checked !== 'string') return { ...checked, end: candidate.end, read };
+    failure ??= { key: candidate.key, reason: checked };
+  }
+  return { ...(failure ?? { key: '', reason: 'no object starts there' }), read };
+}
+
 /** The entry of a candidate that chains to `previous`, or why it does not. */
-export async function checkCandidate(
+async function checkCandidate(
   store: ObjectStore,
   prefix: string,
   manifest: Manifest,
