@@ -9,10 +9,12 @@
 // sources otherwise (Node >= 22.18 strips types natively; the `@x/source`
 // export condition makes the workspace packages resolve to their sources
 // too). So an edited checkout always runs what is on disk, and a fresh
-// install starts without type-stripping some three hundred files.
+// install starts without type-stripping some three hundred files. The cloud
+// adapters, left out of the bundle, load from their builds while those are
+// fresh too, else from their sources.
 // BACKUPD_FROM_SOURCES=1 forces the sources; BACKUPD_DEBUG=1 says which one
 // runs.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 
 // Checked before anything that needs a newer Node is loaded (a static import
 // of a missing export would fail with a SyntaxError that names no version).
@@ -55,9 +57,29 @@ if (!fromBundle && major === 22 && minor < 18) {
   );
   process.exit(1);
 }
-if (checkout) {
-  // For the bundle too: the cloud adapters it leaves out load from their
-  // sources. Installed, they load from their published builds.
+/**
+ * In a checkout: whether the cloud adapters the bundle leaves out, and the
+ * store package they import, have builds no source file is newer than.
+ */
+function adapterBuildsAreFresh() {
+  try {
+    for (const name of ['store', 'store-s3', 'store-azure', 'store-gcs']) {
+      const root = new URL(`packages/${name}/`, repository);
+      const builtAt = statSync(new URL('dist/index.js', root)).mtimeMs;
+      for (const file of readdirSync(new URL('src/', root), { recursive: true }))
+        if (statSync(new URL(`src/${file}`, root)).mtimeMs > builtAt) return false;
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const adaptersFromSources = checkout && !(fromBundle && adapterBuildsAreFresh());
+if (adaptersFromSources) {
+  // The cloud adapters the bundle leaves out load from their sources while
+  // their builds are stale (and everything does when the bundle is).
+  // Installed, or built, they load from their builds.
   registerHooks({
     resolve(specifier, context, nextResolve) {
       const conditions = context.conditions.includes('@x/source')
@@ -68,6 +90,8 @@ if (checkout) {
   });
 }
 if (process.env.BACKUPD_DEBUG === '1')
-  process.stderr.write(`backupd: running from ${fromBundle ? 'the bundle' : 'the sources'}\n`);
+  process.stderr.write(
+    `backupd: running from ${fromBundle ? 'the bundle' : 'the sources'}, cloud adapters from their ${adaptersFromSources ? 'sources' : 'builds'}\n`,
+  );
 const { main } = await import(fromBundle ? bundle.href : '../src/main.ts');
 process.exitCode = await main(process.argv.slice(2));

@@ -62,6 +62,40 @@ describe('bin/backupd.js', () => {
     expect(run(bin)).toBe('sources x');
   });
 
+  it('loads the cloud adapters from their builds while those are fresh, else from their sources', () => {
+    const { root, bin } = fakeRepository();
+    repositories.push(root);
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    const newest: string[] = [];
+    for (const name of ['store', 'store-s3', 'store-azure', 'store-gcs']) {
+      const pkg = join(root, 'packages', name);
+      mkdirSync(join(pkg, 'src', 'nested'), { recursive: true });
+      mkdirSync(join(pkg, 'dist'), { recursive: true });
+      for (const file of ['src/index.ts', 'src/nested/part.ts']) {
+        writeFileSync(join(pkg, file), 'export {};\n');
+        utimesSync(join(pkg, file), hourAgo, hourAgo);
+      }
+      writeFileSync(join(pkg, 'dist', 'index.js'), 'export {};\n');
+      newest.push(join(pkg, 'src', 'nested', 'part.ts'));
+    }
+    const said = () =>
+      spawnSync(process.execPath, [bin, 'x'], {
+        env: { ...process.env, BACKUPD_FROM_SOURCES: '', BACKUPD_DEBUG: '1' },
+        encoding: 'utf8',
+      }).stderr;
+    expect(said()).toContain('running from the bundle, cloud adapters from their builds');
+    // One source file of one adapter edited after its build.
+    utimesSync(newest[2]!, new Date(), new Date(Date.now() + 60_000));
+    expect(said()).toContain('running from the bundle, cloud adapters from their sources');
+    // The sources of everything when the bundle is stale.
+    expect(
+      spawnSync(process.execPath, [bin, 'x'], {
+        env: { ...process.env, BACKUPD_FROM_SOURCES: '1', BACKUPD_DEBUG: '1' },
+        encoding: 'utf8',
+      }).stderr,
+    ).toContain('running from the sources, cloud adapters from their sources');
+  });
+
   it('runs the sources when there is no bundle or no list of its inputs', () => {
     const { root, bin } = fakeRepository();
     repositories.push(root);
