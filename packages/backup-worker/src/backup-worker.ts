@@ -21,13 +21,7 @@ import {
 import { LogCompaction } from './compaction.ts';
 import { compactionLevelsProblem } from './compaction-plan.ts';
 import type { WorkerContext } from './context.ts';
-import {
-  BackupError,
-  LineageRefusedError,
-  messageOf,
-  ShutdownAbandonedError,
-  WorkerPanicError,
-} from './errors.ts';
+import { BackupError, messageOf, ShutdownAbandonedError, WorkerPanicError } from './errors.ts';
 import { continueGeneration } from './generation-continuation.ts';
 import {
   type BackupHealth,
@@ -94,7 +88,7 @@ export class BackupWorker {
   /** What this worker knows about the bucket; a new lease tenure replaces it. */
   #tenure = new Tenure();
   #backoffMs = FIRST_BACKOFF_MS;
-  #refused: LineageRefusedError | null = null;
+  #refused: BackupError | null = null;
   /** Aborted when a shutdown abandons what is in flight. */
   #runAbort = new AbortController();
   #graceOver = false;
@@ -564,8 +558,8 @@ export class BackupWorker {
    * state if not done yet; upload a new restore point when the engine
    * generation, snapshot or WAL file changed; ship the durable WAL not shipped
    * yet; write a manifest when one is due. Then the source's `afterStep`.
-   * @throws LineageRefusedError (every call, once the prefix is refused);
-   *   WriterConflictError; OperationTimeoutError; WriteFencedError;
+   * @throws BackupError (`LINEAGE_REFUSED` at every call once the prefix is
+   *   refused; `WRITER_CONFLICT`, `OPERATION_TIMEOUT`, `WRITE_FENCED`);
    *   SimulatedCrashError and WorkerPanicError (test hooks); store and
    *   source errors.
    */
@@ -809,11 +803,11 @@ export class BackupWorker {
   }
 
   /** Refuse the prefix for the life of this worker. */
-  #refuse(why: string, kind: 'lineage' | 'prefix-unusable' = 'lineage'): LineageRefusedError {
+  #refuse(why: string, kind: 'lineage' | 'prefix-unusable' = 'lineage'): BackupError {
     this.#logger.error('backup.prefix_refused', { reason: why });
     this.#health.lineage = why;
     this.#health.lineageRefusalKind = kind;
-    this.#refused = new LineageRefusedError(why);
+    this.#refused = new BackupError(why, { code: 'LINEAGE_REFUSED', reason: why });
     return this.#refused;
   }
 }

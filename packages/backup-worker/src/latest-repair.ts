@@ -32,7 +32,7 @@ import {
   PreconditionFailedError,
 } from '@x/store';
 import type { WorkerContext } from './context.ts';
-import { BucketStateError, messageOf } from './errors.ts';
+import { BackupError, messageOf } from './errors.ts';
 
 const UNUSABLE_MARKER = errorMarker('x.backup-worker.error', 'LatestUnusableError');
 
@@ -42,7 +42,7 @@ const UNUSABLE_MARKER = errorMarker('x.backup-worker.error', 'LatestUnusableErro
  * change it; the worker refuses the prefix with this message, which says
  * what is wrong and what the operator can do.
  */
-export class LatestUnusableError extends BucketStateError {
+export class LatestUnusableError extends BackupError {
   /** What is wrong with LATEST. */
   readonly latestProblem: string;
   /** Manifests tried, newest first, with why each was refused (at most {@link REFUSALS_NAMED}). */
@@ -62,6 +62,7 @@ export class LatestUnusableError extends BucketStateError {
     super(
       `${latestProblem}, and ${manifests}: there is no restore point to resume from. Nothing is uploaded or deleted. ` +
         `Point the worker at a new prefix, or put a readable manifest back and point ${latestKey(prefix)} at it, or delete ${latestKey(prefix)} to back up into this prefix afresh`,
+      { code: 'BUCKET_STATE' },
     );
     this.name = 'LatestUnusableError';
     this.latestProblem = latestProblem;
@@ -222,7 +223,7 @@ async function newestUsable(
  * LATEST for resume: the manifest it names when usable; otherwise healed as
  * the module describes. `null` manifest: there is no LATEST.
  * @throws LatestUnusableError when LATEST is unusable and no manifest passes.
- * @throws BucketStateError when rewrites keep losing races (the step is retried).
+ * @throws BackupError `BUCKET_STATE` when rewrites keep losing races (the step is retried).
  */
 export async function resumeLatest(ctx: WorkerContext): Promise<ResumedLatest> {
   for (let attempt = 0; ; attempt += 1) {
@@ -270,9 +271,9 @@ export async function resumeLatest(ctx: WorkerContext): Promise<ResumedLatest> {
       if (!isRefusal(error)) throw error;
       // Lost a race: LATEST changed since it was read. Read it again.
       if (attempt + 1 >= RACE_RETRIES)
-        throw new BucketStateError(
+        throw new BackupError(
           `LATEST kept changing while this worker repaired it (${RACE_RETRIES} attempts)`,
-          { cause: error },
+          { code: 'BUCKET_STATE', cause: error },
         );
     }
   }
