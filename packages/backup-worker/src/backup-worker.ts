@@ -27,6 +27,7 @@ import {
   type BackupHealth,
   FIRST_BACKOFF_MS,
   HealthTracker,
+  keyOf,
   MAX_BACKOFF_MS,
   sameWalKey,
 } from './health.ts';
@@ -36,7 +37,7 @@ import { decideLineage } from './lineage-decision.ts';
 import { ManifestWriter } from './manifest-writer.ts';
 import { Requests } from './requests.ts';
 import { retentionPolicy } from './retention-plan.ts';
-import { keyOf, Shipper } from './shipper.ts';
+import { Shipper } from './shipper.ts';
 import { UnrestorableCommits } from './shutdown-report.ts';
 import { decideSnapshot } from './snapshot-schedule.ts';
 import { SourceSlot } from './source-slot.ts';
@@ -377,33 +378,31 @@ export class BackupWorker {
     const holder = this.#lease.holds() ? null : this.#lease.keptOutBy;
     if (holder !== null) return this.#unrestorable.handedOver(heldLease, holder, this.#logger);
     const lastError = this.#health.lastError;
-    const source = this.#source.current;
-    const position = async (): Promise<DurablePosition | null> => {
-      try {
-        return source === null ? null : await source.durablePosition();
-      } catch (error) {
-        this.#logger.warn('backup.position_failed', { error: messageOf(error) });
-        return null;
-      }
-    };
     // Never held, and no holder seen: nothing of this run is in the bucket.
-    if (!heldLease) return this.#unrestorable.neverHeld(await position(), lastError, this.#logger);
-    const captured = this.#stopGoalCommits ?? (await position())?.commitCount ?? null;
+    if (!heldLease)
+      return this.#unrestorable.neverHeld(await this.#position(), lastError, this.#logger);
+    const captured = this.#stopGoalCommits ?? (await this.#position())?.commitCount ?? null;
     const facts = { heldLease, flushAbandoned, lastError };
     return this.#unrestorable.report(facts, captured, this.#logger);
   }
 
-  async #evaluate(): Promise<void> {
-    let position: DurablePosition | null = null;
-    // No source open (it opens with the lease): the position is unknown.
+  /**
+   * The open source's position; `null` with none open (it opens with the
+   * lease) or when it cannot be read (logged: health still runs, and without
+   * a position lag cannot grow, but every other reason is evaluated).
+   */
+  async #position(): Promise<DurablePosition | null> {
     const source = this.#source.current;
     try {
-      position = source === null ? null : await source.durablePosition();
+      return source === null ? null : await source.durablePosition();
     } catch (error) {
-      // Health still runs: without a position, lag cannot grow, but every
-      // other reason (failures, lease, lineage) is evaluated.
       this.#logger.warn('backup.position_failed', { error: messageOf(error) });
+      return null;
     }
+  }
+
+  async #evaluate(): Promise<void> {
+    const position = await this.#position();
     this.#health.observe(position, this.#clock.monotonicNow(), this.#clock.wallNow());
     this.#unrestorable.note(position?.commitCount);
   }

@@ -19,8 +19,8 @@ import {
 import { decodeSegmentObject, decodeSegmentObjectStream } from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
 import { BackupError, messageOf, RestorePointReadError } from './errors.ts';
+import { keyOf } from './health.ts';
 import { readCheckedLogObject } from './log-object-read.ts';
-import { keyOf } from './shipper.ts';
 
 function msOrNull(text: string | null | undefined): number | null {
   if (text === null || text === undefined) return null;

@@ -139,6 +139,10 @@ async function loadChecked(ctx: WorkerContext, key: string): Promise<Manifest | 
   return manifest;
 }
 
+function unusable(version: ObjectVersion, target: string | null, problem: string): LatestState {
+  return { state: 'unusable', version, target, problem };
+}
+
 /** Reads LATEST and the manifest it names, and says whether both are usable. */
 export async function readLatestState(ctx: WorkerContext): Promise<LatestState> {
   const { prefix, requests } = ctx;
@@ -151,40 +155,26 @@ export async function readLatestState(ctx: WorkerContext): Promise<LatestState> 
     const listed = await requests.list(key);
     const found = listed.objects.find((object) => object.key === key);
     if (found === undefined) return { state: 'missing' };
-    return {
-      state: 'unusable',
-      version: found.version,
-      target: null,
-      problem: `LATEST does not name a manifest: it is larger than ${MAX_LATEST_BYTES} bytes`,
-    };
+    return unusable(
+      found.version,
+      null,
+      `LATEST does not name a manifest: it is larger than ${MAX_LATEST_BYTES} bytes`,
+    );
   }
   let target: string;
   let leaseGeneration: number | null;
   try {
     ({ key: target, leaseGeneration } = parseLatestRecord(latest.body, { prefix }));
   } catch (error) {
-    return {
-      state: 'unusable',
-      version: latest.version,
-      target: null,
-      problem: `LATEST does not name a manifest: ${messageOf(error)}`,
-    };
+    return unusable(latest.version, null, `LATEST does not name a manifest: ${messageOf(error)}`);
   }
   const loaded = await loadChecked(ctx, target);
-  if (loaded === null)
-    return {
-      state: 'unusable',
-      version: latest.version,
+  if (loaded === null || typeof loaded === 'string')
+    return unusable(
+      latest.version,
       target,
-      problem: `LATEST names ${target}, which does not exist`,
-    };
-  if (typeof loaded === 'string')
-    return {
-      state: 'unusable',
-      version: latest.version,
-      target,
-      problem: `LATEST names ${target}, which ${loaded}`,
-    };
+      `LATEST names ${target}, which ${loaded ?? 'does not exist'}`,
+    );
   return { state: 'ok', version: latest.version, target, manifest: loaded, leaseGeneration };
 }
 
