@@ -62,10 +62,6 @@ import {
   type WorkerHooks,
 } from './worker-options.ts';
 
-// The worker's own tests import these beside the class; the package's
-// entry exports every option type and default from worker-options.ts.
-export type { BackupHandle, BackupWorkerOptions } from './worker-options.ts';
-
 export class BackupWorker {
   readonly #prefix: string;
   readonly #source: SourceSlot;

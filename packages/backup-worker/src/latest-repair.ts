@@ -219,13 +219,10 @@ export async function resumeLatest(ctx: WorkerContext): Promise<ResumedLatest> {
   for (let attempt = 0; ; attempt += 1) {
     const state = await readLatestState(ctx);
     if (state.state === 'missing') return { manifest: null, version: null, target: null };
-    if (state.state === 'ok')
-      return {
-        manifest: state.manifest,
-        version: state.version,
-        target: state.target,
-        leaseGeneration: state.leaseGeneration,
-      };
+    if (state.state === 'ok') {
+      const { manifest, version, target, leaseGeneration } = state;
+      return { manifest, version, target, leaseGeneration };
+    }
     const { found, tried, refused } = await newestUsable(ctx, state.target);
     if (found === null) throw new LatestUnusableError(ctx.prefix, state.problem, tried, refused);
     const local = await ctx.source.readLineage();
