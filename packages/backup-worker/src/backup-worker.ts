@@ -763,21 +763,18 @@ export class BackupWorker {
    */
   async #scanBucket(latest: Manifest | null, lineage: string): Promise<void> {
     const prefix = this.#prefix;
+    const list = (folder: string) => this.#requests.list(`${prefix}/${folder}/`, '/');
     const generations = new Set<number>();
-    const wal = await this.#requests.list(`${prefix}/wal/`, '/');
-    for (const common of wal.commonPrefixes) {
-      const g = parseSegmentGenerationPrefix(prefix, common);
+    const add = (g: number | undefined): void => {
       if (g !== undefined) generations.add(g);
-    }
-    const snapshots = await this.#requests.list(`${prefix}/snapshots/`, '/');
-    for (const object of snapshots.objects) {
-      const g = parseVersionedGeneration(prefix, object.key);
-      if (g !== undefined) generations.add(g);
-    }
-    const archives = await this.#requests.list(`${prefix}/archives/`, '/');
-    for (const common of archives.commonPrefixes) {
+    };
+    for (const common of (await list('wal')).commonPrefixes)
+      add(parseSegmentGenerationPrefix(prefix, common));
+    for (const object of (await list('snapshots')).objects)
+      add(parseVersionedGeneration(prefix, object.key));
+    for (const common of (await list('archives')).commonPrefixes) {
       const name = common.slice(`${prefix}/archives/`.length).replace(/\/$/, '');
-      if (/^\d+$/.test(name)) generations.add(Number(name));
+      if (/^\d+$/.test(name)) add(Number(name));
     }
     let highest = -1;
     for (const g of generations) highest = Math.max(highest, g);
@@ -785,13 +782,12 @@ export class BackupWorker {
       highest = Math.max(highest, latest.walGeneration);
       // Another lineage's archives are never reused: a restore point names
       // only its own lineage's objects.
-      if (latest.lineage === lineage) {
+      if (latest.lineage === lineage)
         for (const file of latest.files) {
           const n = parseArchiveName(file.name);
           if (n !== undefined)
             this.#tenure.archives.set(n, { length: file.size, entry: file, verified: false });
         }
-      }
     }
     this.#tenure.generations = generations;
     this.#tenure.nextGeneration = highest + 1;

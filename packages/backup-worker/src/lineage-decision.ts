@@ -46,16 +46,15 @@ export function decideLineage(input: {
   readonly commitCount?: number | null | undefined;
 }): LineageDecision {
   const { latest, local, parent } = input;
-  if (latest !== null && parent !== null && parent.lineage === latest.lineage) {
-    if (local !== latest.lineage) {
-      if (input.latestTarget !== parent.manifestKey)
-        return refuse(
-          `this store was restored from ${parent.manifestKey} of lineage ${parent.lineage}, but the backup prefix has moved on since (LATEST names ${input.latestTarget ?? 'nothing'}): another instance has written to it. Nothing is uploaded or deleted. Point the worker at a new prefix`,
-        );
-      return local === null
-        ? { kind: 'create', adopt: true }
-        : { kind: 'continue', lineage: local, adopt: true };
-    }
+  // Restored from this prefix, and not yet under the prefix's lineage: adopt it.
+  if (latest !== null && parent?.lineage === latest.lineage && local !== latest.lineage) {
+    if (input.latestTarget !== parent.manifestKey)
+      return refuse(
+        `this store was restored from ${parent.manifestKey} of lineage ${parent.lineage}, but the backup prefix has moved on since (LATEST names ${input.latestTarget ?? 'nothing'}): another instance has written to it. Nothing is uploaded or deleted. Point the worker at a new prefix`,
+      );
+    return local === null
+      ? { kind: 'create', adopt: true }
+      : { kind: 'continue', lineage: local, adopt: true };
   }
   if (latest === null)
     return local === null

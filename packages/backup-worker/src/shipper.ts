@@ -331,11 +331,10 @@ export class Shipper {
   #previousCrc32(generation: Generation, start: number): number {
     const last = generation.segments.at(-1);
     if (last !== undefined) return Number.parseInt(last.crc32, 16);
-    if (start !== 0) {
+    if (start !== 0)
       throw new BackupError(
         `generation ${generation.number} has no shipped segment ending at ${start} to chain to`,
       );
-    }
     const snapshot = this.#ctx.tenure.snapshot;
     return snapshot === null ? 0 : Number.parseInt(snapshot.crc32, 16);
   }
