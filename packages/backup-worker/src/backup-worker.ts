@@ -1,14 +1,9 @@
 /**
- * The backup worker: ships WAL segments, snapshots, archives and side files,
- * and writes the manifests that name consistent restore points. It learns
- * about the engine only through a {@link BackupSource}, and writes nothing
- * into the store's directory but the lineage id, once. The bucket stays
- * restorable by order: an object before the manifest naming it, a manifest
- * before `LATEST`, deletions only of what no kept manifest names; a refused
- * conditional write means another writer, and the lease is dropped. All rules:
- * package README (Guarantees and limits). Parts: tenure.ts, requests.ts,
- * lease-holder.ts, shipper.ts, manifest-writer.ts, shutdown-report.ts; this
- * class runs them (loop, steps, flush, resume and lineage, health).
+ * The backup worker: runs its parts (tenure.ts, requests.ts, lease-holder.ts,
+ * shipper.ts, manifest-writer.ts, shutdown-report.ts) as a loop of steps,
+ * with resume, lineage, flush and health. It sees the engine only through a
+ * {@link BackupSource}; the bucket stays restorable by the order of its
+ * writes. All rules: package README (Guarantees and limits).
  */
 import type { BackupSource, DurablePosition } from '@x/engine';
 import { type Clock, DEFAULT_TTL_S, newInstanceId, systemClock } from '@x/lease';

@@ -1,14 +1,9 @@
 /**
- * Reading `LATEST` at resume, and healing it when it is unusable: too large,
- * not one manifest key of the prefix, or naming a manifest that is missing,
- * too large, unparsable, of another lineage in its entries, or of another
- * commit than its key. The newest manifest under `manifest/` that passes the
- * same checks is found (one LIST, one GET per manifest tried, newest first):
- * of this store's lineage, `LATEST` is pointed at it conditionally; of another,
- * nothing is written and the lineage rules refuse; none, and it throws
+ * Reading `LATEST` at resume, and healing it when it is unusable: pointed,
+ * conditionally, at the newest manifest that passes the same checks when it
+ * is this store's lineage; otherwise the lineage rules refuse, or, with none,
  * {@link LatestUnusableError}. A lost race re-reads `LATEST`; nothing is
- * deleted; a missing `LATEST` is left to the next manifest write. Details:
- * package README (An unusable LATEST at resume).
+ * deleted. Rules and costs: package README (An unusable LATEST at resume).
  */
 import {
   latestKey,

@@ -1,16 +1,10 @@
 /**
- * How a started worker holds the prefix's lease: through `@x/lease`'s
- * keeper (`holdLease`), which renews it every third of a TTL, gives each
- * renewal a sixth of a TTL (at most the operation deadline), and retries a
- * failed one every `RENEW_RETRY_MS` — so a renewal that hangs is retried
- * well before writes stop, two thirds of a TTL after the last one was sent.
- *
- * This module turns the keeper's events into health and logs, gives the
- * request layer its fence, drops the lease when the bucket refuses a write,
- * and releases it at the end under one operation deadline.
- *
- * Not guaranteed: a release against a bucket that ignores abort signals is
- * given up after its deadline; the record then expires by itself.
+ * How a started worker holds the prefix's lease through `@x/lease`'s keeper:
+ * its events become health and logs, its signal the request layer's fence; a
+ * refused write drops it, and the end releases it under one operation
+ * deadline (a bucket that ignores aborts leaves the record to expire). A
+ * renewal gets a sixth of a TTL, so one that hangs is retried well before
+ * writes stop.
  */
 import {
   type Clock,
