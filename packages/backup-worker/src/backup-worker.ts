@@ -1,14 +1,9 @@
 /**
- * The backup worker: ships WAL segments, snapshots, archives and side files,
- * and writes the manifests that name consistent restore points. It learns
- * about the engine only through a {@link BackupSource}, and writes nothing
- * into the store's directory but the lineage id, once. The bucket stays
- * restorable by order: an object before the manifest naming it, a manifest
- * before `LATEST`, deletions only of what no kept manifest names; a refused
- * conditional write means another writer, and the lease is dropped. All rules:
- * package README (Guarantees and limits). Parts: tenure.ts, requests.ts,
- * lease-holder.ts, shipper.ts, manifest-writer.ts, shutdown-report.ts; this
- * class runs them (loop, steps, flush, resume and lineage, health).
+ * The backup worker: runs its parts (tenure.ts, requests.ts, lease-holder.ts,
+ * shipper.ts, manifest-writer.ts, shutdown-report.ts) as a loop of steps,
+ * with resume, lineage, flush and health. It sees the engine only through a
+ * {@link BackupSource}; the bucket stays restorable by the order of its
+ * writes. All rules: package README (Guarantees and limits).
  */
 import type { BackupSource, DurablePosition } from '@x/engine';
 import { type Clock, DEFAULT_TTL_S, newInstanceId, systemClock } from '@x/lease';
@@ -21,18 +16,13 @@ import {
 import { LogCompaction } from './compaction.ts';
 import { compactionLevelsProblem } from './compaction-plan.ts';
 import type { WorkerContext } from './context.ts';
-import {
-  BackupError,
-  LineageRefusedError,
-  messageOf,
-  ShutdownAbandonedError,
-  WorkerPanicError,
-} from './errors.ts';
+import { BackupError, messageOf, ShutdownAbandonedError, WorkerPanicError } from './errors.ts';
 import { continueGeneration } from './generation-continuation.ts';
 import {
   type BackupHealth,
   FIRST_BACKOFF_MS,
   HealthTracker,
+  keyOf,
   MAX_BACKOFF_MS,
   sameWalKey,
 } from './health.ts';
@@ -42,7 +32,7 @@ import { decideLineage } from './lineage-decision.ts';
 import { ManifestWriter } from './manifest-writer.ts';
 import { Requests } from './requests.ts';
 import { retentionPolicy } from './retention-plan.ts';
-import { keyOf, Shipper } from './shipper.ts';
+import { Shipper } from './shipper.ts';
 import { UnrestorableCommits } from './shutdown-report.ts';
 import { decideSnapshot } from './snapshot-schedule.ts';
 import { SourceSlot } from './source-slot.ts';
@@ -67,10 +57,6 @@ import {
   type WorkerHooks,
 } from './worker-options.ts';
 
-// The worker's own tests import these beside the class; the package's
-// entry exports every option type and default from worker-options.ts.
-export type { BackupHandle, BackupWorkerOptions } from './worker-options.ts';
-
 export class BackupWorker {
   readonly #prefix: string;
   readonly #source: SourceSlot;
@@ -94,7 +80,7 @@ export class BackupWorker {
   /** What this worker knows about the bucket; a new lease tenure replaces it. */
   #tenure = new Tenure();
   #backoffMs = FIRST_BACKOFF_MS;
-  #refused: LineageRefusedError | null = null;
+  #refused: BackupError | null = null;
   /** Aborted when a shutdown abandons what is in flight. */
   #runAbort = new AbortController();
   #graceOver = false;
@@ -387,33 +373,31 @@ export class BackupWorker {
     const holder = this.#lease.holds() ? null : this.#lease.keptOutBy;
     if (holder !== null) return this.#unrestorable.handedOver(heldLease, holder, this.#logger);
     const lastError = this.#health.lastError;
-    const source = this.#source.current;
-    const position = async (): Promise<DurablePosition | null> => {
-      try {
-        return source === null ? null : await source.durablePosition();
-      } catch (error) {
-        this.#logger.warn('backup.position_failed', { error: messageOf(error) });
-        return null;
-      }
-    };
     // Never held, and no holder seen: nothing of this run is in the bucket.
-    if (!heldLease) return this.#unrestorable.neverHeld(await position(), lastError, this.#logger);
-    const captured = this.#stopGoalCommits ?? (await position())?.commitCount ?? null;
+    if (!heldLease)
+      return this.#unrestorable.neverHeld(await this.#position(), lastError, this.#logger);
+    const captured = this.#stopGoalCommits ?? (await this.#position())?.commitCount ?? null;
     const facts = { heldLease, flushAbandoned, lastError };
     return this.#unrestorable.report(facts, captured, this.#logger);
   }
 
-  async #evaluate(): Promise<void> {
-    let position: DurablePosition | null = null;
-    // No source open (it opens with the lease): the position is unknown.
+  /**
+   * The open source's position; `null` with none open (it opens with the
+   * lease) or when it cannot be read (logged: health still runs, and without
+   * a position lag cannot grow, but every other reason is evaluated).
+   */
+  async #position(): Promise<DurablePosition | null> {
     const source = this.#source.current;
     try {
-      position = source === null ? null : await source.durablePosition();
+      return source === null ? null : await source.durablePosition();
     } catch (error) {
-      // Health still runs: without a position, lag cannot grow, but every
-      // other reason (failures, lease, lineage) is evaluated.
       this.#logger.warn('backup.position_failed', { error: messageOf(error) });
+      return null;
     }
+  }
+
+  async #evaluate(): Promise<void> {
+    const position = await this.#position();
     this.#health.observe(position, this.#clock.monotonicNow(), this.#clock.wallNow());
     this.#unrestorable.note(position?.commitCount);
   }
@@ -568,8 +552,8 @@ export class BackupWorker {
    * state if not done yet; upload a new restore point when the engine
    * generation, snapshot or WAL file changed; ship the durable WAL not shipped
    * yet; write a manifest when one is due. Then the source's `afterStep`.
-   * @throws LineageRefusedError (every call, once the prefix is refused);
-   *   WriterConflictError; OperationTimeoutError; WriteFencedError;
+   * @throws BackupError (`LINEAGE_REFUSED` at every call once the prefix is
+   *   refused; `WRITER_CONFLICT`, `OPERATION_TIMEOUT`, `WRITE_FENCED`);
    *   SimulatedCrashError and WorkerPanicError (test hooks); store and
    *   source errors.
    */
@@ -778,21 +762,18 @@ export class BackupWorker {
    */
   async #scanBucket(latest: Manifest | null, lineage: string): Promise<void> {
     const prefix = this.#prefix;
+    const list = (folder: string) => this.#requests.list(`${prefix}/${folder}/`, '/');
     const generations = new Set<number>();
-    const wal = await this.#requests.list(`${prefix}/wal/`, '/');
-    for (const common of wal.commonPrefixes) {
-      const g = parseSegmentGenerationPrefix(prefix, common);
+    const add = (g: number | undefined): void => {
       if (g !== undefined) generations.add(g);
-    }
-    const snapshots = await this.#requests.list(`${prefix}/snapshots/`, '/');
-    for (const object of snapshots.objects) {
-      const g = parseVersionedGeneration(prefix, object.key);
-      if (g !== undefined) generations.add(g);
-    }
-    const archives = await this.#requests.list(`${prefix}/archives/`, '/');
-    for (const common of archives.commonPrefixes) {
+    };
+    for (const common of (await list('wal')).commonPrefixes)
+      add(parseSegmentGenerationPrefix(prefix, common));
+    for (const object of (await list('snapshots')).objects)
+      add(parseVersionedGeneration(prefix, object.key));
+    for (const common of (await list('archives')).commonPrefixes) {
       const name = common.slice(`${prefix}/archives/`.length).replace(/\/$/, '');
-      if (/^\d+$/.test(name)) generations.add(Number(name));
+      if (/^\d+$/.test(name)) add(Number(name));
     }
     let highest = -1;
     for (const g of generations) highest = Math.max(highest, g);
@@ -800,24 +781,23 @@ export class BackupWorker {
       highest = Math.max(highest, latest.walGeneration);
       // Another lineage's archives are never reused: a restore point names
       // only its own lineage's objects.
-      if (latest.lineage === lineage) {
+      if (latest.lineage === lineage)
         for (const file of latest.files) {
           const n = parseArchiveName(file.name);
           if (n !== undefined)
             this.#tenure.archives.set(n, { length: file.size, entry: file, verified: false });
         }
-      }
     }
     this.#tenure.generations = generations;
     this.#tenure.nextGeneration = highest + 1;
   }
 
   /** Refuse the prefix for the life of this worker. */
-  #refuse(why: string, kind: 'lineage' | 'prefix-unusable' = 'lineage'): LineageRefusedError {
+  #refuse(why: string, kind: 'lineage' | 'prefix-unusable' = 'lineage'): BackupError {
     this.#logger.error('backup.prefix_refused', { reason: why });
     this.#health.lineage = why;
     this.#health.lineageRefusalKind = kind;
-    this.#refused = new LineageRefusedError(why);
+    this.#refused = new BackupError(why, { code: 'LINEAGE_REFUSED', reason: why });
     return this.#refused;
   }
 }

@@ -6,7 +6,7 @@
  * range; the next restore point names it in place of the run. Every input is
  * checked before it is merged (stored size and CRC-32 against its entry, then
  * the envelope and its header against the entry); a mismatch is a
- * {@link CompactionInputError}, and the run stays. Nothing is deleted here. One
+ * `COMPACTION_INPUT` `BackupError`, and the run stays. Nothing is deleted here. One
  * compaction at a time, off the step, applied at a step's start only if its run
  * is still in the chain, unchanged (docs/decisions/2026-12-06-compaction-levels.md).
  */
@@ -15,7 +15,7 @@ import { compactedSegmentKey, crc32Hex, parseSegmentKey, type SegmentEntry } fro
 import { encodeSegmentObjectAsync, type SegmentObjectHeader } from '@x/wal-segment';
 import { type ChainEntryInfo, type CompactionRun, planCompaction } from './compaction-plan.ts';
 import type { WorkerContext } from './context.ts';
-import { BackupError, CompactionInputError, messageOf } from './errors.ts';
+import { BackupError, messageOf } from './errors.ts';
 import { type CheckedLogObject, readCheckedLogObject } from './log-object-read.ts';
 import type { Requests } from './requests.ts';
 import { restorePointBaseCommits } from './restore-point-builder.ts';
@@ -229,7 +229,7 @@ export class LogCompaction {
     }
     if (first === null) throw new BackupError('a compaction run without inputs');
     if (compactor.commits !== commits)
-      throw new CompactionInputError(
+      throw BackupError.compactionInput(
         inputs[0]!.key,
         `the run's records count ${compactor.commits} commits, its entries ${commits}`,
       );
@@ -297,7 +297,7 @@ export class LogCompaction {
       generation,
       entry,
       stored: this.#storedCache().take(entry.key),
-      fail: (key, problem) => new CompactionInputError(key, problem),
+      fail: (key, problem) => BackupError.compactionInput(key, problem),
     });
   }
 }

@@ -1,206 +1,144 @@
 /**
- * Typed errors of the backup worker. Same shape as `@x/store`'s: a `code`, a
- * `cause`, a `Symbol.for` marker and `static isInstance`, so checks survive
- * two copies of the package.
+ * Typed errors of the backup worker: one family, {@link BackupError}, whose
+ * `code` says what failed. Each code keeps the `name` its class had before
+ * the codes, since logs and operators match on it; a class remains only
+ * where callers branch on it. Same marker shape as `@x/store`'s, so checks
+ * survive two copies of the package.
  */
 import { errorMarker, hasErrorMarker, markError } from '@x/store';
 
-const MARKER_NAMESPACE = 'x.backup-worker.error';
+const marker = (name: string): symbol => errorMarker('x.backup-worker.error', name);
 
-export type BackupErrorCode =
-  | 'BACKUP_ERROR'
-  | 'LINEAGE_REFUSED'
-  | 'WRITER_CONFLICT'
-  | 'OPERATION_TIMEOUT'
-  | 'WRITE_FENCED'
-  | 'BUCKET_STATE'
-  | 'COMPACTION_INPUT'
-  | 'RESTORE_POINT_READ'
-  | 'SIMULATED_CRASH'
-  | 'SHUTDOWN';
+/** Each code's `name`. */
+const NAMES = {
+  BACKUP_ERROR: 'BackupError',
+  LINEAGE_REFUSED: 'LineageRefusedError',
+  WRITER_CONFLICT: 'WriterConflictError',
+  OPERATION_TIMEOUT: 'OperationTimeoutError',
+  WRITE_FENCED: 'WriteFencedError',
+  BUCKET_STATE: 'BucketStateError',
+  COMPACTION_INPUT: 'CompactionInputError',
+  RESTORE_POINT_READ: 'RestorePointReadError',
+  SIMULATED_CRASH: 'SimulatedCrashError',
+  SHUTDOWN: 'ShutdownAbandonedError',
+} as const;
 
-const BACKUP_ERROR_MARKER = errorMarker(MARKER_NAMESPACE, 'BackupError');
+export type BackupErrorCode = keyof typeof NAMES;
 
-/** Base class: a backup step failed. The step is retried with back-off. */
+/** A timeout passes, and a fenced write goes through once the lease is renewed. */
+const RETRYABLE: ReadonlySet<BackupErrorCode> = new Set(['OPERATION_TIMEOUT', 'WRITE_FENCED']);
+
+const BACKUP_ERROR_MARKER = marker('BackupError');
+
+export interface BackupErrorOptions {
+  readonly code?: BackupErrorCode;
+  readonly cause?: unknown;
+  /** `LINEAGE_REFUSED`: why the prefix is refused and what to do (the message). */
+  readonly reason?: string;
+  /** `WRITER_CONFLICT`: the key whose conditional write was refused, when one was. */
+  readonly key?: string | undefined;
+  /** `OPERATION_TIMEOUT`: the request aborted, and the deadline it missed. */
+  readonly operation?: string;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * A backup step failed; the step is retried with back-off. `code`:
+ * `LINEAGE_REFUSED` (the prefix is another lineage's or was rewound: refused
+ * for the worker's life), `WRITER_CONFLICT` (a conditional write was refused:
+ * another writer, the lease is dropped), `OPERATION_TIMEOUT`, `WRITE_FENCED`
+ * (the lease stopped allowing writes), `BUCKET_STATE` (the bucket holds
+ * something the worker cannot use), `COMPACTION_INPUT` (an input does not
+ * hold what its entry says: the run stays), and the subclasses' codes.
+ */
 export class BackupError extends Error {
-  /** Whether the same call, made again later, may succeed with nothing else changed. */
-  get retryable(): boolean {
-    return false;
+  readonly code: BackupErrorCode;
+  declare readonly reason?: string;
+  declare readonly key?: string;
+  declare readonly operation?: string;
+  declare readonly timeoutMs?: number;
+
+  constructor(message: string, options: BackupErrorOptions = {}) {
+    const { code = 'BACKUP_ERROR', cause, ...facts } = options;
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = NAMES[code];
+    this.code = code;
+    Object.assign(this, facts);
+    markError(this, BACKUP_ERROR_MARKER);
+    // The former class's marker: an older copy's `isInstance` still answers.
+    markError(this, marker(this.name));
   }
 
-  readonly code: BackupErrorCode;
+  /** Whether the same call, made again later, may succeed with nothing else changed. */
+  get retryable(): boolean {
+    return RETRYABLE.has(this.code);
+  }
 
-  constructor(
-    message: string,
-    options: { cause?: unknown } = {},
-    code: BackupErrorCode = 'BACKUP_ERROR',
-  ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'BackupError';
-    this.code = code;
-    markError(this, BACKUP_ERROR_MARKER);
+  static timeout(operation: string, timeoutMs: number): BackupError {
+    return new BackupError(`${operation} did not finish within ${timeoutMs} ms`, {
+      code: 'OPERATION_TIMEOUT',
+      operation,
+      timeoutMs,
+    });
+  }
+
+  static compactionInput(key: string, problem: string): BackupError {
+    return new BackupError(`cannot compact ${key}: ${problem}`, { code: 'COMPACTION_INPUT' });
   }
 
   static isInstance(value: unknown): value is BackupError {
     return hasErrorMarker(value, BACKUP_ERROR_MARKER);
   }
-}
 
-const LINEAGE_MARKER = errorMarker(MARKER_NAMESPACE, 'LineageRefusedError');
-
-/**
- * The prefix belongs to another lineage, or this store was rewound. The worker
- * refuses the prefix for its whole life: it uploads nothing and deletes
- * nothing. `reason` says why and what to do.
- */
-export class LineageRefusedError extends BackupError {
-  readonly reason: string;
-
-  constructor(reason: string) {
-    super(reason, {}, 'LINEAGE_REFUSED');
-    this.name = 'LineageRefusedError';
-    this.reason = reason;
-    markError(this, LINEAGE_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is LineageRefusedError {
-    return hasErrorMarker(value, LINEAGE_MARKER);
+  /** A `BackupError` of `code`, whichever copy of the package made it. */
+  static hasCode(value: unknown, code: BackupErrorCode): value is BackupError {
+    return BackupError.isInstance(value) && value.code === code;
   }
 }
-
-const CONFLICT_MARKER = errorMarker(MARKER_NAMESPACE, 'WriterConflictError');
-
-/**
- * The bucket refused a conditional write: another writer is using the prefix.
- * The worker drops its lease and starts over through it.
- */
-export class WriterConflictError extends BackupError {
-  readonly key: string | undefined;
-
-  constructor(message: string, options: { key?: string; cause?: unknown } = {}) {
-    super(message, { cause: options.cause }, 'WRITER_CONFLICT');
-    this.name = 'WriterConflictError';
-    this.key = options.key;
-    markError(this, CONFLICT_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is WriterConflictError {
-    return hasErrorMarker(value, CONFLICT_MARKER);
-  }
-}
-
-const TIMEOUT_MARKER = errorMarker(MARKER_NAMESPACE, 'OperationTimeoutError');
-
-/** A request did not finish within the operation deadline; it was aborted. */
-export class OperationTimeoutError extends BackupError {
-  override get retryable(): boolean {
-    return true;
-  }
-
-  readonly operation: string;
-  readonly timeoutMs: number;
-
-  constructor(operation: string, timeoutMs: number) {
-    super(`${operation} did not finish within ${timeoutMs} ms`, {}, 'OPERATION_TIMEOUT');
-    this.name = 'OperationTimeoutError';
-    this.operation = operation;
-    this.timeoutMs = timeoutMs;
-    markError(this, TIMEOUT_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is OperationTimeoutError {
-    return hasErrorMarker(value, TIMEOUT_MARKER);
-  }
-}
-
-const FENCED_MARKER = errorMarker(MARKER_NAMESPACE, 'WriteFencedError');
-
-/** The lease stopped allowing writes (lost, dropped, or not renewed in time); the write was not sent or was aborted. */
-export class WriteFencedError extends BackupError {
-  override get retryable(): boolean {
-    return true;
-  }
-
-  constructor(message: string, options: { cause?: unknown } = {}) {
-    super(message, options, 'WRITE_FENCED');
-    this.name = 'WriteFencedError';
-    markError(this, FENCED_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is WriteFencedError {
-    return hasErrorMarker(value, FENCED_MARKER);
-  }
-}
-
-const BUCKET_STATE_MARKER = errorMarker(MARKER_NAMESPACE, 'BucketStateError');
-
-/** The bucket holds something the worker cannot use (LATEST names a missing or unparseable manifest). */
-export class BucketStateError extends BackupError {
-  constructor(message: string, options: { cause?: unknown } = {}) {
-    super(message, options, 'BUCKET_STATE');
-    this.name = 'BucketStateError';
-    markError(this, BUCKET_STATE_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is BucketStateError {
-    return hasErrorMarker(value, BUCKET_STATE_MARKER);
-  }
-}
-
-const COMPACTION_INPUT_MARKER = errorMarker(MARKER_NAMESPACE, 'CompactionInputError');
-
-/**
- * An input of a compaction does not hold what its manifest entry says (size,
- * CRC-32, header): the run is not compacted and stays as it is.
- */
-export class CompactionInputError extends BackupError {
-  constructor(key: string, problem: string) {
-    super(`cannot compact ${key}: ${problem}`, {}, 'COMPACTION_INPUT');
-    this.name = 'CompactionInputError';
-    markError(this, COMPACTION_INPUT_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is CompactionInputError {
-    return hasErrorMarker(value, COMPACTION_INPUT_MARKER);
-  }
-}
-
-const CRASH_MARKER = errorMarker(MARKER_NAMESPACE, 'SimulatedCrashError');
 
 /** Test hook (`TestHooks.failAfterWrites`): the write budget is spent, as if the process had been killed. */
 export class SimulatedCrashError extends BackupError {
   constructor() {
-    super('test hook: the process is gone (write budget spent)', {}, 'SIMULATED_CRASH');
-    this.name = 'SimulatedCrashError';
-    markError(this, CRASH_MARKER);
+    super('test hook: the process is gone (write budget spent)', { code: 'SIMULATED_CRASH' });
   }
 
   static override isInstance(value: unknown): value is SimulatedCrashError {
-    return hasErrorMarker(value, CRASH_MARKER);
+    return hasErrorMarker(value, marker('SimulatedCrashError'));
   }
 }
-
-const SHUTDOWN_MARKER = errorMarker(MARKER_NAMESPACE, 'ShutdownAbandonedError');
 
 /** A request was abandoned because the worker is shutting down (the grace period ended). */
 export class ShutdownAbandonedError extends BackupError {
   constructor(message = 'abandoned: the worker is shutting down') {
-    super(message, {}, 'SHUTDOWN');
-    this.name = 'ShutdownAbandonedError';
-    markError(this, SHUTDOWN_MARKER);
+    super(message, { code: 'SHUTDOWN' });
   }
 
   static override isInstance(value: unknown): value is ShutdownAbandonedError {
-    return hasErrorMarker(value, SHUTDOWN_MARKER);
+    return hasErrorMarker(value, marker('ShutdownAbandonedError'));
   }
 }
 
-const PANIC_MARKER = errorMarker(MARKER_NAMESPACE, 'WorkerPanicError');
+/**
+ * The restore point a restart reads back to prove its state does not hold
+ * what its manifest says (an object missing, of the wrong size or CRC-32, or
+ * not decoding): the restart uploads a new snapshot, as without the proof.
+ */
+export class RestorePointReadError extends BackupError {
+  constructor(key: string, problem: string) {
+    super(`cannot read ${key} back: ${problem}`, { code: 'RESTORE_POINT_READ' });
+  }
+
+  static override isInstance(value: unknown): value is RestorePointReadError {
+    return hasErrorMarker(value, marker('RestorePointReadError'));
+  }
+}
+
+const PANIC_MARKER = marker('WorkerPanicError');
 
 /**
- * Test hook (`TestHooks.panicOnNextStep`): models a programming
- * error. Not counted as a failed step: it ends the worker, and health reports
- * it for good.
+ * Test hook (`TestHooks.panicOnNextStep`): models a programming error. Not a
+ * `BackupError` and not a failed step: it ends the worker, and health
+ * reports it for good.
  */
 export class WorkerPanicError extends Error {
   /** Whether the same call, made again later, may succeed with nothing else changed. */
@@ -222,24 +160,4 @@ export class WorkerPanicError extends Error {
 /** The message of a thrown value, for logs and error text (a non-Error is stringified). */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-const RESTORE_POINT_READ_MARKER = errorMarker(MARKER_NAMESPACE, 'RestorePointReadError');
-
-/**
- * The restore point a restart reads back to prove its state
- * (restore-point-read.ts) does not hold what its manifest says: an object
- * missing, of the wrong size or CRC-32, or not decoding. The restart then
- * uploads a new snapshot, as without the proof.
- */
-export class RestorePointReadError extends BackupError {
-  constructor(key: string, problem: string) {
-    super(`cannot read ${key} back: ${problem}`, {}, 'RESTORE_POINT_READ');
-    this.name = 'RestorePointReadError';
-    markError(this, RESTORE_POINT_READ_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is RestorePointReadError {
-    return hasErrorMarker(value, RESTORE_POINT_READ_MARKER);
-  }
 }

@@ -1,26 +1,26 @@
 /**
- * A restart without a new snapshot: the worker offers its source the restore
- * point `LATEST` names, and when the source proves that it opened on exactly
- * that state, or on it plus pages it then ships as one commit (see
- * `BackupSource.continueGeneration`), the tenure takes that generation over
- * where its log ends instead of uploading the database again. What is offered,
- * the tail, the logged refusals: @x/engine's README (`continueGeneration`); why:
- * docs/decisions/2026-12-06-continuing-generations.md. On `true`, the tenure's
- * current generation is that restore point's (with the tail), its cursor at the
- * log's end, dirty only when a tail was taken. Writes nothing to the bucket.
+ * A restart without a new snapshot: the source is offered the restore point
+ * `LATEST` names (with the tail a crashed run left after it), and when it
+ * proves it opened on that state (`BackupSource.continueGeneration`), the
+ * tenure takes the generation over where its log ends instead of uploading
+ * the database again. Why: docs/decisions/2026-12-06-continuing-generations.md.
+ * Writes nothing to the bucket.
  */
-import type { GenerationCandidate } from '@x/engine';
+import type { GenerationCandidate, RestorePointContent } from '@x/engine';
 import {
+  Crc32,
+  crc32Hex,
   type Manifest,
   parseSegmentKey,
   parseSnapshotKey,
+  type SegmentEntry,
   segmentGenerationPrefix,
 } from '@x/manifest';
+import { decodeSegmentObject, decodeSegmentObjectStream } from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
-import { messageOf, RestorePointReadError } from './errors.ts';
-import { restorePointContent } from './restore-point-read.ts';
-import { keyOf } from './shipper.ts';
-import { adoptTail } from './tail-adoption.ts';
+import { BackupError, messageOf, RestorePointReadError } from './errors.ts';
+import { keyOf } from './health.ts';
+import { readCheckedLogObject } from './log-object-read.ts';
 
 function msOrNull(text: string | null | undefined): number | null {
   if (text === null || text === undefined) return null;
@@ -29,7 +29,7 @@ function msOrNull(text: string | null | undefined): number | null {
 }
 
 /** The candidate `latest` offers, or `null` (rules: @x/engine's README, `continueGeneration`). */
-export function candidateOf(
+function candidateOf(
   prefix: string,
   latest: Manifest | null,
   lineage: string | null,
@@ -151,4 +151,149 @@ export async function continueGeneration(
     tailSegments: tail.entries.length,
   });
   return true;
+}
+
+interface AdoptedTail {
+  readonly entries: readonly SegmentEntry[];
+  /** Where the log ends with the tail. */
+  readonly logEnd: number;
+  /** Commits the tail holds. */
+  readonly commits: number;
+}
+
+/**
+ * The tail a crashed run left after its newest restore point: `.seg` segments
+ * no restore point names yet, which a restore of the latest state already
+ * rolls forward over. Taken, as they are, only under the roll-forward's
+ * rules: a `.seg` key starting where the chain ends; a header naming that
+ * generation, range and lineage, and as `previousCrc32` the stored CRC-32 of
+ * the object before it; a body that decodes. Compacted objects beyond the end
+ * are passed over; any other leftover gives `null` (no offer). One GET each.
+ */
+async function adoptTail(
+  ctx: WorkerContext,
+  latest: Manifest,
+  logEnd: number,
+  beyond: readonly string[],
+): Promise<AdoptedTail | null> {
+  const { prefix, requests } = ctx;
+  const byStart = new Map<number, string>();
+  for (const key of beyond) {
+    const range = parseSegmentKey(prefix, key);
+    if (range?.layout === 'compacted') continue;
+    if (range === undefined || range.layout !== 'object' || byStart.has(range.start)) return null;
+    byStart.set(range.start, key);
+  }
+  const entries: SegmentEntry[] = [];
+  let end = logEnd;
+  let commits = 0;
+  let previous = latest.segments.at(-1)?.crc32 ?? latest.files[0]?.crc32 ?? '00000000';
+  for (let key = byStart.get(end); key !== undefined; key = byStart.get(end)) {
+    const range = parseSegmentKey(prefix, key)!;
+    const object = await requests.get(key);
+    if (object === null) return null;
+    let header: ReturnType<typeof decodeSegmentObject>['header'];
+    try {
+      header = decodeSegmentObject(object.body).header;
+    } catch {
+      return null;
+    }
+    if (
+      header.kind !== 'segment' ||
+      header.generation !== latest.walGeneration ||
+      header.start !== range.start ||
+      header.end !== range.end ||
+      header.lineage !== latest.lineage ||
+      header.previousCrc32 !== Number.parseInt(previous, 16)
+    )
+      return null;
+    previous = crc32Hex(object.body);
+    entries.push({
+      key,
+      size: object.body.byteLength,
+      crc32: previous,
+      frames: header.commits,
+      lineage: header.lineage,
+    });
+    commits += header.commits;
+    end = range.end;
+    byStart.delete(range.start);
+  }
+  // Anything not on the chain: not what a roll-forward reaches.
+  if (byStart.size > 0) return null;
+  return { entries, logEnd: end, commits };
+}
+
+/**
+ * The content of `manifest` (a snapshot and log objects of its generation),
+ * read back on demand for a source with no record of its own to prove its
+ * state with, each object checked as a restore checks it before a byte is
+ * handed on: the snapshot's stored size and CRC-32 as it streams (and for a
+ * `.snap`, its envelope, kind and generation), log objects as
+ * log-object-read.ts does. Failures are `RestorePointReadError`s.
+ */
+function restorePointContent(
+  ctx: WorkerContext,
+  manifest: Manifest,
+): RestorePointContent & { readonly bytesRead: () => number } {
+  const { requests, prefix } = ctx;
+  let bytesRead = 0;
+  const fail = (key: string, problem: string) => new RestorePointReadError(key, problem);
+  return {
+    bytesRead: () => bytesRead,
+    async *image() {
+      const entry = manifest.files[0];
+      const parsed = entry === undefined ? undefined : parseSnapshotKey(prefix, entry.key);
+      if (entry === undefined || parsed === undefined)
+        throw fail(entry?.key ?? prefix, 'the restore point names no snapshot');
+      async function* stored(): AsyncGenerator<Uint8Array> {
+        const crc = new Crc32();
+        let size = 0;
+        for await (const chunk of requests.getStream(entry!.key, () =>
+          fail(entry!.key, 'missing from the bucket'),
+        )) {
+          size += chunk.byteLength;
+          bytesRead += chunk.byteLength;
+          if (size > entry!.size)
+            throw fail(entry!.key, `holds more than its entry's ${entry!.size} bytes`);
+          crc.update(chunk);
+          yield chunk;
+        }
+        if (size !== entry!.size || crc.hex() !== entry!.crc32)
+          throw fail(
+            entry!.key,
+            `holds ${size} bytes of CRC-32 ${crc.hex()}, its entry says ${entry!.size} of ${entry!.crc32}`,
+          );
+      }
+      if (parsed.layout !== 'object') {
+        yield* stored();
+        return;
+      }
+      try {
+        const decoded = await decodeSegmentObjectStream(stored());
+        if (decoded.header.kind !== 'snapshot' || decoded.header.generation !== parsed.generation)
+          throw fail(
+            entry.key,
+            `its header says a ${decoded.header.kind} of generation ${decoded.header.generation}`,
+          );
+        yield* decoded.body;
+      } catch (error) {
+        if (BackupError.isInstance(error)) throw error;
+        throw fail(entry.key, messageOf(error));
+      }
+    },
+    async *logBodies() {
+      for (const entry of manifest.segments) {
+        const { body } = await readCheckedLogObject({
+          requests,
+          prefix,
+          generation: manifest.walGeneration,
+          entry,
+          fail,
+        });
+        bytesRead += entry.size;
+        yield body;
+      }
+    },
+  };
 }

@@ -103,6 +103,15 @@ export interface WalKey {
   readonly wal: string | null;
 }
 
+/** The identity of the WAL a position is on. */
+export function keyOf(position: WalKey): WalKey {
+  return {
+    engineGeneration: position.engineGeneration,
+    snapshot: position.snapshot,
+    wal: position.wal,
+  };
+}
+
 export function sameWalKey(a: WalKey | null | undefined, b: WalKey | null | undefined): boolean {
   if (!a || !b) return false;
   return a.engineGeneration === b.engineGeneration && a.snapshot === b.snapshot && a.wal === b.wal;
@@ -178,11 +187,7 @@ export class HealthTracker {
         this.#baseDueSince = null;
         if (!sameWalKey(this.#seenKey, position)) {
           this.#seen = [];
-          this.#seenKey = {
-            engineGeneration: position.engineGeneration,
-            snapshot: position.snapshot,
-            wal: position.wal,
-          };
+          this.#seenKey = keyOf(position);
         }
         const last = this.#seen.at(-1)?.length ?? shipped.cursor;
         if (position.durableLength > last)

@@ -3,15 +3,10 @@ export { compactionLevelsProblem, MAX_COMPACTION_LEVELS } from './compaction-pla
 export {
   BackupError,
   type BackupErrorCode,
-  BucketStateError,
-  CompactionInputError,
-  LineageRefusedError,
-  OperationTimeoutError,
+  type BackupErrorOptions,
   RestorePointReadError,
   ShutdownAbandonedError,
   WorkerPanicError,
-  WriteFencedError,
-  WriterConflictError,
 } from './errors.ts';
 export type {
   BackupHealth,

@@ -1,14 +1,9 @@
 /**
- * Reading `LATEST` at resume, and healing it when it is unusable: too large,
- * not one manifest key of the prefix, or naming a manifest that is missing,
- * too large, unparsable, of another lineage in its entries, or of another
- * commit than its key. The newest manifest under `manifest/` that passes the
- * same checks is found (one LIST, one GET per manifest tried, newest first):
- * of this store's lineage, `LATEST` is pointed at it conditionally; of another,
- * nothing is written and the lineage rules refuse; none, and it throws
+ * Reading `LATEST` at resume, and healing it when it is unusable: pointed,
+ * conditionally, at the newest manifest that passes the same checks when it
+ * is this store's lineage; otherwise the lineage rules refuse, or, with none,
  * {@link LatestUnusableError}. A lost race re-reads `LATEST`; nothing is
- * deleted; a missing `LATEST` is left to the next manifest write. Details:
- * package README (An unusable LATEST at resume).
+ * deleted. Rules and costs: package README (An unusable LATEST at resume).
  */
 import {
   latestKey,
@@ -32,7 +27,7 @@ import {
   PreconditionFailedError,
 } from '@x/store';
 import type { WorkerContext } from './context.ts';
-import { BucketStateError, messageOf } from './errors.ts';
+import { BackupError, messageOf } from './errors.ts';
 
 const UNUSABLE_MARKER = errorMarker('x.backup-worker.error', 'LatestUnusableError');
 
@@ -42,7 +37,7 @@ const UNUSABLE_MARKER = errorMarker('x.backup-worker.error', 'LatestUnusableErro
  * change it; the worker refuses the prefix with this message, which says
  * what is wrong and what the operator can do.
  */
-export class LatestUnusableError extends BucketStateError {
+export class LatestUnusableError extends BackupError {
   /** What is wrong with LATEST. */
   readonly latestProblem: string;
   /** Manifests tried, newest first, with why each was refused (at most {@link REFUSALS_NAMED}). */
@@ -62,6 +57,7 @@ export class LatestUnusableError extends BucketStateError {
     super(
       `${latestProblem}, and ${manifests}: there is no restore point to resume from. Nothing is uploaded or deleted. ` +
         `Point the worker at a new prefix, or put a readable manifest back and point ${latestKey(prefix)} at it, or delete ${latestKey(prefix)} to back up into this prefix afresh`,
+      { code: 'BUCKET_STATE' },
     );
     this.name = 'LatestUnusableError';
     this.latestProblem = latestProblem;
@@ -138,6 +134,10 @@ async function loadChecked(ctx: WorkerContext, key: string): Promise<Manifest | 
   return manifest;
 }
 
+function unusable(version: ObjectVersion, target: string | null, problem: string): LatestState {
+  return { state: 'unusable', version, target, problem };
+}
+
 /** Reads LATEST and the manifest it names, and says whether both are usable. */
 export async function readLatestState(ctx: WorkerContext): Promise<LatestState> {
   const { prefix, requests } = ctx;
@@ -150,40 +150,26 @@ export async function readLatestState(ctx: WorkerContext): Promise<LatestState> 
     const listed = await requests.list(key);
     const found = listed.objects.find((object) => object.key === key);
     if (found === undefined) return { state: 'missing' };
-    return {
-      state: 'unusable',
-      version: found.version,
-      target: null,
-      problem: `LATEST does not name a manifest: it is larger than ${MAX_LATEST_BYTES} bytes`,
-    };
+    return unusable(
+      found.version,
+      null,
+      `LATEST does not name a manifest: it is larger than ${MAX_LATEST_BYTES} bytes`,
+    );
   }
   let target: string;
   let leaseGeneration: number | null;
   try {
     ({ key: target, leaseGeneration } = parseLatestRecord(latest.body, { prefix }));
   } catch (error) {
-    return {
-      state: 'unusable',
-      version: latest.version,
-      target: null,
-      problem: `LATEST does not name a manifest: ${messageOf(error)}`,
-    };
+    return unusable(latest.version, null, `LATEST does not name a manifest: ${messageOf(error)}`);
   }
   const loaded = await loadChecked(ctx, target);
-  if (loaded === null)
-    return {
-      state: 'unusable',
-      version: latest.version,
+  if (loaded === null || typeof loaded === 'string')
+    return unusable(
+      latest.version,
       target,
-      problem: `LATEST names ${target}, which does not exist`,
-    };
-  if (typeof loaded === 'string')
-    return {
-      state: 'unusable',
-      version: latest.version,
-      target,
-      problem: `LATEST names ${target}, which ${loaded}`,
-    };
+      `LATEST names ${target}, which ${loaded ?? 'does not exist'}`,
+    );
   return { state: 'ok', version: latest.version, target, manifest: loaded, leaseGeneration };
 }
 
@@ -222,19 +208,16 @@ async function newestUsable(
  * LATEST for resume: the manifest it names when usable; otherwise healed as
  * the module describes. `null` manifest: there is no LATEST.
  * @throws LatestUnusableError when LATEST is unusable and no manifest passes.
- * @throws BucketStateError when rewrites keep losing races (the step is retried).
+ * @throws BackupError `BUCKET_STATE` when rewrites keep losing races (the step is retried).
  */
 export async function resumeLatest(ctx: WorkerContext): Promise<ResumedLatest> {
   for (let attempt = 0; ; attempt += 1) {
     const state = await readLatestState(ctx);
     if (state.state === 'missing') return { manifest: null, version: null, target: null };
-    if (state.state === 'ok')
-      return {
-        manifest: state.manifest,
-        version: state.version,
-        target: state.target,
-        leaseGeneration: state.leaseGeneration,
-      };
+    if (state.state === 'ok') {
+      const { manifest, version, target, leaseGeneration } = state;
+      return { manifest, version, target, leaseGeneration };
+    }
     const { found, tried, refused } = await newestUsable(ctx, state.target);
     if (found === null) throw new LatestUnusableError(ctx.prefix, state.problem, tried, refused);
     const local = await ctx.source.readLineage();
@@ -270,9 +253,9 @@ export async function resumeLatest(ctx: WorkerContext): Promise<ResumedLatest> {
       if (!isRefusal(error)) throw error;
       // Lost a race: LATEST changed since it was read. Read it again.
       if (attempt + 1 >= RACE_RETRIES)
-        throw new BucketStateError(
+        throw new BackupError(
           `LATEST kept changing while this worker repaired it (${RACE_RETRIES} attempts)`,
-          { cause: error },
+          { code: 'BUCKET_STATE', cause: error },
         );
     }
   }

@@ -1,7 +1,7 @@
 import { BucketLease, FakeClock, leaseKey, readLease } from '@x/lease';
 import { type CallOptions, MemoryStore, type ObjectVersion, type PutOptions } from '@x/store';
 import { describe, expect, it } from 'vitest';
-import { WriteFencedError, WriterConflictError } from './errors.ts';
+import { BackupError } from './errors.ts';
 import { HealthTracker } from './health.ts';
 import { LeaseHolder } from './lease-holder.ts';
 import { Requests } from './requests.ts';
@@ -77,9 +77,9 @@ describe('LeaseHolder', () => {
     const fence = lease.writeFence();
     expect(fence?.aborted).toBe(false);
     const error = lease.conflict('LATEST changed', 'p/LATEST');
-    expect(WriterConflictError.isInstance(error)).toBe(true);
+    expect(BackupError.hasCode(error, 'WRITER_CONFLICT')).toBe(true);
     expect(fence?.aborted).toBe(true);
-    expect(WriteFencedError.isInstance(fence?.reason)).toBe(true);
+    expect(BackupError.hasCode(fence?.reason, 'WRITE_FENCED')).toBe(true);
     expect(lease.holds()).toBe(false);
     expect(() => lease.writeFence()).toThrow('the bucket lease was lost');
     expect(health.leaseHeld).toBe(false);

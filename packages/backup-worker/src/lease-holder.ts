@@ -1,16 +1,10 @@
 /**
- * How a started worker holds the prefix's lease: through `@x/lease`'s
- * keeper (`holdLease`), which renews it every third of a TTL, gives each
- * renewal a sixth of a TTL (at most the operation deadline), and retries a
- * failed one every `RENEW_RETRY_MS` — so a renewal that hangs is retried
- * well before writes stop, two thirds of a TTL after the last one was sent.
- *
- * This module turns the keeper's events into health and logs, gives the
- * request layer its fence, drops the lease when the bucket refuses a write,
- * and releases it at the end under one operation deadline.
- *
- * Not guaranteed: a release against a bucket that ignores abort signals is
- * given up after its deadline; the record then expires by itself.
+ * How a started worker holds the prefix's lease through `@x/lease`'s keeper:
+ * its events become health and logs, its signal the request layer's fence; a
+ * refused write drops it, and the end releases it under one operation
+ * deadline (a bucket that ignores aborts leaves the record to expire). A
+ * renewal gets a sixth of a TTL, so one that hangs is retried well before
+ * writes stop.
  */
 import {
   type Clock,
@@ -24,7 +18,7 @@ import {
   releaseOwnRecord,
 } from '@x/lease';
 import type { ObjectStore } from '@x/store';
-import { BackupError, messageOf, WriteFencedError, WriterConflictError } from './errors.ts';
+import { BackupError, messageOf } from './errors.ts';
 import { type HealthTracker, MAX_BACKOFF_MS } from './health.ts';
 import type { Requests } from './requests.ts';
 import type { WorkerCallbacks } from './worker-callbacks.ts';
@@ -86,18 +80,20 @@ export class LeaseHolder {
   /**
    * The fence for a write (for the request layer): `null` without a lease
    * handle (a worker driven by `runOnce`).
-   * @throws WriteFencedError — the lease was lost or dropped, or not renewed in time.
+   * @throws BackupError `WRITE_FENCED` — the lease was lost or dropped, or not renewed in time.
    */
   writeFence(): AbortSignal | null {
     const keeper = this.#keeper;
     if (keeper === null) return null;
     if (keeper.isDropped() || keeper.isLost())
-      throw new WriteFencedError(
+      throw new BackupError(
         'the bucket lease was lost; this worker no longer writes to the bucket',
+        { code: 'WRITE_FENCED' },
       );
     if (!keeper.mayWrite())
-      throw new WriteFencedError(
+      throw new BackupError(
         'the bucket lease was not renewed in time; writes are stopped until it is',
+        { code: 'WRITE_FENCED' },
       );
     return keeper.signal;
   }
@@ -178,16 +174,16 @@ export class LeaseHolder {
    * lease (its fence aborts at once); the worker starts over through it,
    * and resume reads the bucket afresh.
    */
-  conflict(what: string, key?: string, cause?: unknown): WriterConflictError {
+  conflict(what: string, key?: string, cause?: unknown): BackupError {
     const { logger, health } = this.#options;
     const why = `another writer is using this backup prefix: ${what}`;
     logger.warn('backup.write_refused', { reason: why });
     if (this.#keeper !== null) {
-      this.#keeper.drop(new WriteFencedError(why));
+      this.#keeper.drop(new BackupError(why, { code: 'WRITE_FENCED' }));
       health.leaseHeld = false;
       health.lease = why;
     }
-    return new WriterConflictError(why, { key, cause });
+    return new BackupError(why, { code: 'WRITER_CONFLICT', key, cause });
   }
 
   /**

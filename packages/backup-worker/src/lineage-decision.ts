@@ -31,6 +31,8 @@ export type LineageDecision =
   /** Create a lineage for the store, then continue under it. */
   | { readonly kind: 'create'; readonly adopt: boolean };
 
+const refuse = (reason: string): LineageDecision => ({ kind: 'refuse', reason });
+
 export function decideLineage(input: {
   /** The restore point LATEST names (`null`: none). */
   readonly latest: LatestRestorePoint | null;
@@ -44,38 +46,33 @@ export function decideLineage(input: {
   readonly commitCount?: number | null | undefined;
 }): LineageDecision {
   const { latest, local, parent } = input;
-  if (latest !== null && parent !== null && parent.lineage === latest.lineage) {
-    if (local !== latest.lineage) {
-      if (input.latestTarget !== parent.manifestKey)
-        return {
-          kind: 'refuse',
-          reason: `this store was restored from ${parent.manifestKey} of lineage ${parent.lineage}, but the backup prefix has moved on since (LATEST names ${input.latestTarget ?? 'nothing'}): another instance has written to it. Nothing is uploaded or deleted. Point the worker at a new prefix`,
-        };
-      return local === null
-        ? { kind: 'create', adopt: true }
-        : { kind: 'continue', lineage: local, adopt: true };
-    }
+  // Restored from this prefix, and not yet under the prefix's lineage: adopt it.
+  if (latest !== null && parent?.lineage === latest.lineage && local !== latest.lineage) {
+    if (input.latestTarget !== parent.manifestKey)
+      return refuse(
+        `this store was restored from ${parent.manifestKey} of lineage ${parent.lineage}, but the backup prefix has moved on since (LATEST names ${input.latestTarget ?? 'nothing'}): another instance has written to it. Nothing is uploaded or deleted. Point the worker at a new prefix`,
+      );
+    return local === null
+      ? { kind: 'create', adopt: true }
+      : { kind: 'continue', lineage: local, adopt: true };
   }
   if (latest === null)
     return local === null
       ? { kind: 'create', adopt: false }
       : { kind: 'continue', lineage: local, adopt: false };
   if (local === null)
-    return {
-      kind: 'refuse',
-      reason: `this backup prefix holds the backups of another store (lineage ${latest.lineage}), and this store has never been backed up; nothing is uploaded or deleted. Point the worker at a new prefix, or restore this store from that prefix first`,
-    };
+    return refuse(
+      `this backup prefix holds the backups of another store (lineage ${latest.lineage}), and this store has never been backed up; nothing is uploaded or deleted. Point the worker at a new prefix, or restore this store from that prefix first`,
+    );
   if (local !== latest.lineage)
-    return {
-      kind: 'refuse',
-      reason: `this backup prefix holds the backups of another store (lineage ${latest.lineage}), not this one (lineage ${local}); nothing is uploaded or deleted. Point the worker at a new prefix, or restore this store from that prefix first`,
-    };
+    return refuse(
+      `this backup prefix holds the backups of another store (lineage ${latest.lineage}), not this one (lineage ${local}); nothing is uploaded or deleted. Point the worker at a new prefix, or restore this store from that prefix first`,
+    );
   if (input.commitCount === undefined) return { kind: 'needs-commit-count' };
   if (input.commitCount === null) return { kind: 'undecidable' };
   if (input.commitCount < latest.commitSeq)
-    return {
-      kind: 'refuse',
-      reason: `this store holds ${input.commitCount} commits, fewer than the ${latest.commitSeq} of the newest restore point in the backup prefix: it was restored from an older backup, or rewound. Uploading would bury the newer history, so nothing is uploaded or deleted. Point the worker at a new prefix`,
-    };
+    return refuse(
+      `this store holds ${input.commitCount} commits, fewer than the ${latest.commitSeq} of the newest restore point in the backup prefix: it was restored from an older backup, or rewound. Uploading would bury the newer history, so nothing is uploaded or deleted. Point the worker at a new prefix`,
+    );
   return { kind: 'continue', lineage: local, adopt: false };
 }

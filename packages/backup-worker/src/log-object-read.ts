@@ -1,15 +1,9 @@
 /**
- * Reading one entry of a restore point's commit log back from the bucket
- * (or from memory, given the bytes this tenure stored), checked the way a
- * restore checks it: the stored size and CRC-32 against the manifest entry,
- * then the envelope's own checks (header CRC, decoded length, decoded
- * CRC-32) and its header against the key and the entry (kind, generation,
- * range, commits, lineage).
- *
- * Used by compaction (its inputs) and by a restart that proves its state
- * against the bucket's restore point (restore-point-read.ts). Each failure is
- * the caller's error, built by `fail` from the key and what was wrong; the
- * bytes are never handed on unchecked.
+ * One entry of a restore point's log read back (from the bucket, or from the
+ * bytes this tenure stored) and checked as a restore checks it: stored size
+ * and CRC-32 against the entry, the envelope's own checks, and its header
+ * against the key and entry. For compaction's inputs and a restart's proof
+ * (generation-continuation.ts); each failure is the caller's error (`fail`).
  */
 import { crc32Hex, parseSegmentKey, type SegmentEntry } from '@x/manifest';
 import {

@@ -9,12 +9,7 @@ import {
   StoreError,
 } from '@x/store';
 import { describe, expect, it } from 'vitest';
-import {
-  BackupError,
-  OperationTimeoutError,
-  WriteFencedError,
-  WriterConflictError,
-} from './errors.ts';
+import { BackupError } from './errors.ts';
 import { Requests } from './requests.ts';
 import { TestHooks } from './test-hooks.ts';
 
@@ -64,7 +59,7 @@ function layer(
       writeFence: options.fence ?? (() => null),
       conflict: (what, key) => {
         conflicts.push(what);
-        return new WriterConflictError(what, { key });
+        return new BackupError(what, { code: 'WRITER_CONFLICT', key });
       },
     },
   });
@@ -81,7 +76,7 @@ describe('Requests', () => {
   it('sends no write while the fence refuses, and fails it with the fence’s error', async () => {
     const { store, requests } = layer({
       fence: () => {
-        throw new WriteFencedError('the bucket lease was lost');
+        throw new BackupError('the bucket lease was lost', { code: 'WRITE_FENCED' });
       },
     });
     await expect(requests.putConditional('k', bytes('x'), 'create')).rejects.toThrow(
@@ -98,12 +93,14 @@ describe('Requests', () => {
     store.hangPuts = true;
     const put = requests.putConditional('k', bytes('x'), 'create');
     await settle();
-    fence.abort(new WriteFencedError('another writer is using this backup prefix: test'));
+    fence.abort(
+      new BackupError('another writer is using this backup prefix: test', { code: 'WRITE_FENCED' }),
+    );
     await expect(put).rejects.toThrow('another writer is using this backup prefix: test');
     expect(await store.get('k')).toBeNull();
   });
 
-  it('turns an abort whose reason is not a BackupError into a WriteFencedError naming the request', async () => {
+  it('turns an abort whose reason is not a BackupError into a WRITE_FENCED one naming the request', async () => {
     const fence = new AbortController();
     const { store, requests } = layer({ fence: () => fence.signal });
     store.hangPuts = true;
@@ -111,7 +108,7 @@ describe('Requests', () => {
     await settle();
     fence.abort(new Error('fence down'));
     const error = await put.catch((caught: unknown) => caught);
-    expect(WriteFencedError.isInstance(error)).toBe(true);
+    expect(BackupError.hasCode(error, 'WRITE_FENCED')).toBe(true);
     expect((error as Error).message).toBe('PUT k was aborted: fence down');
   });
 
@@ -124,7 +121,7 @@ describe('Requests', () => {
     await settle();
     clock.advance(1);
     const error = await put.catch((caught: unknown) => caught);
-    expect(OperationTimeoutError.isInstance(error)).toBe(true);
+    expect(BackupError.hasCode(error, 'OPERATION_TIMEOUT')).toBe(true);
     expect(error).toMatchObject({ operation: 'PUT k', timeoutMs: 1_000 });
     expect(BackupError.isInstance(error)).toBe(true);
   });
@@ -136,7 +133,7 @@ describe('Requests', () => {
     expect(conflicts).toEqual([]);
     await expect(
       requests.putImmutable('k', bytes('other'), crc32Hex(bytes('other'))),
-    ).rejects.toSatisfy(WriterConflictError.isInstance);
+    ).rejects.toSatisfy((error) => BackupError.hasCode(error, 'WRITER_CONFLICT'));
     expect(conflicts).toEqual(['k already exists with other content']);
   });
 

@@ -1,9 +1,9 @@
 /**
  * The worker's request layer. Every request runs under an operation deadline
  * and the shutdown signal; one that changes the bucket also under the lease's
- * fence (it starts only while writes are allowed, else `WriteFencedError`, and
+ * fence (it starts only while writes are allowed, else `WRITE_FENCED`, and
  * is aborted when they stop, rejecting with the abort's `BackupError` or a
- * `WriteFencedError`). Immutable objects are create-if-absent (an existing one
+ * `WRITE_FENCED` one). Immutable objects are create-if-absent (an existing one
  * is accepted with the same CRC only; unconditional without the store's mode
  * or with `conditional: false`): a request the store already received still
  * completes after the fence falls.
@@ -23,7 +23,7 @@ import {
   type ObjectVersion,
 } from '@x/store';
 import { encodeSegmentObjectInMemory, encodeSegmentObjectStream } from '@x/wal-segment';
-import { BackupError, messageOf, OperationTimeoutError, WriteFencedError } from './errors.ts';
+import { BackupError, messageOf } from './errors.ts';
 import type { WorkerCallbacks } from './worker-callbacks.ts';
 import type { WorkerHooks } from './worker-options.ts';
 
@@ -86,13 +86,13 @@ export class Requests {
 
   /**
    * A deadline on the injected clock: its signal aborts with an
-   * {@link OperationTimeoutError} after `ms` (default: the operation deadline).
+   * `OPERATION_TIMEOUT` `BackupError` after `ms` (default: the operation deadline).
    */
   deadline(operation: string, ms: number = this.#options.operationTimeoutMs): Deadline {
     const clock = this.#options.clock;
     const controller = new AbortController();
     let cancelTimer = clock.setTimer(ms, () =>
-      controller.abort(new OperationTimeoutError(operation, ms)),
+      controller.abort(BackupError.timeout(operation, ms)),
     );
     return {
       signal: controller.signal,
@@ -102,7 +102,7 @@ export class Requests {
         if (controller.signal.aborted) return;
         cancelTimer();
         cancelTimer = clock.setTimer(ms, () =>
-          controller.abort(new OperationTimeoutError(operation, ms)),
+          controller.abort(BackupError.timeout(operation, ms)),
         );
       },
     };
@@ -328,7 +328,10 @@ export class Requests {
     if (!signal.aborted) throw error;
     const reason: unknown = signal.reason;
     if (BackupError.isInstance(reason)) throw reason;
-    throw new WriteFencedError(`${operation} was aborted: ${messageOf(reason)}`, { cause: error });
+    throw new BackupError(`${operation} was aborted: ${messageOf(reason)}`, {
+      code: 'WRITE_FENCED',
+      cause: error,
+    });
   }
 
   /**

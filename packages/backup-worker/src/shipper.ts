@@ -28,19 +28,10 @@ import {
 import { encodeSegmentObjectAsync, SegmentObjectError } from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
 import { BackupError } from './errors.ts';
-import { sameWalKey, type WalKey } from './health.ts';
+import { keyOf, sameWalKey } from './health.ts';
 import type { ManifestWriter } from './manifest-writer.ts';
 import { type Generation, noteShippedTime } from './tenure.ts';
 import { unchangedBetween } from './unchanged-between.ts';
-
-/** The identity of the WAL a position is on. */
-export function keyOf(position: DurablePosition): WalKey {
-  return {
-    engineGeneration: position.engineGeneration,
-    snapshot: position.snapshot,
-    wal: position.wal,
-  };
-}
 
 export interface ShipperOptions {
   readonly maxSegmentBytes: number;
@@ -87,9 +78,7 @@ export class Shipper {
     const g = this.#ctx.tenure.current;
     if (!g) return null;
     return {
-      engineGeneration: g.key.engineGeneration,
-      snapshot: g.key.snapshot,
-      wal: g.key.wal,
+      ...g.key,
       shippedLength: g.cursor,
       inRestorePoint: g.inRestorePoint,
       walGeneration: g.number,
@@ -342,11 +331,10 @@ export class Shipper {
   #previousCrc32(generation: Generation, start: number): number {
     const last = generation.segments.at(-1);
     if (last !== undefined) return Number.parseInt(last.crc32, 16);
-    if (start !== 0) {
+    if (start !== 0)
       throw new BackupError(
         `generation ${generation.number} has no shipped segment ending at ${start} to chain to`,
       );
-    }
     const snapshot = this.#ctx.tenure.snapshot;
     return snapshot === null ? 0 : Number.parseInt(snapshot.crc32, 16);
   }

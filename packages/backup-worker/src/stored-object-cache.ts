@@ -1,15 +1,9 @@
 /**
- * The stored bytes of objects this worker just wrote, kept so that a
- * compaction merging them need not download them again: at 10 commits/s
- * and one segment a second, a level-1 merge otherwise costs one GET per
- * segment it replaces.
- *
- * Guarantees: bounded by `maxBytes` (the oldest entries go first); an entry
- * is handed out once ({@link take} removes it). Limits: it holds what was
- * sent, not what the bucket holds now; the compaction checks a cached object
- * exactly as a downloaded one (size, CRC-32, envelope, header), and the
- * owner drops the cache when a new tenure begins (another writer may have
- * changed the bucket).
+ * The stored bytes of objects this worker just wrote, so that a compaction
+ * merging them need not GET them again (at one segment a second, a level-1
+ * merge otherwise costs a GET per segment). Bounded, oldest out first; an
+ * entry is handed out once. It holds what was sent, not what the bucket
+ * holds, so the compaction checks a cached object as a downloaded one.
  */
 export class StoredObjectCache {
   readonly #maxBytes: number;

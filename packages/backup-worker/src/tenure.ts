@@ -1,11 +1,8 @@
 /**
  * What a worker knows about the bucket during one lease tenure. A new tenure
- * (the lease taken again after it was lost or dropped) starts from a fresh
- * `Tenure`: another writer may have changed the bucket meanwhile, so nothing
- * learned before is trusted. Resetting is one assignment, so no field can be
- * forgotten.
- *
- * Plain state: no I/O, no behaviour beyond its initial values.
+ * starts from a fresh `Tenure`: another writer may have changed the bucket
+ * meanwhile, so nothing learned before is trusted, and resetting is one
+ * assignment, so no field can be forgotten. Plain state, no I/O.
  */
 import type { FileEntry, Manifest, SegmentEntry } from '@x/manifest';
 import type { ObjectVersion } from '@x/store';

@@ -1,12 +1,7 @@
 /**
  * Test hooks for a {@link BackupWorker}, kept out of the production class:
- * pass `hooks: new TestHooks()` in the worker's options, then drive it.
- *
- * - `failAfterWrites(n)`: allow `n` more requests that change the bucket
- *   (PUT, DELETE, upload), then throw {@link SimulatedCrashError} before
- *   each, as if the process were killed just before it.
- * - `panicOnNextStep()`: the next step throws {@link WorkerPanicError}.
- * - `listRequests()`: LIST requests made so far.
+ * pass `hooks: new TestHooks()` in the worker's options, then drive it
+ * (a crash after some writes, a panic, LIST counts).
  */
 import { SimulatedCrashError, WorkerPanicError } from './errors.ts';
 import type { WorkerHooks } from './worker-options.ts';

@@ -7,7 +7,7 @@ export interface WorkerCallbacks {
   runSignal(): AbortSignal;
   /**
    * The fence a write runs under: `null` without a lease (`runOnce`, tests);
-   * throws `WriteFencedError` when writes are stopped.
+   * throws a `WRITE_FENCED` `BackupError` when writes are stopped.
    */
   writeFence(): AbortSignal | null;
   /** A refused write: another writer is active. Drops the lease; returns the error to throw. */

@@ -15,12 +15,6 @@ const released: { module: object; namespace: string; classes: string[] }[] = [
     namespace: 'x.backup-worker.error',
     classes: [
       'BackupError',
-      'LineageRefusedError',
-      'WriterConflictError',
-      'OperationTimeoutError',
-      'WriteFencedError',
-      'BucketStateError',
-      'CompactionInputError',
       'SimulatedCrashError',
       'ShutdownAbandonedError',
       'WorkerPanicError',
@@ -85,4 +79,31 @@ describe('backup-worker error markers', () => {
       expect(errorClass.isInstance({})).toBe(false);
     });
   }
+});
+
+// Classes folded into BackupError's codes: an error of such a code still
+// carries its former class's marker (a copy that has the class recognises
+// it), and `hasCode` recognises one made by a copy that had the class.
+const folded = {
+  LINEAGE_REFUSED: 'LineageRefusedError',
+  WRITER_CONFLICT: 'WriterConflictError',
+  OPERATION_TIMEOUT: 'OperationTimeoutError',
+  WRITE_FENCED: 'WriteFencedError',
+  BUCKET_STATE: 'BucketStateError',
+  COMPACTION_INPUT: 'CompactionInputError',
+} as const;
+
+describe('backup-worker error codes', () => {
+  it.each(Object.entries(folded))('%s keeps the name and marker of %s', (code, name) => {
+    const { BackupError } = mainWorkerErrors;
+    const error = new BackupError('failed', { code: code as keyof typeof folded });
+    expect(error.name).toBe(name);
+    expect(
+      (error as unknown as Record<symbol, unknown>)[Symbol.for(`x.backup-worker.error.${name}`)],
+    ).toBe(true);
+    const fromAnotherCopy = { [Symbol.for('x.backup-worker.error.BackupError')]: true, code };
+    expect(BackupError.hasCode(fromAnotherCopy, code as keyof typeof folded)).toBe(true);
+    expect(BackupError.hasCode({ code }, code as keyof typeof folded)).toBe(false);
+    expect(BackupError.hasCode(error, 'BACKUP_ERROR')).toBe(false);
+  });
 });
