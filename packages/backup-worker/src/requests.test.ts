@@ -175,10 +175,12 @@ describe('Requests', () => {
 
   it('refuses a batch delete once the fence fell, deleting nothing', async () => {
     const fenced = new AbortController();
-    fenced.abort(new WriteFencedError('lease lost'));
+    fenced.abort(new BackupError('lease lost', { code: 'WRITE_FENCED' }));
     const { store, requests } = layer({ fence: () => fenced.signal });
     await store.put('k', bytes('x'));
-    await expect(requests.deleteMany(['k'])).rejects.toSatisfy(BackupError.isInstance);
+    await expect(requests.deleteMany(['k'])).rejects.toSatisfy((error) =>
+      BackupError.hasCode(error, 'WRITE_FENCED'),
+    );
     expect(await store.get('k')).not.toBeNull();
   });
 
