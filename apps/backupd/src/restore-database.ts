@@ -82,6 +82,9 @@ export interface DatabaseRestoreResult {
    * the backup does not record it (a version 1 restore point at its snapshot).
    */
   readonly commitTime: string | null;
+  /** Objects downloaded and checked, and their stored bytes (a compressed snapshot counts compressed). */
+  readonly objects: number;
+  readonly bytes: number;
   /** Set when LATEST was unusable and the newest restore point that passes restore's checks was used. */
   readonly fellBackFrom?: LatestFallback;
   /** A restore of the latest state: what it applied beyond its restore point (`@x/restore`). */
@@ -180,6 +183,8 @@ async function restoreTarget(
     commitSeq: result.commitSeq,
     manifestKey: result.manifestKey,
     commitTime: commitTime === null ? null : new Date(commitTime).toISOString(),
+    objects: result.objects,
+    bytes: result.bytes,
     ...(result.fellBackFrom ? { fellBackFrom: result.fellBackFrom } : {}),
     ...(result.rolledForward ? { rolledForward: result.rolledForward } : {}),
   };
