@@ -52,6 +52,41 @@ describe('planCompaction', () => {
     });
   });
 
+  it('above level 1, merges a window only once all of it is older than the exact window', () => {
+    const chain = [at(1, 20_000), at(1, 50_000), at(1, 280_000), fine(301_000), fine(700_000)];
+    const plan = (now: number) =>
+      planCompaction({
+        chain,
+        now,
+        levelsMs: LEVELS,
+        databaseBytes: null,
+        exactSince: now - 300_000,
+      });
+    // The window ended at 300 s; its first two objects are older than the
+    // exact window at 400 s, the third not: nothing yet, not a partial merge.
+    expect(plan(400_000)).toBeNull();
+    expect(plan(599_999)).toBeNull();
+    expect(plan(600_000)).toEqual({ level: 2, first: 0, end: 3, reason: 'window-ended' });
+    // Without an exact window, at the window's end.
+    expect(planCompaction({ chain, now: 300_000, levelsMs: LEVELS, databaseBytes: null })).toEqual({
+      level: 2,
+      first: 0,
+      end: 3,
+      reason: 'window-ended',
+    });
+    // Level 1 does not wait: its objects' fine segments are what the window keeps.
+    const fineChain = [fine(1_000), fine(6_000), fine(31_000)];
+    expect(
+      planCompaction({
+        chain: fineChain,
+        now: 31_000,
+        levelsMs: LEVELS,
+        databaseBytes: null,
+        exactSince: 31_000 - 300_000,
+      }),
+    ).toEqual({ level: 1, first: 0, end: 2, reason: 'window-ended' });
+  });
+
   it('an object of a window merges again with later entries of the same window, not with another window', () => {
     const chain = [at(1, 20_000), fine(25_000), fine(29_000), fine(31_000)];
     expect(planCompaction({ chain, now: 30_500, levelsMs: LEVELS, databaseBytes: null })).toEqual({

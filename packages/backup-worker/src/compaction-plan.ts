@@ -95,7 +95,11 @@ export function planCompaction(input: {
         end += 1;
       }
       if (end - first >= 2 && lower > 0 && logBytes <= maxRunLogBytes) {
-        if (now >= (window + 1) * interval) return { level, first, end, reason: 'window-ended' };
+        // Above level 1, once the whole window is older than the exact window:
+        // merging its older part first would upload the object again per entry.
+        const ended = (window + 1) * interval;
+        if (now >= ended && (level === 1 || ended <= exactSince))
+          return { level, first, end, reason: 'window-ended' };
         if (
           databaseBytes !== null &&
           databaseBytes > 0 &&
