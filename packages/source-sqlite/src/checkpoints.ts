@@ -77,15 +77,25 @@ export function refusedCheckpoint(
   mode: 'passive' | 'truncate',
   walFrames: number,
 ): CheckpointReport {
+  return reportOf(mode, { busy: 1, log: walFrames, checkpointed: 0 });
+}
+
+/** A report of SQLite's answer `copy`: busy unless it copied everything, no restart unless `facts` say so. */
+function reportOf(
+  mode: 'passive' | 'truncate',
+  copy: CheckpointResult,
+  facts: Partial<CheckpointReport> = {},
+): CheckpointReport {
   return {
     mode,
-    busy: true,
-    walFrames,
-    checkpointedFrames: 0,
+    busy: copy.busy !== 0 || copy.log !== copy.checkpointed,
+    walFrames: copy.log,
+    checkpointedFrames: copy.checkpointed,
     writeLockHeldMs: null,
     truncateMs: null,
     walRestartable: false,
     truncated: false,
+    ...facts,
   };
 }
 
@@ -120,18 +130,8 @@ export function runCheckpoint(
     context.capture.caughtUp ||
     urgency === 'force' ||
     (insist && backlogBytes(context) <= context.options.captureBudgetBytes);
-  if (mode === 'passive' || !restartable) {
-    return {
-      mode,
-      busy: passive.busy !== 0 || mode !== 'passive',
-      walFrames: passive.log,
-      checkpointedFrames: passive.checkpointed,
-      writeLockHeldMs: null,
-      truncateMs: null,
-      walRestartable: false,
-      truncated: false,
-    };
-  }
+  if (mode === 'passive' || !restartable)
+    return reportOf(mode, passive, { busy: passive.busy !== 0 || mode !== 'passive' });
   return finishRestart(
     context,
     restartUnderWriteLock(context, passive, insist ? 1 : RESTART_LOCK_ATTEMPTS),
@@ -140,39 +140,18 @@ export function runCheckpoint(
 
 /** The report of a restart, after the TRUNCATE (`truncateWalFile`) and a capture of what landed since. */
 function finishRestart(context: CheckpointContext, restart: RestartOutcome): CheckpointReport {
-  const mode = 'truncate';
-  if (!restart.locked) {
-    // The application held the write lock for longer than busyTimeoutMs:
-    // skip this time; the WAL stays bounded by the next attempt.
-    return {
-      mode,
+  const { copy, writeLockHeldMs } = restart;
+  // Not locked: the application held the write lock for longer than
+  // busyTimeoutMs; skip this time, the WAL stays bounded by the next attempt.
+  if (!restart.locked)
+    return reportOf('truncate', copy, {
       busy: true,
-      walFrames: restart.copy.log,
-      checkpointedFrames: restart.copy.checkpointed,
-      writeLockHeldMs: restart.writeLockHeldMs === 0 ? null : restart.writeLockHeldMs,
-      truncateMs: null,
-      walRestartable: false,
-      truncated: false,
-    };
-  }
-  const last = restart.copy;
-  let truncateMs: number | null = null;
-  let truncated = false;
-  const walRestartable = last.busy === 0 && last.log === last.checkpointed;
-  if (walRestartable && context.options.truncateWalFile) {
-    ({ truncateMs, truncated } = truncateWal(context));
-  }
+      writeLockHeldMs: writeLockHeldMs === 0 ? null : writeLockHeldMs,
+    });
+  const walRestartable = copy.busy === 0 && copy.log === copy.checkpointed;
+  const truncation = walRestartable && context.options.truncateWalFile ? truncateWal(context) : {};
   context.captureIntoLog(context.options.captureBudgetBytes);
-  return {
-    mode,
-    busy: last.busy !== 0 || last.log !== last.checkpointed,
-    walFrames: last.log,
-    checkpointedFrames: last.checkpointed,
-    writeLockHeldMs: restart.writeLockHeldMs,
-    truncateMs,
-    walRestartable,
-    truncated,
-  };
+  return reportOf('truncate', copy, { writeLockHeldMs, walRestartable, ...truncation });
 }
 
 /**

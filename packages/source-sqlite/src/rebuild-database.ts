@@ -17,7 +17,12 @@ import type { FileHandle } from 'node:fs/promises';
 import { access, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { decodeCommitRecord, LOG_FRAME_HEADER_BYTES, splitLogFrames } from './commit-record.ts';
+import {
+  decodeCommitRecord,
+  LOG_FRAME_HEADER_BYTES,
+  splitLogFrames,
+  wholeFrames,
+} from './commit-record.ts';
 import { copyOf } from './page-patch.ts';
 import { PatchablePages } from './patchable-pages.ts';
 import { PendingPageWrites } from './pending-page-writes.ts';
@@ -222,23 +227,22 @@ async function applyCommitLog(
   let databasePages = snapshot.pages;
   let applied = 0;
   let lastCommitTime: number | null = null;
-  const frames = new WholeFrames();
   let done = limit === 0;
+  /** Bytes after the last whole frame read so far. */
+  let carried = 0;
   const pending = new PendingPageWrites(pageSize);
   const patchable = new PatchablePages(databasePages);
   const recorded = new RecordedPageHashes(databasePages);
-  for await (const chunk of chunksOf(options.log)) {
+  for await (const body of wholeFrames(chunksOf(options.log))) {
     if (done) break;
     options.signal?.throwIfAborted();
-    const joined = frames.push(chunk);
-    if (joined === null) continue;
     let split: ReturnType<typeof splitLogFrames>;
     try {
-      split = splitLogFrames(joined);
+      split = splitLogFrames(body);
     } catch (error) {
       throw new SqliteRestoreCorruptError(target, (error as Error).message, { cause: error });
     }
-    frames.keep(split.rest);
+    carried = split.rest.byteLength;
     for (const payload of split.payloads) {
       let record: ReturnType<typeof decodeCommitRecord>;
       try {
@@ -282,9 +286,10 @@ async function applyCommitLog(
         break;
       }
     }
+    if (done) break;
   }
   await pending.writeTo(handle, options.signal);
-  if (!done && frames.carried >= LOG_FRAME_HEADER_BYTES && options.commits !== undefined)
+  if (!done && carried >= LOG_FRAME_HEADER_BYTES && options.commits !== undefined)
     throw new SqliteRestoreCorruptError(target, 'the log ends inside a commit record');
   if (options.commits !== undefined && applied < options.commits)
     throw SqliteRestoreRefusedError.pointUnavailable(
@@ -324,55 +329,6 @@ function checkIntegrity(temporary: string, target: string): void {
   }
   if (answer !== 'ok')
     throw new SqliteRestoreCorruptError(target, `PRAGMA integrity_check answered: ${answer}`);
-}
-
-/**
- * Chunks of a framed log gathered until the next frame is whole, then
- * joined once: a record of tens of megabytes (a batch, a compacted run)
- * arriving in 64 KiB chunks is copied once, not once per chunk (which
- * took a restore minutes).
- */
-class WholeFrames {
-  #parts: Uint8Array[] = [];
-  #bytes = 0;
-  /** Bytes the next frame needs before anything is joined (its header, until its length is known). */
-  #needed = LOG_FRAME_HEADER_BYTES;
-
-  /** Bytes held, not yet part of a whole frame. */
-  get carried(): number {
-    return this.#bytes;
-  }
-
-  /** Adds a chunk: the bytes held joined, once the next frame is whole in them; else `null`. */
-  push(chunk: Uint8Array): Uint8Array | null {
-    this.#parts.push(chunk);
-    this.#bytes += chunk.byteLength;
-    if (this.#bytes < this.#needed) return null;
-    let joined = this.#parts[0]!;
-    if (this.#parts.length > 1) {
-      joined = new Uint8Array(this.#bytes);
-      let at = 0;
-      for (const part of this.#parts) {
-        joined.set(part, at);
-        at += part.byteLength;
-      }
-    }
-    this.#parts = [];
-    this.#bytes = 0;
-    return joined;
-  }
-
-  /** Keeps what followed the last whole frame of the bytes `push` joined (copied). */
-  keep(rest: Uint8Array): void {
-    if (rest.byteLength > 0) {
-      this.#parts = [copyOf(rest)];
-      this.#bytes = rest.byteLength;
-    }
-    this.#needed =
-      rest.byteLength >= 4
-        ? LOG_FRAME_HEADER_BYTES + new DataView(rest.buffer, rest.byteOffset, 4).getUint32(0, true)
-        : LOG_FRAME_HEADER_BYTES;
-  }
 }
 
 /** `PRAGMA integrity_check` on a closed database file: `ok` or SQLite's first complaints. */
