@@ -9,11 +9,10 @@
  * snapshot, so that gap falls back to the previous generation: never a newer
  * state. Rules: package README, `sqliteCommitAtTime`, _Commit times_.
  */
-import { parseManifest, restorableFrom, stateTimes } from '@x/manifest';
+import { type Manifest, parseManifest, restorableFrom, stateTimes } from '@x/manifest';
 import {
   decodeSegmentEntry,
   expectedPreviousCrc32,
-  FramedWalCutter,
   findRollForward,
   isSegmentObject,
   listRestorePoints,
@@ -21,13 +20,9 @@ import {
   rolledForwardManifest,
 } from '@x/restore';
 import type { ObjectStore } from '@x/store';
-import {
-  COMMIT_RECORD_HEADER_BYTES,
-  commitsOfRecordHeader,
-  decodeCommitRecord,
-  splitLogFrames,
-} from './commit-record.ts';
+import { decodeCommitRecord, splitLogFrames } from './commit-record.ts';
 import { SqliteRestoreCorruptError } from './sqlite-errors.ts';
+import { commitLogCutter } from './sqlite-materializer.ts';
 
 export interface SqliteCommitAtTime {
   /** The commit found. */
@@ -63,8 +58,8 @@ export async function sqliteCommitAtTime(
       newestPerGeneration.set(point.walGeneration, point);
   }
   const generations = [...newestPerGeneration.values()].sort((a, b) => b.commitSeq - a.commitSeq);
-  for (const point of generations) {
-    const object = await store.get(point.manifestKey, options);
+  for (const { manifestKey } of generations) {
+    const object = await store.get(manifestKey, options);
     if (object === null) continue; // Deleted by retention since the listing.
     const named = parseManifest(object.body, { prefix });
     // A generation also holds the chained segments shipped after its newest
@@ -74,11 +69,7 @@ export async function sqliteCommitAtTime(
     const manifest = rolledForwardManifest(
       named,
       await findRollForward(store, prefix, named, {
-        createWalCutter: (commits) =>
-          new FramedWalCutter(commits, {
-            headerBytes: COMMIT_RECORD_HEADER_BYTES,
-            commitsOf: commitsOfRecordHeader,
-          }),
+        createWalCutter: commitLogCutter,
         pastLaterGenerations: true,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       }),
@@ -86,61 +77,67 @@ export async function sqliteCommitAtTime(
     const snapshotTime = stateTimes(manifest).from;
     // A snapshot taken after the time holds a state newer than asked.
     if (snapshotTime !== null && snapshotTime > time) continue;
-    let commitSeq = restorableFrom(manifest);
-    let found: SqliteCommitAtTime | null = null;
-    let carry: Uint8Array = new Uint8Array(0);
-    for (const [index, segment] of manifest.segments.entries()) {
-      const object = await store.get(segment.key, options);
-      if (object === null) break;
-      let body = object.body;
-      if (isSegmentObject(prefix, segment.key)) {
-        // A `.seg` segment: the WAL bytes are its decoded body, used only
-        // once header, length and CRC-32 checked out.
-        try {
-          body = decodeSegmentEntry(
-            prefix,
-            segment,
-            body,
-            expectedPreviousCrc32(prefix, manifest, index),
-          );
-        } catch (error) {
-          throw new SqliteRestoreCorruptError(segment.key, (error as Error).message, {
-            cause: error,
-          });
-        }
-      }
-      const joined = new Uint8Array(carry.byteLength + body.byteLength);
-      joined.set(carry, 0);
-      joined.set(body, carry.byteLength);
-      let split: ReturnType<typeof splitLogFrames>;
-      try {
-        split = splitLogFrames(joined);
-      } catch (error) {
-        throw new SqliteRestoreCorruptError(segment.key, (error as Error).message, {
-          cause: error,
-        });
-      }
-      carry = split.rest.slice();
-      let past = false;
-      for (const payload of split.payloads) {
-        const record = decodeCommitRecord(payload);
-        if (record.commitTime > time) {
-          past = true;
-          break;
-        }
-        // A batch's time is its last commit's: the batch is restorable as a
-        // whole, at or after that time.
-        commitSeq += record.commits ?? 1;
-        found = commitAt(point.manifestKey, commitSeq, record.commitTime, named.commitSeq);
-      }
-      if (past) break;
-    }
-    if (found !== null) return found;
     // No commit of this generation by then: its snapshot's state is the newest.
-    if (snapshotTime !== null)
-      return commitAt(point.manifestKey, restorableFrom(manifest), snapshotTime, named.commitSeq);
+    const found =
+      (await lastCommitBy(store, prefix, manifest, time, options)) ??
+      (snapshotTime === null
+        ? null
+        : { commitSeq: restorableFrom(manifest), commitTime: snapshotTime });
+    if (found !== null)
+      return commitAt(manifestKey, found.commitSeq, found.commitTime, named.commitSeq);
   }
   return null;
+}
+
+/** The last commit of `manifest`'s log recorded at or before `time`, with its time; `null` when none is. */
+async function lastCommitBy(
+  store: ObjectStore,
+  prefix: string,
+  manifest: Manifest,
+  time: number,
+  options: { readonly signal?: AbortSignal },
+): Promise<{ commitSeq: number; commitTime: number } | null> {
+  let commitSeq = restorableFrom(manifest);
+  let found: { commitSeq: number; commitTime: number } | null = null;
+  let carry: Uint8Array = new Uint8Array(0);
+  for (const [index, segment] of manifest.segments.entries()) {
+    const object = await store.get(segment.key, options);
+    if (object === null) break;
+    // A `.seg` segment: the log bytes are its decoded body, once header, length and CRC-32 check out.
+    const body = corruptAs(segment.key, () =>
+      isSegmentObject(prefix, segment.key)
+        ? decodeSegmentEntry(
+            prefix,
+            segment,
+            object.body,
+            expectedPreviousCrc32(prefix, manifest, index),
+          )
+        : object.body,
+    );
+    const joined = new Uint8Array(carry.byteLength + body.byteLength);
+    joined.set(carry, 0);
+    joined.set(body, carry.byteLength);
+    const split = corruptAs(segment.key, () => splitLogFrames(joined));
+    carry = split.rest.slice();
+    for (const payload of split.payloads) {
+      const record = decodeCommitRecord(payload);
+      if (record.commitTime > time) return found;
+      // A batch's time is its last commit's: the batch is restorable as a
+      // whole, at or after that time.
+      commitSeq += record.commits ?? 1;
+      found = { commitSeq, commitTime: record.commitTime };
+    }
+  }
+  return found;
+}
+
+/** `action()`, with what it throws as a {@link SqliteRestoreCorruptError} naming the object `key`. */
+function corruptAs<T>(key: string, action: () => T): T {
+  try {
+    return action();
+  } catch (error) {
+    throw new SqliteRestoreCorruptError(key, (error as Error).message, { cause: error });
+  }
 }
 
 /** The answer for `commitSeq` of the restore point at `manifestKey`, whose own newest commit is `ownCommitSeq`. */
