@@ -14,9 +14,6 @@ import { PAGE_HASH_BYTES, pageHash } from './commit-record.ts';
 import { copyOf } from './page-patch.ts';
 import { ensureSidecarDirectory, sqliteSidecarFiles } from './sidecar-files.ts';
 
-/** The record's name beside the database up to release 0.2 (moved into the sidecar directory since). */
-export const SQLITE_RESUME_SUFFIX = '-backupd.resume';
-
 export interface ResumeRecord {
   readonly version: 1;
   readonly lineage: string;

@@ -90,10 +90,6 @@ export function nextCaptureDelayMs(tick: {
 
 /** Name the snapshot travels under (the manifest's file entry). */
 export const SQLITE_SNAPSHOT_NAME = 'sqlite.snapshot';
-/** Names of files kept beside the database up to release 0.2 (moved into its sidecar directory since). */
-export const SQLITE_LINEAGE_SUFFIX = '-backupd.lineage';
-export const SQLITE_STATE_SUFFIX = '-backupd.state';
-export const SQLITE_PARENT_SUFFIX = '-backupd.parent';
 
 export interface SqliteSourceOptions extends SqliteTapOptions {
   /** Path of the database file. */
