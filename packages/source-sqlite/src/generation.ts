@@ -58,20 +58,8 @@ export interface Generation {
 }
 
 /** Snapshot reads in progress (the held reader must not move while there is one). */
-export class SnapshotPins {
-  #pins = 0;
-
-  get pinned(): boolean {
-    return this.#pins > 0;
-  }
-
-  pin(): void {
-    this.#pins += 1;
-  }
-
-  unpin(): void {
-    this.#pins -= 1;
-  }
+export interface SnapshotPins {
+  count: number;
 }
 
 /** What a generation is read from: the tap's database file and its WAL capture. */
@@ -166,7 +154,7 @@ export function snapshotOf(
     size: pageSize * databasePages,
     time: generation.snapshotTime,
     async *read(options: { signal?: AbortSignal } = {}) {
-      pins.pin();
+      pins.count += 1;
       try {
         const stat = fstatSync(fd);
         for (let first = 1; first <= databasePages; first += SNAPSHOT_CHUNK_PAGES) {
@@ -186,7 +174,7 @@ export function snapshotOf(
           yield chunk;
         }
       } finally {
-        pins.unpin();
+        pins.count -= 1;
       }
     },
   };

@@ -81,11 +81,6 @@ export class HeldReaders {
     this.#held = 0;
   }
 
-  /** True while one of the two connections holds the tap's read transaction. */
-  get holding(): boolean {
-    return this.#held !== -1 && this.#readers[this.#held].isTransaction;
-  }
-
   /** Ends the read transactions and closes both connections. */
   close(): void {
     for (const reader of this.#readers) {

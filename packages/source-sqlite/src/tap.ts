@@ -23,7 +23,7 @@ import {
 import {
   type Generation,
   releaseSnapshotOf,
-  SnapshotPins,
+  type SnapshotPins,
   type SqliteSnapshot,
   snapshotOf,
   startGenerationUnderReader,
@@ -102,7 +102,7 @@ export class SqliteTap {
   readonly #progress = new CopyProgress();
   readonly #capture: WalCapture;
   #generation: Generation;
-  readonly #pins = new SnapshotPins();
+  readonly #pins: SnapshotPins = { count: 0 };
   /** True once the reader was moved to mark 0 after the WAL went quiet (see maintain). */
   #settled = false;
   /** {@link capturePoint} at the last {@link maintain}, and when it last changed there (monotonic ms). */
@@ -382,7 +382,7 @@ export class SqliteTap {
     if (
       (this.#capture.walFrames >= this.options.truncateCheckpointPages &&
         !this.#restartAlreadyMade()) ||
-      (!this.#capture.caughtUp && this.#insists())
+      (!this.#capture.caughtUp && this.#restartUrgency() !== 'ordinary')
     )
       return this.checkpoint('truncate');
     // An application that checkpoints on its own (SQLite's auto-checkpoint,
@@ -428,7 +428,17 @@ export class SqliteTap {
     // The checkpoint's own unlock, in this process, drops the hold: take it back after.
     const lockWasHeld = this.#checkpointLock.state === 'held';
     try {
-      return this.#runCheckpoint(mode, urgency);
+      const context = {
+        options: this.options,
+        path: this.path,
+        readers: this.#readers,
+        writer: this.#writer,
+        capture: this.#capture,
+        progress: this.#progress,
+        advance: () => this.advance(),
+        captureIntoLog: (budgetBytes: number) => this.#captureIntoLog(budgetBytes),
+      };
+      return this.#report(runCheckpoint(mode, context, urgency));
     } catch (error) {
       // Frames may have gone uncaptured: nothing more is captured into this generation.
       if (SqliteReaderLostError.isInstance(error)) this.#readerLost = error;
@@ -436,25 +446,6 @@ export class SqliteTap {
     } finally {
       if (lockWasHeld) this.#checkpointLock.take();
     }
-  }
-
-  #runCheckpoint(mode: 'passive' | 'truncate', urgency: RestartUrgency): CheckpointReport {
-    return this.#report(
-      runCheckpoint(
-        mode,
-        {
-          options: this.options,
-          path: this.path,
-          readers: this.#readers,
-          writer: this.#writer,
-          capture: this.#capture,
-          progress: this.#progress,
-          advance: () => this.advance(),
-          captureIntoLog: (budgetBytes) => this.#captureIntoLog(budgetBytes),
-        },
-        urgency,
-      ),
-    );
   }
 
   /**
@@ -549,7 +540,7 @@ export class SqliteTap {
 
   /** While a snapshot read runs or the snapshot is kept, the held reader stays where it is. */
   #pinned(): boolean {
-    return this.#pins.pinned || this.#generation.snapshotAvailable;
+    return this.#pins.count > 0 || this.#generation.snapshotAvailable;
   }
 
   /**
@@ -583,15 +574,6 @@ export class SqliteTap {
     this.#checkpointReports.push(report);
     this.#checkpointCounts[report.mode] += 1;
     return report;
-  }
-
-  /**
-   * True when the WAL holds {@link INSISTENT_RESTART_FACTOR} times the
-   * restart threshold: by the frames captured of this cycle, or by the
-   * wal-index's count of committed frames when the capture is behind.
-   */
-  #insists(): boolean {
-    return this.#restartUrgency() !== 'ordinary';
   }
 
   /**

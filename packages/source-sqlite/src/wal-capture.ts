@@ -104,8 +104,6 @@ export class WalCapture {
    * overwritten before the cycle ends); dropped with the cycle.
    */
   #open: OpenTransaction | null = null;
-  /** WAL bytes read since the capture was made (frames and headers; for tests and metrics). */
-  #bytesRead = 0;
 
   constructor(context: WalCaptureContext) {
     this.#context = context;
@@ -147,16 +145,6 @@ export class WalCapture {
     return this.#caughtUp;
   }
 
-  /** Frames past {@link walFrames} read and verified of a transaction not read to its commit yet. */
-  get openFrames(): number {
-    return this.#open === null ? 0 : this.#open.verified.frame - this.#walFrame;
-  }
-
-  /** WAL bytes read from the `-wal` file since this capture was made. */
-  get bytesRead(): number {
-    return this.#bytesRead;
-  }
-
   /** The database size before any WAL frame is read (a generation's start: the file's header). */
   startFromDatabasePages(pages: number): void {
     this.#databasePages = pages;
@@ -164,15 +152,11 @@ export class WalCapture {
 
   /** Forgets the WAL cycle: the next read starts at the WAL's beginning. */
   reset(): void {
-    this.#walHeader = null;
     this.#walInode = null;
     this.#closeWal();
-    this.#walOffset = WAL_HEADER_BYTES;
-    this.#walFrame = 0;
+    this.#rewind(null);
     this.#walChecksum = [0, 0];
     this.#walPages = new Set();
-    this.#open = null;
-    this.#context.progress.forget();
   }
 
   /**
@@ -202,14 +186,13 @@ export class WalCapture {
     this.#caughtUp = true;
     const fd = this.#walDescriptor();
     if (fd === null) {
-      this.#walEmptied();
+      this.#rewind(null);
       return 0;
     }
     const header = parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES));
-    this.#bytesRead += WAL_HEADER_BYTES;
     if (header === null) {
       // Empty (after TRUNCATE) or being created: nothing committed in it.
-      this.#walEmptied();
+      this.#rewind(null);
       return 0;
     }
     if (this.#walHeader === null || walCycleId(header) !== walCycleId(this.#walHeader)) {
@@ -399,14 +382,16 @@ export class WalCapture {
       if (n === 0) break;
       done += n;
     }
-    this.#bytesRead += done;
     return buffer.subarray(0, done);
   }
 
-  #walEmptied(): void {
-    this.#walHeader = null;
+  /** Back to the start of the cycle of `header` (`null`: none, the WAL is empty or missing). */
+  #rewind(header: WalHeader | null): void {
+    this.#walHeader = header;
     this.#walOffset = WAL_HEADER_BYTES;
     this.#walFrame = 0;
+    // A transaction read in part belongs to the cycle before, and was not
+    // committed in it (a restart waits for every committed frame to be read).
     this.#open = null;
     this.#context.progress.forget();
   }
@@ -426,15 +411,9 @@ export class WalCapture {
     }
     // The previous cycle was completely checkpointed before SQLite restarted
     // it, so the database file now holds all of it.
-    this.#walHeader = header;
-    this.#walOffset = WAL_HEADER_BYTES;
-    this.#walFrame = 0;
+    this.#rewind(header);
     this.#walChecksum = [header.checksum1, header.checksum2];
     this.#walPages = new Set();
-    // A transaction read in part belongs to the cycle before, and was not
-    // committed in it (a restart waits for every committed frame to be read).
-    this.#open = null;
-    this.#context.progress.forget();
   }
 }
 
