@@ -358,7 +358,9 @@ export function splitLogFrames(bytes: Uint8Array): { payloads: Uint8Array[]; res
  * a record of tens of megabytes arriving in 64 KiB chunks is copied once,
  * not once per chunk (which took a restore minutes).
  */
-export async function* wholeFrames(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+export async function* wholeFrames(
+  chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+): AsyncIterable<Uint8Array> {
   let parts: Uint8Array[] = [];
   let held = 0;
   /** Bytes the next frame needs (its header, until its length is known). */

@@ -14,6 +14,7 @@ import { fstatSync, statSync } from 'node:fs';
 import { databasePagesOnDisk } from './database-file.ts';
 import { HeldLog } from './held-log.ts';
 import { SqliteCaptureStoppedError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
+import type { SqliteTapOptions } from './tap-options.ts';
 import type { WalCapture } from './wal-capture.ts';
 import { readAt, walCycleId } from './wal-file.ts';
 
@@ -68,14 +69,12 @@ export interface GenerationSource {
   /** The tap's descriptor of the database file (see `databaseFd` in tap.ts). */
   readonly databaseFd: number;
   readonly pageSize: number;
-  readonly maxHeldLogBytes: number;
-  /** Records held past which commits are batched (see `maxHeldLogRecords` in tap-options.ts). */
-  readonly maxHeldLogRecords: number;
-  /** Bytes of page versions kept as the bases of patches (see `maxPageBaseBytes` in tap-options.ts). */
-  readonly maxPageBaseBytes: number;
+  /** The log's bounds, its page bases and the clock commits are dated by (see tap-options.ts). */
+  readonly options: Pick<
+    Required<SqliteTapOptions>,
+    'maxHeldLogBytes' | 'maxHeldLogRecords' | 'maxPageBaseBytes' | 'wallNow'
+  >;
   readonly capture: WalCapture;
-  /** The clock commit records are dated by (default `Date.now`). */
-  readonly wallNow?: () => number;
 }
 
 /**
@@ -123,13 +122,11 @@ export function startGenerationUnderReader(source: GenerationSource): Generation
     id: `${Date.now().toString(36)}-${Math.random().toString(16).slice(2, 10)}`,
     snapshotPages,
     snapshotDatabasePages: databasePages,
-    snapshotTime: (source.wallNow ?? Date.now)(),
+    snapshotTime: source.options.wallNow(),
     snapshotAvailable: true,
     // The overlay's pages are the snapshot's versions of them: bases from the start.
     log: new HeldLog(source.pageSize, {
-      maxHeldLogBytes: source.maxHeldLogBytes,
-      maxHeldLogRecords: source.maxHeldLogRecords,
-      maxPageBaseBytes: source.maxPageBaseBytes,
+      ...source.options,
       snapshotPages,
       snapshotDatabasePages: databasePages,
     }),

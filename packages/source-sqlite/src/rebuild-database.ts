@@ -12,9 +12,9 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
+import { existsSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { access, open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import {
@@ -79,21 +79,8 @@ export interface SqliteRestoreResult {
   readonly lastCommitTime: number | null;
 }
 
-async function* chunksOf(source: ByteSource): AsyncIterable<Uint8Array> {
-  if (source instanceof Uint8Array) {
-    yield source;
-    return;
-  }
-  yield* source as AsyncIterable<Uint8Array>;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path, fsConstants.F_OK);
-    return true;
-  } catch {
-    return false;
-  }
+function chunksOf(source: ByteSource): AsyncIterable<Uint8Array> | Iterable<Uint8Array> {
+  return source instanceof Uint8Array ? [source] : source;
 }
 
 function pageSizeOf(header: Uint8Array, targetPath: string): number {
@@ -166,7 +153,7 @@ async function refuseBeforeWriting(options: SqliteRestoreOptions): Promise<void>
   const target = options.targetPath;
   if (!(options.force ?? false)) {
     for (const path of [target, `${target}-wal`, `${target}-shm`]) {
-      if (await exists(path)) throw SqliteRestoreRefusedError.targetExists(target);
+      if (existsSync(path)) throw SqliteRestoreRefusedError.targetExists(target);
     }
   }
   if (

@@ -10,16 +10,13 @@
  * closing a database or `-shm` descriptor would drop its read marks, so they
  * stay open (quiet-descriptors.ts). Why, detection, limits: README, _How it works_.
  */
+import { fstatSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import { CheckpointLockHold, type CheckpointLockState } from './checkpoint-hold.ts';
 import { type CheckpointReport, refusedCheckpoint, runCheckpoint } from './checkpoints.ts';
 import { encodeCommitFrame } from './commit-record.ts';
 import { CopyProgress } from './copy-progress.ts';
-import {
-  checkDatabaseUnchanged,
-  type FileIdentityOfDatabase,
-  identityOf,
-} from './database-file.ts';
+import { checkDatabaseUnchanged } from './database-file.ts';
 import {
   type Generation,
   releaseSnapshotOf,
@@ -77,7 +74,7 @@ export class SqliteTap {
 
   readonly #readers: HeldReaders;
   readonly #writer: DatabaseSync;
-  readonly #identity: FileIdentityOfDatabase;
+  readonly #identity: { readonly dev: number; readonly ino: number };
   /**
    * Descriptor of the database file, held for the tap's whole life and given
    * back only after its SQLite connections close: closing any descriptor of
@@ -129,7 +126,7 @@ export class SqliteTap {
     try {
       this.#database = checkDatabaseFile(path, (at) => lockedFileDescriptors.acquire(at));
       undo.push(() => this.#database.release());
-      this.#identity = identityOf(this.#database.fd);
+      this.#identity = fstatSync(this.#database.fd);
       this.#writer = openWriterConnection(path, this.options.busyTimeoutMs);
       undo.push(() => this.#writer.close());
       // Beginning a read transaction never waits on writers in WAL mode; the
@@ -616,15 +613,13 @@ export class SqliteTap {
   }
 
   #startGenerationUnderReader(): Generation {
+    const { path, pageSize, options } = this;
     return startGenerationUnderReader({
-      path: this.path,
+      path,
+      pageSize,
+      options,
       databaseFd: this.#database.fd,
-      pageSize: this.pageSize,
-      maxHeldLogBytes: this.options.maxHeldLogBytes,
-      maxHeldLogRecords: this.options.maxHeldLogRecords,
-      maxPageBaseBytes: this.options.maxPageBaseBytes,
       capture: this.#capture,
-      wallNow: this.options.wallNow,
     });
   }
 }

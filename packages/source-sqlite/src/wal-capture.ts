@@ -10,7 +10,7 @@
  * size is {@link SqliteWalRestartedUnderneathError}; a bad committed frame,
  * `SqliteCaptureStoppedError` (`SQLITE_CORRUPT_WAL_FRAME`) after keeping every commit before it.
  */
-import { closeSync, fstatSync, readSync } from 'node:fs';
+import { closeSync, fstatSync } from 'node:fs';
 import type { CopyProgress } from './copy-progress.ts';
 import type { HeldLog } from './held-log.ts';
 import {
@@ -23,6 +23,7 @@ import { SqliteCaptureStoppedError, SqliteWalRestartedUnderneathError } from './
 import {
   parseWalHeader,
   readAt,
+  readInto,
   readWalIndexCommitted,
   scanWalFrames,
   WAL_FRAME_HEADER_BYTES,
@@ -375,14 +376,7 @@ export class WalCapture {
    */
   #readInto(fd: number, offset: number, length: number): Uint8Array {
     if (this.#readBuffer.byteLength < length) this.#readBuffer = new Uint8Array(length);
-    const buffer = this.#readBuffer;
-    let done = 0;
-    while (done < length) {
-      const n = readSync(fd, buffer, done, length - done, offset + done);
-      if (n === 0) break;
-      done += n;
-    }
-    return buffer.subarray(0, done);
+    return readInto(fd, this.#readBuffer.subarray(0, length), offset);
   }
 
   /** Back to the start of the cycle of `header` (`null`: none, the WAL is empty or missing). */
