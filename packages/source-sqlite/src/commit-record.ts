@@ -385,7 +385,8 @@ export async function* wholeFrames(
   if (held > 0) yield joinParts(parts, held);
 }
 
-function joinParts(parts: readonly Uint8Array[], bytes: number): Uint8Array {
+/** `parts` joined in one buffer of `bytes` (their total); a single part as it is. */
+export function joinParts(parts: readonly Uint8Array[], bytes: number): Uint8Array {
   if (parts.length === 1) return parts[0]!;
   const joined = new Uint8Array(bytes);
   let at = 0;

@@ -27,7 +27,11 @@ import { copyOf } from './page-patch.ts';
 import { PatchablePages } from './patchable-pages.ts';
 import { PendingPageWrites } from './pending-page-writes.ts';
 import { RecordedPageHashes } from './recorded-page-hashes.ts';
-import { SqliteRestoreCorruptError, SqliteRestoreRefusedError } from './sqlite-errors.ts';
+import {
+  corruptAs,
+  SqliteRestoreCorruptError,
+  SqliteRestoreRefusedError,
+} from './sqlite-errors.ts';
 
 /** Pages gathered before they are written out (see pending-page-writes.ts): 64 MiB. */
 export const MAX_PENDING_WRITE_BYTES = 64 * 1024 * 1024;
@@ -223,20 +227,10 @@ async function applyCommitLog(
   for await (const body of wholeFrames(chunksOf(options.log))) {
     if (done) break;
     options.signal?.throwIfAborted();
-    let split: ReturnType<typeof splitLogFrames>;
-    try {
-      split = splitLogFrames(body);
-    } catch (error) {
-      throw new SqliteRestoreCorruptError(target, (error as Error).message, { cause: error });
-    }
+    const split = corruptAs(target, () => splitLogFrames(body));
     carried = split.rest.byteLength;
     for (const payload of split.payloads) {
-      let record: ReturnType<typeof decodeCommitRecord>;
-      try {
-        record = decodeCommitRecord(payload);
-      } catch (error) {
-        throw new SqliteRestoreCorruptError(target, (error as Error).message, { cause: error });
-      }
+      const record = corruptAs(target, () => decodeCommitRecord(payload));
       if (record.pageSize !== pageSize)
         throw new SqliteRestoreCorruptError(
           target,

@@ -20,8 +20,8 @@ import {
   rolledForwardManifest,
 } from '@x/restore';
 import type { ObjectStore } from '@x/store';
-import { decodeCommitRecord, splitLogFrames } from './commit-record.ts';
-import { SqliteRestoreCorruptError } from './sqlite-errors.ts';
+import { decodeCommitRecord, joinParts, splitLogFrames } from './commit-record.ts';
+import { corruptAs } from './sqlite-errors.ts';
 import { commitLogCutter } from './sqlite-materializer.ts';
 
 export interface SqliteCommitAtTime {
@@ -114,9 +114,7 @@ async function lastCommitBy(
           )
         : object.body,
     );
-    const joined = new Uint8Array(carry.byteLength + body.byteLength);
-    joined.set(carry, 0);
-    joined.set(body, carry.byteLength);
+    const joined = joinParts([carry, body], carry.byteLength + body.byteLength);
     const split = corruptAs(segment.key, () => splitLogFrames(joined));
     carry = split.rest.slice();
     for (const payload of split.payloads) {
@@ -129,15 +127,6 @@ async function lastCommitBy(
     }
   }
   return found;
-}
-
-/** `action()`, with what it throws as a {@link SqliteRestoreCorruptError} naming the object `key`. */
-function corruptAs<T>(key: string, action: () => T): T {
-  try {
-    return action();
-  } catch (error) {
-    throw new SqliteRestoreCorruptError(key, (error as Error).message, { cause: error });
-  }
 }
 
 /** The answer for `commitSeq` of the restore point at `manifestKey`, whose own newest commit is `ownCommitSeq`. */

@@ -9,10 +9,9 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { rename, writeFile } from 'node:fs/promises';
 import { PAGE_HASH_BYTES, pageHash } from './commit-record.ts';
 import { copyOf } from './page-patch.ts';
-import { ensureSidecarDirectory, sqliteSidecarFiles } from './sidecar-files.ts';
+import { ensureSidecarDirectory, sqliteSidecarFiles, writeAtomically } from './sidecar-files.ts';
 
 export interface ResumeRecord {
   readonly version: 1;
@@ -79,10 +78,7 @@ export function readResumeRecord(databasePath: string): ResumeRecord | null {
 /** Writes the record (a temporary file, then a rename: a reader sees the old one or the new one). */
 export async function writeResumeRecord(databasePath: string, record: ResumeRecord): Promise<void> {
   ensureSidecarDirectory(databasePath);
-  const path = sqliteSidecarFiles(databasePath).resume;
-  const temporary = `${path}.tmp-${process.pid}`;
-  await writeFile(temporary, `${JSON.stringify(record)}\n`);
-  await rename(temporary, path);
+  await writeAtomically(sqliteSidecarFiles(databasePath).resume, `${JSON.stringify(record)}\n`);
 }
 
 export interface ImageDigest {

@@ -234,6 +234,15 @@ export class SqliteRestoreCorruptError extends SqliteBackupError {
   }
 }
 
+/** `action()`, with what it throws as a {@link SqliteRestoreCorruptError} about `path`. */
+export function corruptAs<T>(path: string, action: () => T): T {
+  try {
+    return action();
+  } catch (error) {
+    throw new SqliteRestoreCorruptError(path, (error as Error).message, { cause: error });
+  }
+}
+
 /** Why a database path cannot be backed up as it is (`code`). */
 export type SqliteOpenRefusal =
   | 'SQLITE_NOT_A_FILE'

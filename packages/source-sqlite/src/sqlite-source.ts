@@ -10,7 +10,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { link, rename, unlink, writeFile } from 'node:fs/promises';
+import { link, unlink, writeFile } from 'node:fs/promises';
 import type {
   BackupSource,
   DurablePosition,
@@ -33,6 +33,7 @@ import {
   ensureSidecarDirectory,
   type SqliteSidecarFiles,
   sqliteSidecarFiles,
+  writeAtomically,
 } from './sidecar-files.ts';
 import {
   SqliteDatabaseReplacedError,
@@ -121,12 +122,6 @@ function readJson(path: string): unknown {
     if (error instanceof SyntaxError) return null;
     throw error;
   }
-}
-
-async function writeAtomically(path: string, text: string): Promise<void> {
-  const temporary = `${path}.tmp-${process.pid}`;
-  await writeFile(temporary, text);
-  await rename(temporary, path);
 }
 
 /**

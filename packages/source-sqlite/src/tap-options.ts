@@ -151,21 +151,20 @@ export interface SqliteTapOptions {
  *   least 1) or `maxPageBaseBytes` (not a whole number of at least 0).
  */
 export function resolveTapOptions(options: SqliteTapOptions): Required<SqliteTapOptions> {
-  const { maxHeldLogRecords, maxPageBaseBytes } = options;
-  if (
-    maxHeldLogRecords !== undefined &&
-    !(Number.isSafeInteger(maxHeldLogRecords) && maxHeldLogRecords >= 1)
-  )
-    throw new RangeError(
-      `maxHeldLogRecords must be a whole number of at least 1, not ${maxHeldLogRecords}`,
-    );
-  if (
-    maxPageBaseBytes !== undefined &&
-    !(Number.isSafeInteger(maxPageBaseBytes) && maxPageBaseBytes >= 0)
-  )
-    throw new RangeError(
-      `maxPageBaseBytes must be a whole number of bytes (0 or more), not ${maxPageBaseBytes}`,
-    );
+  const wholeAtLeast = (value: number | undefined, least: number, rule: string) => {
+    if (value !== undefined && !(Number.isSafeInteger(value) && value >= least))
+      throw new RangeError(`${rule}, not ${value}`);
+  };
+  wholeAtLeast(
+    options.maxHeldLogRecords,
+    1,
+    'maxHeldLogRecords must be a whole number of at least 1',
+  );
+  wholeAtLeast(
+    options.maxPageBaseBytes,
+    0,
+    'maxPageBaseBytes must be a whole number of bytes (0 or more)',
+  );
   return {
     passiveCheckpointPages: options.passiveCheckpointPages ?? DEFAULT_PASSIVE_CHECKPOINT_PAGES,
     truncateCheckpointPages: options.truncateCheckpointPages ?? DEFAULT_TRUNCATE_CHECKPOINT_PAGES,
