@@ -7,7 +7,7 @@
  * Replaces a database (or a `-wal`/`-shm`) only with `force`, removing the
  * old `-wal` and `-shm` first so SQLite never replays an old WAL onto it; no
  * process may have the target open. The result is in WAL mode. Memory: one
- * log chunk and the page writes gathered (pending-page-writes.ts), up to
+ * log chunk and the page writes gathered (PendingPageWrites), up to
  * {@link MAX_PENDING_WRITE_BYTES}.
  */
 
@@ -23,9 +23,8 @@ import {
   splitLogFrames,
   wholeFrames,
 } from './commit-record.ts';
-import { copyOf } from './page-patch.ts';
+import { copyOf, PendingPageWrites } from './page-patch.ts';
 import { PatchablePages } from './patchable-pages.ts';
-import { PendingPageWrites } from './pending-page-writes.ts';
 import { RecordedPageHashes } from './recorded-page-hashes.ts';
 import {
   corruptAs,
@@ -33,7 +32,7 @@ import {
   SqliteRestoreRefusedError,
 } from './sqlite-errors.ts';
 
-/** Pages gathered before they are written out (see pending-page-writes.ts): 64 MiB. */
+/** Pages gathered before they are written out (see PendingPageWrites): 64 MiB. */
 export const MAX_PENDING_WRITE_BYTES = 64 * 1024 * 1024;
 
 export type ByteSource = Uint8Array | AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
