@@ -71,16 +71,11 @@ async function checkStaged(staged: StagedRestore, signal: AbortSignal | undefine
     });
     pageSize = rebuilt.pageSize;
   } catch (error) {
-    if (SqliteRestoreCorruptError.isInstance(error) && error.pageHash !== undefined)
-      throw new RestoredStateError(where, [
-        {
-          check: 'page-hash',
-          page: error.pageHash.page,
-          expected: error.pageHash.expected,
-          found: error.pageHash.found,
-          message: `page ${error.pageHash.page} of the rebuilt database hashes ${error.pageHash.found}, and commit ${error.pageHash.commit} of the log recorded ${error.pageHash.expected} for it when backupd captured it`,
-        },
-      ]);
+    if (SqliteRestoreCorruptError.isInstance(error) && error.pageHash !== undefined) {
+      const { page, expected, found, commit } = error.pageHash;
+      const message = `page ${page} of the rebuilt database hashes ${found}, and commit ${commit} of the log recorded ${expected} for it when backupd captured it`;
+      throw new RestoredStateError(where, [{ check: 'page-hash', page, expected, found, message }]);
+    }
     if (!SqliteBackupError.isInstance(error)) throw error;
     throw new RestoredStateError(where, [
       { check: 'rebuild', message: `the database does not rebuild: ${error.message}` },

@@ -534,11 +534,8 @@ export class SqliteSource implements BackupSource {
       !Number.isSafeInteger(record.commitSeq)
     )
       return null;
-    return {
-      lineage: record.lineage,
-      manifestKey: record.manifestKey,
-      commitSeq: record.commitSeq,
-    };
+    const { lineage, manifestKey, commitSeq } = record;
+    return { lineage, manifestKey, commitSeq };
   }
 
   /**
