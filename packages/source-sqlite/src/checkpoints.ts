@@ -206,9 +206,8 @@ function restartUnderWriteLock(
   let last = passive;
   let writeLockHeldMs = 0;
   for (let attempt = 1; ; attempt += 1) {
-    if (!takeWriteLock(writer, options.busyTimeoutMs, options.monotonicNow)) {
+    if (!takeWriteLock(writer, options.busyTimeoutMs, options.monotonicNow))
       return { locked: false, copy: passiveBefore, writeLockHeldMs };
-    }
     const lockedAt = options.monotonicNow();
     let retry = false;
     let failure: { readonly error: unknown } | null = null;

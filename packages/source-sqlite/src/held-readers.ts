@@ -83,9 +83,7 @@ export class HeldReaders {
 
   /** Ends the read transactions and closes both connections. */
   close(): void {
-    for (const reader of this.#readers) {
-      if (reader.isTransaction) reader.exec('ROLLBACK');
-    }
+    for (const reader of this.#readers) if (reader.isTransaction) reader.exec('ROLLBACK');
     this.#readers[0].close();
     this.#readers[1].close();
   }

@@ -155,20 +155,18 @@ export async function restoreSqliteDatabase(
 async function refuseBeforeWriting(options: SqliteRestoreOptions): Promise<void> {
   const target = options.targetPath;
   if (!(options.force ?? false)) {
-    for (const path of [target, `${target}-wal`, `${target}-shm`]) {
+    for (const path of [target, `${target}-wal`, `${target}-shm`])
       if (existsSync(path)) throw SqliteRestoreRefusedError.targetExists(target);
-    }
   }
   if (
     options.time !== undefined &&
     options.snapshotTime !== undefined &&
     options.time < options.snapshotTime
-  ) {
+  )
     throw SqliteRestoreRefusedError.pointUnavailable(
       target,
       `time ${new Date(options.time).toISOString()} is before this restore point's snapshot (${new Date(options.snapshotTime).toISOString()})`,
     );
-  }
 }
 
 interface WrittenSnapshot {

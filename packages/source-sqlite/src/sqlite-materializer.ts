@@ -82,11 +82,10 @@ export function sqliteMaterializer(options: SqliteMaterializerOptions): RestoreM
       return owned.has(candidate);
     },
     async finish(staged, finishOptions) {
-      if (!staged.names.includes(snapshotName)) {
+      if (!staged.names.includes(snapshotName))
         throw new RestorePointRejectedError(`commit ${staged.commitSeq}`, [
           'the restore point has no snapshot',
         ]);
-      }
       const directory = staged.directory;
       const rebuilt = await restoreSqliteDatabase({
         targetPath: join(directory, name),

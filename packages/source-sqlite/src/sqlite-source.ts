@@ -126,18 +126,16 @@ function readJson(path: string): unknown {
 
 /**
  * Writes `text` at `path` only if no file is there (a complete file or none:
- * temporary file of its own, then a hard link, which never replaces). `false`
- * when one was already there; it is left as it is.
+ * temporary file of its own, then a hard link, which never replaces); one
+ * already there is left as it is.
  */
-async function createExclusively(path: string, text: string): Promise<boolean> {
+async function createExclusively(path: string, text: string): Promise<void> {
   const temporary = `${path}.tmp-${process.pid}-${randomUUID()}`;
   await writeFile(temporary, text, { flag: 'wx' });
   try {
     await link(temporary, path);
-    return true;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   } finally {
     await unlink(temporary);
   }

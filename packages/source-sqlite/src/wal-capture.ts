@@ -196,9 +196,8 @@ export class WalCapture {
       this.#rewind(null);
       return 0;
     }
-    if (this.#walHeader === null || walCycleId(header) !== walCycleId(this.#walHeader)) {
+    if (this.#walHeader === null || walCycleId(header) !== walCycleId(this.#walHeader))
       this.#enterCycle(header);
-    }
     // Read before the WAL bytes: frames the index counts as committed now
     // were completely written before the reads below.
     const index = this.readWalIndex();
@@ -254,14 +253,13 @@ export class WalCapture {
       }
       position = scan.verified;
       if (scan.open.size > 0) open = keepPages(open, scan.open, position);
-      if (scan.badFrame !== null && indexOfThisCycle && index.committedFrames >= scan.badFrame) {
+      if (scan.badFrame !== null && indexOfThisCycle && index.committedFrames >= scan.badFrame)
         throw SqliteCaptureStoppedError.corruptWalFrame(
           this.#context.path,
           scan.badFrame,
           WAL_HEADER_BYTES + (scan.badFrame - 1) * frameBytes,
           this.#context.keptCommits(),
         );
-      }
       // Stop at an invalid frame, at the end asked for, or at the file's end.
       if (scan.stoppedEarly || start + bytes.byteLength >= readEnd || bytes.byteLength < wanted)
         break;
@@ -397,12 +395,11 @@ export class WalCapture {
     // (see the module comment of tap.ts). The header's checkpoint sequence cannot be
     // used as a check: SQLite keeps it per connection, and a connection that
     // has not restarted the WAL itself writes 0 and fresh salts.
-    if (header.pageSize !== this.#context.pageSize) {
+    if (header.pageSize !== this.#context.pageSize)
       throw new SqliteWalRestartedUnderneathError(
         this.#context.path,
         `WAL page size ${header.pageSize} differs from the database's ${this.#context.pageSize}`,
       );
-    }
     // The previous cycle was completely checkpointed before SQLite restarted
     // it, so the database file now holds all of it.
     this.#rewind(header);
