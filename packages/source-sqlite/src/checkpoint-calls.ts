@@ -29,11 +29,10 @@ export function checkpointOn(
   connection: DatabaseSync,
   mode: 'PASSIVE' | 'TRUNCATE',
 ): CheckpointResult {
-  const row = connection.prepare(`PRAGMA wal_checkpoint(${mode})`).get() as {
-    busy: number;
-    log: number;
-    checkpointed: number;
-  };
+  const row = connection.prepare(`PRAGMA wal_checkpoint(${mode})`).get() as Record<
+    keyof CheckpointResult,
+    number
+  >;
   return { busy: Number(row.busy), log: Number(row.log), checkpointed: Number(row.checkpointed) };
 }
 

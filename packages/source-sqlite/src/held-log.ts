@@ -175,9 +175,7 @@ export class HeldLog {
         `a record can only be put first before any release (log starts at ${this.#logStart})`,
       );
     this.#chunks.unshift(frame);
-    for (let index = 0; index < this.#chunkOffsets.length; index += 1)
-      this.#chunkOffsets[index] = this.#chunkOffsets[index]! + frame.byteLength;
-    this.#chunkOffsets.unshift(0);
+    this.#chunkOffsets = [0, ...this.#chunkOffsets.map((offset) => offset + frame.byteLength)];
     this.#logEnd += frame.byteLength;
     this.#commits += commits;
   }

@@ -108,10 +108,6 @@ export interface SqliteSourceOptions extends SqliteTapOptions {
   readonly captureIntervalMs?: number;
 }
 
-interface PersistedState {
-  readonly commitCount: number;
-}
-
 function readJson(path: string): unknown {
   try {
     return JSON.parse(readFileSync(path, 'utf8'));
@@ -191,7 +187,7 @@ export class SqliteSource implements BackupSource {
       this.#tap.close();
       throw error;
     }
-    const state = readJson(this.#files.state) as PersistedState | null;
+    const state = readJson(this.#files.state) as { readonly commitCount: number } | null;
     const last =
       state !== null && Number.isSafeInteger(state.commitCount) && state.commitCount >= 0
         ? state.commitCount
