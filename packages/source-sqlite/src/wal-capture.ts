@@ -83,9 +83,8 @@ export class WalCapture {
    * frames may have gone with the old one.
    */
   #walInode: number | null = null;
-  #walOffset = WAL_HEADER_BYTES;
-  #walFrame = 0;
-  #walChecksum: [number, number] = [0, 0];
+  /** Right after the last commit captured of the cycle (its header before any). */
+  #committed: WalPosition = { offset: WAL_HEADER_BYTES, frame: 0, checksum: [0, 0] };
   /**
    * Pages the current WAL cycle holds a committed version of (the database
    * file may lack them: see checkDatabaseUnchanged). Numbers only: the hot path
@@ -119,7 +118,7 @@ export class WalCapture {
 
   /** Frames in the WAL cycle being read, up to its last captured commit. */
   get walFrames(): number {
-    return this.#walFrame;
+    return this.#committed.frame;
   }
 
   /** Pages the current WAL cycle holds a committed version of. */
@@ -156,7 +155,6 @@ export class WalCapture {
     this.#walInode = null;
     this.#closeWal();
     this.#rewind(null);
-    this.#walChecksum = [0, 0];
     this.#walPages = new Set();
   }
 
@@ -220,11 +218,7 @@ export class WalCapture {
       : Number.POSITIVE_INFINITY;
     let open = this.#open;
     this.#open = null;
-    let position: WalPosition = open?.verified ?? {
-      offset: this.#walOffset,
-      frame: this.#walFrame,
-      checksum: this.#walChecksum,
-    };
+    let position = open?.verified ?? this.#committed;
     if (readEnd <= position.offset) {
       this.#keepOpen(open, indexOfThisCycle ? index.committedFrames : 0);
       return 0;
@@ -246,11 +240,7 @@ export class WalCapture {
         open = null;
       }
       captured += scan.transactions.length;
-      if (scan.committed !== null) {
-        this.#walOffset = scan.committed.offset;
-        this.#walFrame = scan.committed.frame;
-        this.#walChecksum = scan.committed.checksum;
-      }
+      if (scan.committed !== null) this.#committed = scan.committed;
       position = scan.verified;
       if (scan.open.size > 0) open = keepPages(open, scan.open, position);
       if (scan.badFrame !== null && indexOfThisCycle && index.committedFrames >= scan.badFrame)
@@ -380,8 +370,10 @@ export class WalCapture {
   /** Back to the start of the cycle of `header` (`null`: none, the WAL is empty or missing). */
   #rewind(header: WalHeader | null): void {
     this.#walHeader = header;
-    this.#walOffset = WAL_HEADER_BYTES;
-    this.#walFrame = 0;
+    // The running checksum starts from the header's.
+    const checksum: [number, number] =
+      header === null ? [0, 0] : [header.checksum1, header.checksum2];
+    this.#committed = { offset: WAL_HEADER_BYTES, frame: 0, checksum };
     // A transaction read in part belongs to the cycle before, and was not
     // committed in it (a restart waits for every committed frame to be read).
     this.#open = null;
@@ -403,7 +395,6 @@ export class WalCapture {
     // The previous cycle was completely checkpointed before SQLite restarted
     // it, so the database file now holds all of it.
     this.#rewind(header);
-    this.#walChecksum = [header.checksum1, header.checksum2];
     this.#walPages = new Set();
   }
 }
