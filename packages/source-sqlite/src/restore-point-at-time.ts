@@ -83,8 +83,17 @@ export async function sqliteCommitAtTime(
       (snapshotTime === null
         ? null
         : { commitSeq: restorableFrom(manifest), commitTime: snapshotTime });
-    if (found !== null)
-      return commitAt(manifestKey, found.commitSeq, found.commitTime, named.commitSeq);
+    if (found === null) continue;
+    const { commitSeq, commitTime } = found;
+    // Past the restore point's own commits: among the chained segments after it.
+    const rollForward = commitSeq > named.commitSeq;
+    const target: RestorePointTarget = { kind: 'restore-point', manifestKey, commitSeq };
+    return {
+      commitSeq,
+      manifestKey,
+      commitTime,
+      target: { ...target, ...(rollForward ? { rollForward } : {}) },
+    };
   }
   return null;
 }
@@ -127,26 +136,4 @@ async function lastCommitBy(
     }
   }
   return found;
-}
-
-/** The answer for `commitSeq` of the restore point at `manifestKey`, whose own newest commit is `ownCommitSeq`. */
-function commitAt(
-  manifestKey: string,
-  commitSeq: number,
-  commitTime: number,
-  ownCommitSeq: number,
-): SqliteCommitAtTime {
-  // Past the restore point's own commits: among the chained segments after it.
-  const rollForward = commitSeq > ownCommitSeq;
-  return {
-    commitSeq,
-    manifestKey,
-    commitTime,
-    target: {
-      kind: 'restore-point',
-      manifestKey,
-      commitSeq,
-      ...(rollForward ? { rollForward } : {}),
-    },
-  };
 }
