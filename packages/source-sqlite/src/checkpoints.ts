@@ -116,7 +116,7 @@ export function runCheckpoint(
   if (mode === 'truncate' && urgency === 'force') return forcedRestart(context);
   context.advance();
   const passive = checkpointOn(context.readers.idle(), 'PASSIVE');
-  noteCopied(context, passive);
+  context.progress.noteCopied(passive, context.capture.walFrames);
   // A restart is normally tried only once every frame was read: otherwise
   // the capture under the write lock reads the backlog while the
   // application waits for the lock. When it insists, a backlog of at most
@@ -230,7 +230,7 @@ function restartUnderWriteLock(
         } else {
           readers.letGo();
           last = copyUnderWriteLock(readers.first, options.monotonicNow, copyWaitMs);
-          noteCopied(context, last);
+          context.progress.noteCopied(last, context.capture.walFrames);
         }
       }
     } catch (error) {
@@ -255,7 +255,7 @@ function restartUnderWriteLock(
     if (!retry) return { locked: true, copy: last, writeLockHeldMs };
     context.advance();
     passiveBefore = checkpointOn(readers.idle(), 'PASSIVE');
-    noteCopied(context, passiveBefore);
+    context.progress.noteCopied(passiveBefore, context.capture.walFrames);
   }
 }
 
@@ -297,9 +297,4 @@ function backlogBytes(context: CheckpointContext): number {
   if (index === null) return 0;
   const frames = Math.max(0, index.committedFrames - context.capture.walFrames);
   return frames * (WAL_FRAME_HEADER_BYTES + context.capture.pageSize);
-}
-
-/** Remembers how much of the WAL SQLite says is copied (the PASSIVE threshold counts from there). */
-function noteCopied(context: CheckpointContext, result: CheckpointResult): void {
-  context.progress.noteCopied(result, context.capture.walFrames);
 }

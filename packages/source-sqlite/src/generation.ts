@@ -16,7 +16,7 @@ import { HeldLog } from './held-log.ts';
 import { SqliteCaptureStoppedError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
 import type { SqliteTapOptions } from './tap-options.ts';
 import type { WalCapture } from './wal-capture.ts';
-import { readAt, walCycleId } from './wal-file.ts';
+import { readInto, walCycleId } from './wal-file.ts';
 
 const SNAPSHOT_CHUNK_PAGES = 256;
 /** Overlay reads at a generation's start before a WAL that keeps restarting is an error. */
@@ -160,8 +160,7 @@ export function snapshotOf(
             throw new Error('the snapshot was released while it was being read');
           const count = Math.min(SNAPSHOT_CHUNK_PAGES, databasePages - first + 1);
           const chunk = new Uint8Array(count * pageSize);
-          const fromFile = readAt(fd, (first - 1) * pageSize, count * pageSize);
-          chunk.set(fromFile);
+          const fromFile = readInto(fd, chunk, (first - 1) * pageSize);
           for (let i = 0; i < count; i += 1) {
             const page = generation.snapshotPages.get(first + i);
             if (page) chunk.set(page, i * pageSize);

@@ -188,14 +188,12 @@ export class SqliteSource implements BackupSource {
       throw error;
     }
     const state = readJson(this.#files.state) as { readonly commitCount: number } | null;
-    const last =
-      state !== null && Number.isSafeInteger(state.commitCount) && state.commitCount >= 0
-        ? state.commitCount
-        : null;
+    const counted =
+      state !== null && Number.isSafeInteger(state.commitCount) && state.commitCount >= 0;
     this.#openedGenerationId = this.#tap.generationId;
     // A new generation counts one commit for the break, so its restore
     // points never share a commit count with the previous generation's.
-    this.#generationBase = last === null ? 0 : last + 1;
+    this.#generationBase = counted ? state.commitCount + 1 : 0;
     this.#persistedCount = -1;
     void this.#persist().catch(() => undefined);
     this.#captureIntervalMs = options.captureIntervalMs ?? DEFAULT_CAPTURE_INTERVAL_MS;
