@@ -177,15 +177,11 @@ export class PatchOverlay {
   runs(): PatchRun[] {
     const runs: PatchRun[] = [];
     const written = this.#written;
-    let at = 0;
-    while (at < written.byteLength) {
-      if (written[at] === 0) {
-        at += 1;
-        continue;
-      }
-      const start = at;
-      while (at < written.byteLength && written[at] === 1) at += 1;
-      runs.push({ offset: start, bytes: this.bytes.subarray(start, at) });
+    for (let start = written.indexOf(1); start !== -1; ) {
+      const end = written.indexOf(0, start);
+      const stop = end === -1 ? written.byteLength : end;
+      runs.push({ offset: start, bytes: this.bytes.subarray(start, stop) });
+      start = end === -1 ? -1 : written.indexOf(1, end);
     }
     return runs;
   }

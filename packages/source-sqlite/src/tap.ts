@@ -105,7 +105,7 @@ export class SqliteTap {
   /** {@link capturePoint} at the last {@link maintain}, and when it last changed there (monotonic ms). */
   #capturePointAtLastMaintain = '';
   #lastLandedAt = Number.NEGATIVE_INFINITY;
-  #checkpointReports: CheckpointReport[] = [];
+  readonly #checkpointReports: CheckpointReport[] = [];
   readonly #checkpointCounts = { passive: 0, truncate: 0 };
   #insistentRestarts = 0;
   #forcedRestarts = 0;
@@ -276,9 +276,7 @@ export class SqliteTap {
 
   /** Checkpoint reports since the last call (for metrics and benchmarks). */
   takeCheckpointReports(): CheckpointReport[] {
-    const reports = this.#checkpointReports;
-    this.#checkpointReports = [];
-    return reports;
+    return this.#checkpointReports.splice(0);
   }
 
   /**
