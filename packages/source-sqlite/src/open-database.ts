@@ -107,10 +107,8 @@ function checkHeaderAndLocation(path: string, fd: number): void {
 /** SQLite's "not a database" / "corrupt" as `SqliteOpenRefusedError` (`SQLITE_DATABASE_UNREADABLE`); anything else as it is. */
 function unreadableOr(path: string, error: unknown): unknown {
   const errcode = (error as { errcode?: unknown }).errcode;
-  if (
-    typeof errcode === 'number' &&
-    ((errcode & 0xff) === SQLITE_NOTADB || (errcode & 0xff) === SQLITE_CORRUPT)
-  )
+  const primary = typeof errcode === 'number' ? errcode & 0xff : null;
+  if (primary === SQLITE_NOTADB || primary === SQLITE_CORRUPT)
     return SqliteOpenRefusedError.unreadable(path, (error as Error).message, error);
   return error;
 }

@@ -311,11 +311,8 @@ export class PageWrites {
       applyPatch(held, runs);
       return;
     }
-    let overlay = this.#patches.get(pageNumber);
-    if (overlay === undefined) {
-      overlay = new PatchOverlay(this.#pageSize);
-      this.#patches.set(pageNumber, overlay);
-    }
+    const overlay = this.#patches.get(pageNumber) ?? new PatchOverlay(this.#pageSize);
+    this.#patches.set(pageNumber, overlay);
     overlay.add(runs, hash);
   }
 
