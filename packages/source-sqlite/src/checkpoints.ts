@@ -117,15 +117,10 @@ export function runCheckpoint(
   context.advance();
   const passive = checkpointOn(context.readers.idle(), 'PASSIVE');
   context.progress.noteCopied(passive, context.capture.walFrames);
-  // A restart is normally tried only once every frame was read: otherwise
-  // the capture under the write lock reads the backlog while the
-  // application waits for the lock. When it insists, a backlog of at most
-  // one capture budget is read under the lock (so the application waits for
-  // one capture at most): a tap that catches up only now and then, between
-  // the application's bursts, would otherwise seldom find itself caught up
-  // and the lock free at once. Forced, any backlog is: an application that
-  // commits faster than the tap captures never lets it catch up, and only
-  // holding its commits back for one capture bounds the WAL.
+  // A restart needs every frame read, else the application waits for the
+  // lock while the backlog is read under it: insisting, a backlog of up to
+  // one capture budget is read anyway; forced, any backlog (why:
+  // docs/decisions/2026-12-06-insistent-and-forced-restarts.md).
   const restartable =
     context.capture.caughtUp ||
     urgency === 'force' ||

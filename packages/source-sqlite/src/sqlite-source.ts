@@ -48,17 +48,9 @@ export const DEFAULT_CAPTURE_INTERVAL_MS = 50;
 const MIN_CAPTURE_INTERVAL_MS = 2;
 /**
  * The most frames a tick should find landed since the previous one, when
- * that is less than half the restart threshold. Each tick moves the held
- * reader to the WAL's end; an application past its auto-checkpoint size
- * (1000 frames by default) runs a checkpoint after every commit, and those
- * checkpoints cost it less with the reader nearer the WAL's end. Measured
- * with an application committing back to back at `synchronous=NORMAL`
- * (bench `sqlite-app-overhead`): 0.75 of its rate alone with ticks by half
- * the default threshold (5000 frames), 0.79–0.84 with ticks by 500. (A tick
- * 2 ms after each restart as well measured 0.76: not adopted.) That is
- * where the tap cannot hold the checkpoint lock (checkpoint-hold.ts); where
- * it holds it, the application's checkpoints do not run and the same
- * application kept 1.01–1.03.
+ * that is less than half the restart threshold: an application that
+ * checkpoints after every commit pays less with the held reader nearer the
+ * WAL's end. Measurements: docs/decisions/2026-12-06-sqlite-checkpoint-schedule.md.
  */
 export const CAPTURE_TICK_MAX_FRAMES = 500;
 
@@ -272,13 +264,10 @@ export class SqliteSource implements BackupSource {
   }
 
   /**
-   * Writes the commit count to the state file when it changed: queued behind
-   * the writes before it (one at a time, so the file never goes back to an
-   * older count), and each write takes the count as it is when it runs.
-   * Asynchronous on purpose: a synchronous write and rename on the event
-   * loop waited for the filesystem's journal, which an application
-   * committing back to back keeps busy, and stalled the lease's renewals
-   * with it. Awaited wherever a count can reach the worker.
+   * Writes the commit count to the state file when it changed, one write at
+   * a time (the file never goes back to an older count). Asynchronous: a
+   * synchronous write waited on the filesystem's journal and stalled the
+   * lease's renewals. Awaited wherever a count can reach the worker.
    */
   #persist(): Promise<void> {
     const write = this.#persisting.then(async () => {

@@ -539,13 +539,11 @@ export class SqliteTap {
   }
 
   /**
-   * Takes the checkpoint lock (see checkpoint-hold.ts) once commits land on
-   * a WAL of at least {@link APPLICATION_AUTO_CHECKPOINT_FRAMES} (below it
-   * the application does not checkpoint by itself), keeps it while they land, and lets it go once none has landed
-   * for {@link CHECKPOINT_LOCK_QUIET_MS}, so that on a quiet database the
-   * application's own checkpoints run as without the tap. Kept across the
-   * WAL's restarts: taking it back from an application that checkpoints
-   * after every commit often fails.
+   * Takes the checkpoint lock (checkpoint-hold.ts) once commits land on a WAL
+   * of at least {@link APPLICATION_AUTO_CHECKPOINT_FRAMES}, keeps it while
+   * they land (across restarts: taking it back often fails), and lets it go
+   * after {@link CHECKPOINT_LOCK_QUIET_MS} without one, so a quiet
+   * database's own checkpoints run as without the tap.
    */
   #holdCheckpointLockWhileBusy(): void {
     const now = this.options.monotonicNow();

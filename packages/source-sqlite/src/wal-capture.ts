@@ -203,16 +203,11 @@ export class WalCapture {
       index !== null && index.salt1 === header.salt1 && index.salt2 === header.salt2;
     if (indexOfThisCycle) this.#context.progress.noteBackfilled(index.backfilledFrames);
     const frameBytes = WAL_FRAME_HEADER_BYTES + header.pageSize;
-    // Read only as far as the index counts committed frames of this cycle:
-    // after a restart the file keeps the previous cycle's frames past the
-    // new end, and reading that tail on every capture (megabytes per tick
-    // at high commit rates) was most of the tap's reads and allocations.
-    // Nothing is skipped: frames past the count are read by the next
-    // capture, and the count never goes back within a cycle. When the
-    // index describes another cycle (a restart between the two reads) or
-    // cannot be read, read to the file's end, stopping at the first
-    // invalid frame. (The file's size is not asked for: see
-    // quiet-descriptors.ts.)
+    // Only as far as the index counts committed frames of this cycle: past
+    // them a restarted file keeps the previous cycle's frames, and reading
+    // that tail each capture was most of the tap's reads. Without an index
+    // of this cycle, to the first invalid frame (never asking the size:
+    // quiet-descriptors.ts).
     const readEnd = indexOfThisCycle
       ? WAL_HEADER_BYTES + index.committedFrames * frameBytes
       : Number.POSITIVE_INFINITY;
