@@ -29,11 +29,10 @@ export function checkpointOn(
   connection: DatabaseSync,
   mode: 'PASSIVE' | 'TRUNCATE',
 ): CheckpointResult {
-  const row = connection.prepare(`PRAGMA wal_checkpoint(${mode})`).get() as {
-    busy: number;
-    log: number;
-    checkpointed: number;
-  };
+  const row = connection.prepare(`PRAGMA wal_checkpoint(${mode})`).get() as Record<
+    keyof CheckpointResult,
+    number
+  >;
   return { busy: Number(row.busy), log: Number(row.log), checkpointed: Number(row.checkpointed) };
 }
 
@@ -69,15 +68,11 @@ export function takeWriteLock(
 }
 
 /**
- * The restart's last copy (on `reader`), with the write lock held. SQLite runs one
- * checkpoint at a time and answers any other at once with busy (its busy
- * handler is not used for this). An application's own auto-checkpoint
- * runs right after its commit, once the write lock is free, so it may be
- * in progress just when the tap takes the lock; it cannot last (nothing can
- * commit meanwhile), so wait for it, up to `waitMs` (default
- * {@link CHECKPOINT_LOCK_WAIT_MS}; a forced restart waits longer, see
- * checkpoints.ts). Without this wait, a WAL past the application's auto-checkpoint size
- * (where it checkpoints after every commit) would seldom be restarted.
+ * The restart's last copy (on `reader`), with the write lock held. An
+ * application's auto-checkpoint may be running (SQLite answers a second one
+ * busy at once) and cannot last with the lock held, so it is waited for, up
+ * to `waitMs`: without the wait, a WAL the application checkpoints after
+ * every commit would seldom be restarted.
  */
 export function copyUnderWriteLock(
   reader: DatabaseSync,

@@ -104,15 +104,10 @@ export class CheckpointLockHold {
    */
   constructor(shmFd: number, load: ByteLockLoad = loadByteLockCall()) {
     this.#fd = shmFd;
-    if ('call' in load) {
-      this.#call = load.call;
-      this.#state = 'let-go';
-      this.#unavailableReason = null;
-    } else {
-      this.#call = null;
-      this.#state = 'unavailable';
-      this.#unavailableReason = load.unavailable;
-    }
+    const available = 'call' in load;
+    this.#call = available ? load.call : null;
+    this.#state = available ? 'let-go' : 'unavailable';
+    this.#unavailableReason = available ? null : load.unavailable;
   }
 
   /** `held` after a take that got the lock (until {@link letGo}, or SQLite's own unlock in this process). */

@@ -77,15 +77,25 @@ export function refusedCheckpoint(
   mode: 'passive' | 'truncate',
   walFrames: number,
 ): CheckpointReport {
+  return reportOf(mode, { busy: 1, log: walFrames, checkpointed: 0 });
+}
+
+/** A report of SQLite's answer `copy`: busy unless it copied everything, no restart unless `facts` say so. */
+function reportOf(
+  mode: 'passive' | 'truncate',
+  copy: CheckpointResult,
+  facts: Partial<CheckpointReport> = {},
+): CheckpointReport {
   return {
     mode,
-    busy: true,
-    walFrames,
-    checkpointedFrames: 0,
+    busy: copy.busy !== 0 || copy.log !== copy.checkpointed,
+    walFrames: copy.log,
+    checkpointedFrames: copy.checkpointed,
     writeLockHeldMs: null,
     truncateMs: null,
     walRestartable: false,
     truncated: false,
+    ...facts,
   };
 }
 
@@ -106,32 +116,17 @@ export function runCheckpoint(
   if (mode === 'truncate' && urgency === 'force') return forcedRestart(context);
   context.advance();
   const passive = checkpointOn(context.readers.idle(), 'PASSIVE');
-  noteCopied(context, passive);
-  // A restart is normally tried only once every frame was read: otherwise
-  // the capture under the write lock reads the backlog while the
-  // application waits for the lock. When it insists, a backlog of at most
-  // one capture budget is read under the lock (so the application waits for
-  // one capture at most): a tap that catches up only now and then, between
-  // the application's bursts, would otherwise seldom find itself caught up
-  // and the lock free at once. Forced, any backlog is: an application that
-  // commits faster than the tap captures never lets it catch up, and only
-  // holding its commits back for one capture bounds the WAL.
+  context.progress.noteCopied(passive, context.capture.walFrames);
+  // A restart needs every frame read, else the application waits for the
+  // lock while the backlog is read under it: insisting, a backlog of up to
+  // one capture budget is read anyway; forced, any backlog (why:
+  // docs/decisions/2026-12-06-insistent-and-forced-restarts.md).
   const restartable =
     context.capture.caughtUp ||
     urgency === 'force' ||
     (insist && backlogBytes(context) <= context.options.captureBudgetBytes);
-  if (mode === 'passive' || !restartable) {
-    return {
-      mode,
-      busy: passive.busy !== 0 || mode !== 'passive',
-      walFrames: passive.log,
-      checkpointedFrames: passive.checkpointed,
-      writeLockHeldMs: null,
-      truncateMs: null,
-      walRestartable: false,
-      truncated: false,
-    };
-  }
+  if (mode === 'passive' || !restartable)
+    return reportOf(mode, passive, { busy: passive.busy !== 0 || mode !== 'passive' });
   return finishRestart(
     context,
     restartUnderWriteLock(context, passive, insist ? 1 : RESTART_LOCK_ATTEMPTS),
@@ -140,39 +135,18 @@ export function runCheckpoint(
 
 /** The report of a restart, after the TRUNCATE (`truncateWalFile`) and a capture of what landed since. */
 function finishRestart(context: CheckpointContext, restart: RestartOutcome): CheckpointReport {
-  const mode = 'truncate';
-  if (!restart.locked) {
-    // The application held the write lock for longer than busyTimeoutMs:
-    // skip this time; the WAL stays bounded by the next attempt.
-    return {
-      mode,
+  const { copy, writeLockHeldMs } = restart;
+  // Not locked: the application held the write lock for longer than
+  // busyTimeoutMs; skip this time, the WAL stays bounded by the next attempt.
+  if (!restart.locked)
+    return reportOf('truncate', copy, {
       busy: true,
-      walFrames: restart.copy.log,
-      checkpointedFrames: restart.copy.checkpointed,
-      writeLockHeldMs: restart.writeLockHeldMs === 0 ? null : restart.writeLockHeldMs,
-      truncateMs: null,
-      walRestartable: false,
-      truncated: false,
-    };
-  }
-  const last = restart.copy;
-  let truncateMs: number | null = null;
-  let truncated = false;
-  const walRestartable = last.busy === 0 && last.log === last.checkpointed;
-  if (walRestartable && context.options.truncateWalFile) {
-    ({ truncateMs, truncated } = truncateWal(context));
-  }
+      writeLockHeldMs: writeLockHeldMs === 0 ? null : writeLockHeldMs,
+    });
+  const walRestartable = copy.busy === 0 && copy.log === copy.checkpointed;
+  const truncation = walRestartable && context.options.truncateWalFile ? truncateWal(context) : {};
   context.captureIntoLog(context.options.captureBudgetBytes);
-  return {
-    mode,
-    busy: last.busy !== 0 || last.log !== last.checkpointed,
-    walFrames: last.log,
-    checkpointedFrames: last.checkpointed,
-    writeLockHeldMs: restart.writeLockHeldMs,
-    truncateMs,
-    walRestartable,
-    truncated,
-  };
+  return reportOf('truncate', copy, { writeLockHeldMs, walRestartable, ...truncation });
 }
 
 /**
@@ -227,9 +201,8 @@ function restartUnderWriteLock(
   let last = passive;
   let writeLockHeldMs = 0;
   for (let attempt = 1; ; attempt += 1) {
-    if (!takeWriteLock(writer, options.busyTimeoutMs, options.monotonicNow)) {
+    if (!takeWriteLock(writer, options.busyTimeoutMs, options.monotonicNow))
       return { locked: false, copy: passiveBefore, writeLockHeldMs };
-    }
     const lockedAt = options.monotonicNow();
     let retry = false;
     let failure: { readonly error: unknown } | null = null;
@@ -252,7 +225,7 @@ function restartUnderWriteLock(
         } else {
           readers.letGo();
           last = copyUnderWriteLock(readers.first, options.monotonicNow, copyWaitMs);
-          noteCopied(context, last);
+          context.progress.noteCopied(last, context.capture.walFrames);
         }
       }
     } catch (error) {
@@ -277,7 +250,7 @@ function restartUnderWriteLock(
     if (!retry) return { locked: true, copy: last, writeLockHeldMs };
     context.advance();
     passiveBefore = checkpointOn(readers.idle(), 'PASSIVE');
-    noteCopied(context, passiveBefore);
+    context.progress.noteCopied(passiveBefore, context.capture.walFrames);
   }
 }
 
@@ -319,9 +292,4 @@ function backlogBytes(context: CheckpointContext): number {
   if (index === null) return 0;
   const frames = Math.max(0, index.committedFrames - context.capture.walFrames);
   return frames * (WAL_FRAME_HEADER_BYTES + context.capture.pageSize);
-}
-
-/** Remembers how much of the WAL SQLite says is copied (the PASSIVE threshold counts from there). */
-function noteCopied(context: CheckpointContext, result: CheckpointResult): void {
-  context.progress.noteCopied(result, context.capture.walFrames);
 }

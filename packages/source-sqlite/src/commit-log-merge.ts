@@ -4,10 +4,9 @@
  * newest version of every page the run wrote, pages above its final size
  * included (a later record may grow over them without writing them), the
  * last record's size, time, salts and commit frame, and the run's commit
- * count. Replayed, it gives the run's file, and merged records merge again
- * (docs/decisions/2026-12-06-commit-log-replay.md); it is restorable at its
- * end only, like a batch. Memory: each distinct page once (twice if only
- * patched), at most `maxPageBytes`.
+ * count. Replayed, it gives the run's file, and merged records merge again;
+ * it is restorable at its end only, like a batch. Why:
+ * docs/decisions/2026-12-06-commit-log-replay.md.
  */
 import {
   COMMIT_RECORD_HEADER_BYTES,
@@ -52,17 +51,33 @@ export interface CommitLogMergerOptions {
 }
 
 /** The fields of the last record the merged one takes over (its pages are merged apart). */
-interface LastRecord {
-  readonly databasePages: number;
-  readonly commitTime: number;
-  readonly walSalt1: number;
-  readonly walSalt2: number;
-  readonly commitFrame: number;
+type LastRecord = Pick<
+  CommitRecord,
+  'databasePages' | 'commitTime' | 'walSalt1' | 'walSalt2' | 'commitFrame'
+>;
+
+/** `action()`, a `RangeError` it throws turned into a {@link CommitLogMergeError} led by `where`. */
+function refusing<T>(where: string, action: () => T): T {
+  try {
+    return action();
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw new CommitLogMergeError(`${where}: ${error.message}`, { cause: error });
+  }
 }
 
-/** SQLite's page sizes: powers of two from 512 to 65536. */
-function isSqlitePageSize(size: number): boolean {
-  return size >= 512 && size <= 65536 && (size & (size - 1)) === 0;
+/** The page size of the run after `record` (`pageSize` so far, `null` before any). */
+function runPageSize(record: CommitRecord, pageSize: number | null, where: string): number {
+  const size = record.pageSize;
+  if (pageSize === null && (size < 512 || size > 65536 || (size & (size - 1)) !== 0))
+    throw new CommitLogMergeError(
+      `${where} has ${size}-byte pages, not a SQLite page size (a power of two from 512 to 65536)`,
+    );
+  if (pageSize !== null && size !== pageSize)
+    throw new CommitLogMergeError(
+      `${where} has ${size}-byte pages, the records before it ${pageSize}-byte pages`,
+    );
+  return size;
 }
 
 /**
@@ -121,51 +136,18 @@ export class CommitLogMerger {
       throw new CommitLogMergeError('add() after finish(): this merger has already merged its run');
     this.#inputs += 1;
     const input = `input ${this.#inputs}`;
-
-    let split: ReturnType<typeof splitLogFrames>;
-    try {
-      split = splitLogFrames(body);
-    } catch (error) {
-      if (!(error instanceof RangeError)) throw error;
-      throw new CommitLogMergeError(`${input}: ${error.message}`, { cause: error });
-    }
-    if (split.rest.byteLength > 0)
-      throw new CommitLogMergeError(
-        `${input} ends inside a frame: ${split.rest.byteLength} bytes after its last whole frame (at byte ${body.byteLength - split.rest.byteLength} of ${body.byteLength})`,
-      );
-    if (split.payloads.length === 0)
-      throw new CommitLogMergeError(`${input} holds no commit records (an empty body)`);
-
     // Check the whole body before merging any of it.
     let pageSize = this.#pageSize;
     let commits = this.#commits;
     const patchable = this.#patchable.clone();
     const records: CommitRecord[] = [];
     const newPageNumbers = new Set<number>();
-    for (const [index, payload] of split.payloads.entries()) {
+    for (const [index, payload] of framesOf(body, input).entries()) {
       const at = payload.byteOffset - body.byteOffset - LOG_FRAME_HEADER_BYTES;
       const where = `${input}, record ${index + 1} (frame at byte ${at})`;
-      let record: CommitRecord;
-      try {
-        record = decodeCommitRecord(payload);
-      } catch (error) {
-        if (!(error instanceof RangeError)) throw error;
-        throw new CommitLogMergeError(`${where}: ${error.message}`, { cause: error });
-      }
-      if (pageSize === null) {
-        if (!isSqlitePageSize(record.pageSize))
-          throw new CommitLogMergeError(
-            `${where} has ${record.pageSize}-byte pages, not a SQLite page size (a power of two from 512 to 65536)`,
-          );
-        pageSize = record.pageSize;
-      } else if (record.pageSize !== pageSize) {
-        throw new CommitLogMergeError(
-          `${where} has ${record.pageSize}-byte pages, the records before it ${pageSize}-byte pages`,
-        );
-      }
-      // A patch of a page a size before it in the run dropped (and nothing
-      // wrote since) has no base: merged, the drop would vanish and the
-      // patch look sound.
+      const record = refusing(where, () => decodeCommitRecord(payload));
+      pageSize = runPageSize(record, pageSize, where);
+      // Merged, the drop before a patch without a base would vanish and the patch look sound.
       const unheld = patchable.unheld(record);
       if (unheld !== null)
         throw new CommitLogMergeError(
@@ -173,32 +155,13 @@ export class CommitLogMerger {
         );
       patchable.advance(record);
       commits += record.commits ?? 1;
-      for (const pageNumber of record.pages.keys())
-        if (!this.#writes?.has(pageNumber)) newPageNumbers.add(pageNumber);
-      for (const pageNumber of record.patches?.keys() ?? [])
+      for (const pageNumber of [...record.pages.keys(), ...(record.patches?.keys() ?? [])])
         if (!this.#writes?.has(pageNumber)) newPageNumbers.add(pageNumber);
       records.push(record);
     }
-    if (commits > MAX_RECORD_COMMITS)
-      throw new CommitLogMergeError(
-        `${input}: the run would stand for ${commits} commits, more than one record can (${MAX_RECORD_COMMITS})`,
-      );
     // pageSize is set: the body holds at least one record.
     const size = pageSize!;
-    const pageCount = (this.#writes?.size ?? 0) + newPageNumbers.size;
-    // Counted as whole pages; an only-patched page holds twice that (see Limits).
-    const pageBytes = pageCount * size;
-    if (pageBytes > this.#maxPageBytes)
-      throw new CommitLogMergeError(
-        `${input}: the run touches ${pageCount} distinct ${size}-byte pages (${pageBytes} bytes), more than maxPageBytes (${this.#maxPageBytes})`,
-      );
-    // At most: a whole page, or a patch of runs no shorter than a byte apart, each.
-    const payloadBytes = COMMIT_RECORD_HEADER_BYTES + pageCount * (9 + PAGE_HASH_BYTES + 5 * size);
-    if (payloadBytes > MAX_FRAME_PAYLOAD_BYTES)
-      throw new CommitLogMergeError(
-        `${input}: the merged record would be ${payloadBytes} bytes, more than one frame carries (${MAX_FRAME_PAYLOAD_BYTES})`,
-      );
-
+    this.#checkBounds(input, commits, (this.#writes?.size ?? 0) + newPageNumbers.size, size);
     // Merge, in log order: a later version of a page replaces the earlier.
     // Copied (or copied over the held version): the caller may reuse `body`.
     const writes = this.#writes ?? new PageWrites(size);
@@ -207,18 +170,33 @@ export class CommitLogMerger {
       for (const [pageNumber, runs] of record.patches ?? [])
         writes.patch(pageNumber, runs, record.patchHashes?.get(pageNumber));
     }
+    const { databasePages, commitTime, walSalt1, walSalt2, commitFrame } = records.at(-1)!;
     this.#writes = writes;
     this.#patchable = patchable;
-    const last = records.at(-1)!;
     this.#pageSize = size;
     this.#commits = commits;
-    this.#last = {
-      databasePages: last.databasePages,
-      commitTime: last.commitTime,
-      walSalt1: last.walSalt1,
-      walSalt2: last.walSalt2,
-      commitFrame: last.commitFrame,
-    };
+    this.#last = { databasePages, commitTime, walSalt1, walSalt2, commitFrame };
+  }
+
+  /** Refuses a run of more commits than a record counts, pages than `maxPageBytes`, or bytes than a frame. */
+  #checkBounds(input: string, commits: number, pageCount: number, pageSize: number): void {
+    if (commits > MAX_RECORD_COMMITS)
+      throw new CommitLogMergeError(
+        `${input}: the run would stand for ${commits} commits, more than one record can (${MAX_RECORD_COMMITS})`,
+      );
+    // Counted as whole pages; an only-patched page holds twice that.
+    const pageBytes = pageCount * pageSize;
+    if (pageBytes > this.#maxPageBytes)
+      throw new CommitLogMergeError(
+        `${input}: the run touches ${pageCount} distinct ${pageSize}-byte pages (${pageBytes} bytes), more than maxPageBytes (${this.#maxPageBytes})`,
+      );
+    // At most: a whole page, or a patch of runs no shorter than a byte apart, each.
+    const payloadBytes =
+      COMMIT_RECORD_HEADER_BYTES + pageCount * (9 + PAGE_HASH_BYTES + 5 * pageSize);
+    if (payloadBytes > MAX_FRAME_PAYLOAD_BYTES)
+      throw new CommitLogMergeError(
+        `${input}: the merged record would be ${payloadBytes} bytes, more than one frame carries (${MAX_FRAME_PAYLOAD_BYTES})`,
+      );
   }
 
   /**
@@ -242,8 +220,8 @@ export class CommitLogMerger {
   /**
    * The merged run as one frame: SBC1 for a single commit, an SBC2 batch of
    * {@link commits} otherwise, SBC4 when a page of it is only patched (SBC3
-   * when such a page's last patch came without its hash). Ends
-   * the merger (its pages are let go; `add` and `finish` throw from now on;
+   * when such a page's last patch came without its hash). Ends the merger
+   * (its pages are let go; `add` and `finish` throw from now on;
    * {@link commits} and {@link lastCommitTime} still answer).
    * @throws CommitLogMergeError when nothing was added, or when called twice.
    */
@@ -255,34 +233,33 @@ export class CommitLogMerger {
     const last = this.#last;
     if (last === null || this.#pageSize === null || this.#commits === 0)
       throw new CommitLogMergeError('nothing to merge: no commit records were added');
-    let frame: Uint8Array;
-    try {
-      frame = encodeCommitFrame({
-        pageSize: this.#pageSize,
-        databasePages: last.databasePages,
-        commitTime: last.commitTime,
-        walSalt1: last.walSalt1,
-        walSalt2: last.walSalt2,
-        commitFrame: last.commitFrame,
+    const overlays = [...(this.#writes?.patches ?? [])];
+    const frame = refusing('the merged record cannot be encoded', () =>
+      encodeCommitFrame({
+        ...last,
+        pageSize: this.#pageSize!,
         pages: this.#writes?.pages ?? new Map(),
-        patches: new Map(
-          [...(this.#writes?.patches ?? [])].map(([pageNumber, o]) => [pageNumber, o.runs()]),
-        ),
+        patches: new Map(overlays.map(([pageNumber, o]) => [pageNumber, o.runs()])),
         patchHashes: new Map(
-          [...(this.#writes?.patches ?? [])].flatMap(([pageNumber, o]) =>
-            o.hash === null ? [] : [[pageNumber, o.hash] as const],
-          ),
+          overlays.flatMap(([pageNumber, o]) => (o.hash === null ? [] : [[pageNumber, o.hash]])),
         ),
         commits: this.#commits,
-      });
-    } catch (error) {
-      if (!(error instanceof RangeError)) throw error;
-      throw new CommitLogMergeError(`the merged record cannot be encoded: ${error.message}`, {
-        cause: error,
-      });
-    }
+      }),
+    );
     this.#finished = true;
     this.#writes = null;
     return frame;
   }
+}
+
+/** The payloads of `body`, whole frames that pass their CRC-32 and at least one. */
+function framesOf(body: Uint8Array, input: string): Uint8Array[] {
+  const split = refusing(input, () => splitLogFrames(body));
+  if (split.rest.byteLength > 0)
+    throw new CommitLogMergeError(
+      `${input} ends inside a frame: ${split.rest.byteLength} bytes after its last whole frame (at byte ${body.byteLength - split.rest.byteLength} of ${body.byteLength})`,
+    );
+  if (split.payloads.length === 0)
+    throw new CommitLogMergeError(`${input} holds no commit records (an empty body)`);
+  return split.payloads;
 }

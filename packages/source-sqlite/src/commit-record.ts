@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { crc32Combine, FRAME_HEADER_BYTES } from '@x/wal-segment';
-import { type PatchRun, patchEncodedBytes, patchProblem } from './page-patch.ts';
+import { copyOf, type PatchRun, patchEncodedBytes, patchProblem } from './page-patch.ts';
 
 export const COMMIT_RECORD_MAGIC = 0x31434253;
 /** Magic of a batch record: several consecutive commits in one (version 2). */
@@ -63,33 +63,26 @@ export function encodeCommitFrame(record: CommitRecord): Uint8Array {
   const commits = record.commits ?? 1;
   if (!Number.isSafeInteger(commits) || commits < 1 || commits > 0xffffffff)
     throw new RangeError(`a commit record stands for 1 to 2^32-1 commits, not ${commits}`);
+  const { pages } = record;
   const patches = record.patches ?? new Map<number, readonly PatchRun[]>();
-  for (const [pageNumber, page] of record.pages)
-    if (page.byteLength !== record.pageSize)
-      throw new RangeError(
-        `page ${pageNumber} is ${page.byteLength} bytes, not ${record.pageSize}`,
-      );
   const patched = patches.size > 0;
   const hashes = record.patchHashes;
   const hashed =
     patched &&
     hashes !== undefined &&
     [...patches.keys()].every((page) => hashes.get(page)?.byteLength === PAGE_HASH_BYTES);
-  let payloadBytes = COMMIT_RECORD_HEADER_BYTES + record.pages.size * (4 + record.pageSize);
-  if (patched) {
-    payloadBytes += 4;
-    for (const [pageNumber, runs] of patches) {
-      if (record.pages.has(pageNumber))
-        throw new RangeError(`page ${pageNumber} is both whole and patched in one record`);
-      const problem = patchProblem(runs, record.pageSize);
-      if (problem !== null) throw new RangeError(`the patch of page ${pageNumber}: ${problem}`);
-      payloadBytes += 4 + patchEncodedBytes(runs);
-    }
-    if (hashed) payloadBytes += patches.size * PAGE_HASH_BYTES;
-  }
+  const payloadBytes = payloadBytesOf(record, patches, hashed);
   const frame = new Uint8Array(LOG_FRAME_HEADER_BYTES + payloadBytes);
   const view = new DataView(frame.buffer);
-  const p = LOG_FRAME_HEADER_BYTES;
+  let offset = LOG_FRAME_HEADER_BYTES;
+  const u32 = (value: number) => {
+    view.setUint32(offset, value, true);
+    offset += 4;
+  };
+  const put = (bytes: Uint8Array) => {
+    frame.set(bytes, offset);
+    offset += bytes.byteLength;
+  };
   const magic = hashed
     ? HASHED_PATCH_RECORD_MAGIC
     : patched
@@ -97,46 +90,60 @@ export function encodeCommitFrame(record: CommitRecord): Uint8Array {
       : commits === 1
         ? COMMIT_RECORD_MAGIC
         : BATCH_RECORD_MAGIC;
-  view.setUint32(p, magic, true);
-  view.setUint32(p + 4, record.pageSize, true);
-  view.setUint32(p + 8, record.databasePages, true);
-  view.setUint32(p + 12, record.pages.size, true);
-  view.setFloat64(p + 16, record.commitTime, true);
-  view.setUint32(p + 24, record.walSalt1, true);
-  view.setUint32(p + 28, record.walSalt2, true);
-  view.setUint32(p + 32, record.commitFrame, true);
-  if (patched || commits > 1) view.setUint32(p + 36, commits, true);
-  let offset = p + COMMIT_RECORD_HEADER_BYTES;
-  for (const pageNumber of [...record.pages.keys()].sort((x, y) => x - y)) {
-    view.setUint32(offset, pageNumber, true);
-    frame.set(record.pages.get(pageNumber)!, offset + 4);
-    offset += 4 + record.pageSize;
+  for (const field of [magic, record.pageSize, record.databasePages, pages.size]) u32(field);
+  view.setFloat64(offset, record.commitTime, true);
+  offset += 8;
+  for (const field of [record.walSalt1, record.walSalt2, record.commitFrame]) u32(field);
+  u32(patched || commits > 1 ? commits : 0);
+  for (const pageNumber of ascending(pages.keys())) {
+    u32(pageNumber);
+    put(pages.get(pageNumber)!);
   }
   if (patched) {
-    view.setUint32(offset, patches.size, true);
-    offset += 4;
-    for (const pageNumber of [...patches.keys()].sort((x, y) => x - y)) {
+    u32(patches.size);
+    for (const pageNumber of ascending(patches.keys())) {
       const runs = patches.get(pageNumber)!;
-      view.setUint32(offset, pageNumber, true);
-      view.setUint32(offset + 4, runs.length, true);
-      offset += 8;
+      u32(pageNumber);
+      u32(runs.length);
       for (const run of runs) {
-        view.setUint32(offset, run.offset, true);
-        view.setUint32(offset + 4, run.bytes.byteLength, true);
-        frame.set(run.bytes, offset + 8);
-        offset += 8 + run.bytes.byteLength;
+        u32(run.offset);
+        u32(run.bytes.byteLength);
+        put(run.bytes);
       }
     }
-    if (hashed)
-      for (const pageNumber of [...patches.keys()].sort((x, y) => x - y)) {
-        frame.set(hashes!.get(pageNumber)!, offset);
-        offset += PAGE_HASH_BYTES;
-      }
+    if (hashed) for (const pageNumber of ascending(patches.keys())) put(hashes!.get(pageNumber)!);
   }
-  const payload = frame.subarray(LOG_FRAME_HEADER_BYTES);
   view.setUint32(0, payloadBytes, true);
-  view.setUint32(4, crc32(payload) >>> 0, true);
+  view.setUint32(4, crc32(frame.subarray(LOG_FRAME_HEADER_BYTES)) >>> 0, true);
   return frame;
+}
+
+/** The payload bytes of `record`; throws `RangeError` on a page not of its page size or an unsound patch. */
+function payloadBytesOf(
+  record: CommitRecord,
+  patches: ReadonlyMap<number, readonly PatchRun[]>,
+  hashed: boolean,
+): number {
+  for (const [pageNumber, page] of record.pages)
+    if (page.byteLength !== record.pageSize)
+      throw new RangeError(
+        `page ${pageNumber} is ${page.byteLength} bytes, not ${record.pageSize}`,
+      );
+  let bytes = COMMIT_RECORD_HEADER_BYTES + record.pages.size * (4 + record.pageSize);
+  if (patches.size === 0) return bytes;
+  bytes += 4 + (hashed ? patches.size * PAGE_HASH_BYTES : 0);
+  for (const [pageNumber, runs] of patches) {
+    if (record.pages.has(pageNumber))
+      throw new RangeError(`page ${pageNumber} is both whole and patched in one record`);
+    const problem = patchProblem(runs, record.pageSize);
+    if (problem !== null) throw new RangeError(`the patch of page ${pageNumber}: ${problem}`);
+    bytes += 4 + patchEncodedBytes(runs);
+  }
+  return bytes;
+}
+
+function ascending(numbers: Iterable<number>): number[] {
+  return [...numbers].sort((x, y) => x - y);
 }
 
 function u32le(bytes: Uint8Array, at: number): number {
@@ -342,4 +349,50 @@ export function splitLogFrames(bytes: Uint8Array): { payloads: Uint8Array[]; res
     offset = end;
   }
   return { payloads, rest: bytes.subarray(offset) };
+}
+
+/**
+ * Framed-log bytes arriving in `chunks` as bodies of whole frames, the
+ * bytes after the last whole frame last, as they are (no CRC is checked
+ * here). Chunks are held until the next frame is whole, then joined once:
+ * a record of tens of megabytes arriving in 64 KiB chunks is copied once,
+ * not once per chunk (which took a restore minutes).
+ */
+export async function* wholeFrames(
+  chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+): AsyncIterable<Uint8Array> {
+  let parts: Uint8Array[] = [];
+  let held = 0;
+  /** Bytes the next frame needs (its header, until its length is known). */
+  let needed = LOG_FRAME_HEADER_BYTES;
+  for await (const chunk of chunks) {
+    parts.push(chunk);
+    held += chunk.byteLength;
+    if (held < needed) continue;
+    const joined = joinParts(parts, held);
+    let end = 0;
+    while (end + LOG_FRAME_HEADER_BYTES <= joined.byteLength) {
+      const next = end + LOG_FRAME_HEADER_BYTES + u32le(joined, end);
+      if (next > joined.byteLength) break;
+      end = next;
+    }
+    if (end > 0) yield joined.subarray(0, end);
+    const rest = joined.subarray(end);
+    parts = rest.byteLength > 0 ? [copyOf(rest)] : [];
+    held = rest.byteLength;
+    needed = LOG_FRAME_HEADER_BYTES + (rest.byteLength >= 4 ? u32le(rest, 0) : 0);
+  }
+  if (held > 0) yield joinParts(parts, held);
+}
+
+/** `parts` joined in one buffer of `bytes` (their total); a single part as it is. */
+export function joinParts(parts: readonly Uint8Array[], bytes: number): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const joined = new Uint8Array(bytes);
+  let at = 0;
+  for (const part of parts) {
+    joined.set(part, at);
+    at += part.byteLength;
+  }
+  return joined;
 }

@@ -24,12 +24,8 @@ export function sqliteContentHash(database: DatabaseSync): string {
     for (const row of rows) {
       for (const [column, value] of Object.entries(row)) {
         hash.update(column);
-        if (value instanceof Uint8Array) {
-          hash.update('b');
-          hash.update(value);
-        } else {
-          hash.update(`${typeof value}:${String(value)}`);
-        }
+        if (value instanceof Uint8Array) hash.update('b').update(value);
+        else hash.update(`${typeof value}:${String(value)}`);
         hash.update('\u0002');
       }
       hash.update('\u0003');

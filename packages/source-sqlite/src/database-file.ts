@@ -4,25 +4,15 @@
  * that file and no shorter than its pages outside the WAL need, and the
  * database size recorded in its header.
  */
-import { fstatSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { SqliteCaptureStoppedError, SqliteDatabaseReplacedError } from './sqlite-errors.ts';
 import { readAt } from './wal-file.ts';
-
-export interface FileIdentityOfDatabase {
-  readonly dev: number;
-  readonly ino: number;
-}
-
-/** The identity of the file behind `fd`. */
-export function identityOf(fd: number): FileIdentityOfDatabase {
-  const stat = fstatSync(fd);
-  return { dev: stat.dev, ino: stat.ino };
-}
 
 /** What {@link checkDatabaseUnchanged} compares the file at the path with. */
 export interface ExpectedDatabaseFile {
   readonly path: string;
-  readonly identity: FileIdentityOfDatabase;
+  /** The file the tap opened (its `fstat`). */
+  readonly identity: { readonly dev: number; readonly ino: number };
   readonly pageSize: number;
   /** Database size in pages after the last captured commit. */
   readonly databasePages: number;

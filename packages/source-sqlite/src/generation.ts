@@ -14,8 +14,9 @@ import { fstatSync, statSync } from 'node:fs';
 import { databasePagesOnDisk } from './database-file.ts';
 import { HeldLog } from './held-log.ts';
 import { SqliteCaptureStoppedError, SqliteWalRestartedUnderneathError } from './sqlite-errors.ts';
+import type { SqliteTapOptions } from './tap-options.ts';
 import type { WalCapture } from './wal-capture.ts';
-import { readAt, walCycleId } from './wal-file.ts';
+import { readInto, walCycleId } from './wal-file.ts';
 
 const SNAPSHOT_CHUNK_PAGES = 256;
 /** Overlay reads at a generation's start before a WAL that keeps restarting is an error. */
@@ -58,20 +59,8 @@ export interface Generation {
 }
 
 /** Snapshot reads in progress (the held reader must not move while there is one). */
-export class SnapshotPins {
-  #pins = 0;
-
-  get pinned(): boolean {
-    return this.#pins > 0;
-  }
-
-  pin(): void {
-    this.#pins += 1;
-  }
-
-  unpin(): void {
-    this.#pins -= 1;
-  }
+export interface SnapshotPins {
+  count: number;
 }
 
 /** What a generation is read from: the tap's database file and its WAL capture. */
@@ -80,14 +69,12 @@ export interface GenerationSource {
   /** The tap's descriptor of the database file (see `databaseFd` in tap.ts). */
   readonly databaseFd: number;
   readonly pageSize: number;
-  readonly maxHeldLogBytes: number;
-  /** Records held past which commits are batched (see `maxHeldLogRecords` in tap-options.ts). */
-  readonly maxHeldLogRecords: number;
-  /** Bytes of page versions kept as the bases of patches (see `maxPageBaseBytes` in tap-options.ts). */
-  readonly maxPageBaseBytes: number;
+  /** The log's bounds, its page bases and the clock commits are dated by (see tap-options.ts). */
+  readonly options: Pick<
+    Required<SqliteTapOptions>,
+    'maxHeldLogBytes' | 'maxHeldLogRecords' | 'maxPageBaseBytes' | 'wallNow'
+  >;
   readonly capture: WalCapture;
-  /** The clock commit records are dated by (default `Date.now`). */
-  readonly wallNow?: () => number;
 }
 
 /**
@@ -135,13 +122,11 @@ export function startGenerationUnderReader(source: GenerationSource): Generation
     id: `${Date.now().toString(36)}-${Math.random().toString(16).slice(2, 10)}`,
     snapshotPages,
     snapshotDatabasePages: databasePages,
-    snapshotTime: (source.wallNow ?? Date.now)(),
+    snapshotTime: source.options.wallNow(),
     snapshotAvailable: true,
     // The overlay's pages are the snapshot's versions of them: bases from the start.
     log: new HeldLog(source.pageSize, {
-      maxHeldLogBytes: source.maxHeldLogBytes,
-      maxHeldLogRecords: source.maxHeldLogRecords,
-      maxPageBaseBytes: source.maxPageBaseBytes,
+      ...source.options,
       snapshotPages,
       snapshotDatabasePages: databasePages,
     }),
@@ -166,7 +151,7 @@ export function snapshotOf(
     size: pageSize * databasePages,
     time: generation.snapshotTime,
     async *read(options: { signal?: AbortSignal } = {}) {
-      pins.pin();
+      pins.count += 1;
       try {
         const stat = fstatSync(fd);
         for (let first = 1; first <= databasePages; first += SNAPSHOT_CHUNK_PAGES) {
@@ -175,8 +160,7 @@ export function snapshotOf(
             throw new Error('the snapshot was released while it was being read');
           const count = Math.min(SNAPSHOT_CHUNK_PAGES, databasePages - first + 1);
           const chunk = new Uint8Array(count * pageSize);
-          const fromFile = readAt(fd, (first - 1) * pageSize, count * pageSize);
-          chunk.set(fromFile);
+          const fromFile = readInto(fd, chunk, (first - 1) * pageSize);
           for (let i = 0; i < count; i += 1) {
             const page = generation.snapshotPages.get(first + i);
             if (page) chunk.set(page, i * pageSize);
@@ -186,7 +170,7 @@ export function snapshotOf(
           yield chunk;
         }
       } finally {
-        pins.unpin();
+        pins.count -= 1;
       }
     },
   };

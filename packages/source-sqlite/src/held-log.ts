@@ -37,16 +37,31 @@ export interface HeldLogOptions {
   readonly snapshotDatabasePages?: number;
 }
 
+/** A record's fields but its pages, as one captured transaction gives them. */
+type RecordFields = Omit<CommitRecord, 'pages' | 'patches' | 'patchHashes' | 'commits'>;
+
+function fieldsOf(
+  header: WalHeader,
+  transaction: WalTransaction,
+  capturedAt: number,
+): RecordFields {
+  return {
+    pageSize: header.pageSize,
+    databasePages: transaction.databasePages,
+    commitTime: capturedAt,
+    walSalt1: header.salt1,
+    walSalt2: header.salt2,
+    commitFrame: transaction.commitFrame,
+  };
+}
+
 /** Commits being merged into one batch record (see `maxHeldLogBytes`, `maxHeldLogRecords`). */
 interface OpenBatch {
   /** Newest version of each page the batched commits wrote (copies, owned by the batch). */
   readonly pages: Map<number, Uint8Array>;
   commits: number;
-  databasePages: number;
-  commitTime: number;
-  walSalt1: number;
-  walSalt2: number;
-  commitFrame: number;
+  /** The last batched commit's: the record's size, time, salts and commit frame. */
+  last: RecordFields;
 }
 
 /** Log bytes read by {@link HeldLog.read}. */
@@ -128,18 +143,8 @@ export class HeldLog {
     ) {
       this.#batchTransaction(header, transaction, capturedAt);
     } else {
-      this.#appendRecord(
-        this.#encode({
-          pageSize: header.pageSize,
-          databasePages: transaction.databasePages,
-          commitTime: capturedAt,
-          walSalt1: header.salt1,
-          walSalt2: header.salt2,
-          commitFrame: transaction.commitFrame,
-          pages: transaction.pages,
-        }),
-        1,
-      );
+      const record = { ...fieldsOf(header, transaction, capturedAt), pages: transaction.pages };
+      this.#appendRecord(this.#encode(record), 1);
     }
   }
 
@@ -148,18 +153,10 @@ export class HeldLog {
     const batch = this.#batch;
     if (batch === null) return;
     this.#batch = null;
+    const { pages, commits, last } = batch;
     this.#appendRecord(
-      this.#encode({
-        pageSize: this.#pageSize,
-        databasePages: batch.databasePages,
-        commitTime: batch.commitTime,
-        walSalt1: batch.walSalt1,
-        walSalt2: batch.walSalt2,
-        commitFrame: batch.commitFrame,
-        pages: batch.pages,
-        commits: batch.commits,
-      }),
-      batch.commits,
+      this.#encode({ ...last, pageSize: this.#pageSize, pages, commits }),
+      commits,
     );
   }
 
@@ -178,9 +175,7 @@ export class HeldLog {
         `a record can only be put first before any release (log starts at ${this.#logStart})`,
       );
     this.#chunks.unshift(frame);
-    for (let index = 0; index < this.#chunkOffsets.length; index += 1)
-      this.#chunkOffsets[index] = this.#chunkOffsets[index]! + frame.byteLength;
-    this.#chunkOffsets.unshift(0);
+    this.#chunkOffsets = [0, ...this.#chunkOffsets.map((offset) => offset + frame.byteLength)];
     this.#logEnd += frame.byteLength;
     this.#commits += commits;
   }
@@ -227,30 +222,16 @@ export class HeldLog {
 
   /** Merges one captured transaction into the open batch (its pages are copied). */
   #batchTransaction(header: WalHeader, transaction: WalTransaction, capturedAt: number): void {
-    let batch = this.#batch;
-    if (batch === null) {
-      batch = {
-        pages: new Map(),
-        commits: 0,
-        databasePages: transaction.databasePages,
-        commitTime: capturedAt,
-        walSalt1: header.salt1,
-        walSalt2: header.salt2,
-        commitFrame: transaction.commitFrame,
-      };
-      this.#batch = batch;
-    }
+    const last = fieldsOf(header, transaction, capturedAt);
+    const batch = this.#batch ?? { pages: new Map<number, Uint8Array>(), commits: 0, last };
+    this.#batch = batch;
     for (const [pageNumber, page] of transaction.pages) {
       const kept = batch.pages.get(pageNumber);
       if (kept) kept.set(page);
       else batch.pages.set(pageNumber, copyOf(page));
     }
     batch.commits += 1;
-    batch.databasePages = transaction.databasePages;
-    batch.commitTime = capturedAt;
-    batch.walSalt1 = header.salt1;
-    batch.walSalt2 = header.salt2;
-    batch.commitFrame = transaction.commitFrame;
+    batch.last = last;
   }
 
   /**

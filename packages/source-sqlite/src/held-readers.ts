@@ -81,16 +81,9 @@ export class HeldReaders {
     this.#held = 0;
   }
 
-  /** True while one of the two connections holds the tap's read transaction. */
-  get holding(): boolean {
-    return this.#held !== -1 && this.#readers[this.#held].isTransaction;
-  }
-
   /** Ends the read transactions and closes both connections. */
   close(): void {
-    for (const reader of this.#readers) {
-      if (reader.isTransaction) reader.exec('ROLLBACK');
-    }
+    for (const reader of this.#readers) if (reader.isTransaction) reader.exec('ROLLBACK');
     this.#readers[0].close();
     this.#readers[1].close();
   }

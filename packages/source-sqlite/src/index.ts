@@ -57,10 +57,7 @@ export {
 export { type SqliteMaterializerOptions, sqliteMaterializer } from './sqlite-materializer.ts';
 export {
   DEFAULT_CAPTURE_INTERVAL_MS,
-  SQLITE_LINEAGE_SUFFIX,
-  SQLITE_PARENT_SUFFIX,
   SQLITE_SNAPSHOT_NAME,
-  SQLITE_STATE_SUFFIX,
   SqliteSource,
   type SqliteSourceOptions,
 } from './sqlite-source.ts';

@@ -45,25 +45,11 @@ export function checkDatabaseFile(
   path: string,
   acquire: (path: string) => SharedDescriptor,
 ): SharedDescriptor {
-  let stat: Stats;
-  try {
-    stat = statSync(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
-      throw new SqliteDatabaseMissingError(path, { cause: error });
-    throw error;
-  }
+  const stat = missingAs(path, () => statSync(path));
   if (!stat.isFile()) throw SqliteOpenRefusedError.notAFile(path, kindOf(stat));
   // Through a descriptor the tap keeps, never one opened and closed here:
   // that close would drop this process's other connections' locks on the file.
-  let database: SharedDescriptor;
-  try {
-    database = acquire(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
-      throw new SqliteDatabaseMissingError(path, { cause: error });
-    throw error;
-  }
+  const database = missingAs(path, () => acquire(path));
   try {
     checkHeaderAndLocation(path, database.fd);
   } catch (error) {
@@ -71,6 +57,17 @@ export function checkDatabaseFile(
     throw error;
   }
   return database;
+}
+
+/** `action()`, with a missing file (`ENOENT`) as {@link SqliteDatabaseMissingError}. */
+function missingAs<T>(path: string, action: () => T): T {
+  try {
+    return action();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new SqliteDatabaseMissingError(path, { cause: error });
+    throw error;
+  }
 }
 
 function checkHeaderAndLocation(path: string, fd: number): void {
@@ -110,10 +107,8 @@ function checkHeaderAndLocation(path: string, fd: number): void {
 /** SQLite's "not a database" / "corrupt" as `SqliteOpenRefusedError` (`SQLITE_DATABASE_UNREADABLE`); anything else as it is. */
 function unreadableOr(path: string, error: unknown): unknown {
   const errcode = (error as { errcode?: unknown }).errcode;
-  if (
-    typeof errcode === 'number' &&
-    ((errcode & 0xff) === SQLITE_NOTADB || (errcode & 0xff) === SQLITE_CORRUPT)
-  )
+  const primary = typeof errcode === 'number' ? errcode & 0xff : null;
+  if (primary === SQLITE_NOTADB || primary === SQLITE_CORRUPT)
     return SqliteOpenRefusedError.unreadable(path, (error as Error).message, error);
   return error;
 }

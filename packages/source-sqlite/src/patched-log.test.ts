@@ -7,7 +7,7 @@
  *   commit that changes a few bytes of a page ships about those bytes;
  * - exactness: on random logs of whole pages and patches, the sequential
  *   replay, the merged record (compaction) and the gathered writes of a
- *   restore (pending-page-writes.ts) give the same file, and the merged
+ *   restore (PendingPageWrites in page-patch.ts) give the same file, and the merged
  *   record is never longer than the run it replaces.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -31,8 +31,7 @@ import {
   splitLogFrames,
 } from './commit-record.ts';
 import { HeldLog } from './held-log.ts';
-import { applyPatch, type PatchRun } from './page-patch.ts';
-import { PendingPageWrites } from './pending-page-writes.ts';
+import { applyPatch, type PatchRun, PendingPageWrites } from './page-patch.ts';
 import type { WalHeader, WalTransaction } from './wal-file.ts';
 
 const PAGE = 512;

@@ -7,24 +7,32 @@
  * Replaces a database (or a `-wal`/`-shm`) only with `force`, removing the
  * old `-wal` and `-shm` first so SQLite never replays an old WAL onto it; no
  * process may have the target open. The result is in WAL mode. Memory: one
- * log chunk and the page writes gathered (pending-page-writes.ts), up to
+ * log chunk and the page writes gathered (PendingPageWrites), up to
  * {@link MAX_PENDING_WRITE_BYTES}.
  */
 
 import { randomBytes } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
+import { existsSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { access, open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { decodeCommitRecord, LOG_FRAME_HEADER_BYTES, splitLogFrames } from './commit-record.ts';
-import { copyOf } from './page-patch.ts';
+import {
+  decodeCommitRecord,
+  LOG_FRAME_HEADER_BYTES,
+  splitLogFrames,
+  wholeFrames,
+} from './commit-record.ts';
+import { copyOf, PendingPageWrites } from './page-patch.ts';
 import { PatchablePages } from './patchable-pages.ts';
-import { PendingPageWrites } from './pending-page-writes.ts';
 import { RecordedPageHashes } from './recorded-page-hashes.ts';
-import { SqliteRestoreCorruptError, SqliteRestoreRefusedError } from './sqlite-errors.ts';
+import {
+  corruptAs,
+  SqliteRestoreCorruptError,
+  SqliteRestoreRefusedError,
+} from './sqlite-errors.ts';
 
-/** Pages gathered before they are written out (see pending-page-writes.ts): 64 MiB. */
+/** Pages gathered before they are written out (see PendingPageWrites): 64 MiB. */
 export const MAX_PENDING_WRITE_BYTES = 64 * 1024 * 1024;
 
 export type ByteSource = Uint8Array | AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
@@ -74,21 +82,8 @@ export interface SqliteRestoreResult {
   readonly lastCommitTime: number | null;
 }
 
-async function* chunksOf(source: ByteSource): AsyncIterable<Uint8Array> {
-  if (source instanceof Uint8Array) {
-    yield source;
-    return;
-  }
-  yield* source as AsyncIterable<Uint8Array>;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path, fsConstants.F_OK);
-    return true;
-  } catch {
-    return false;
-  }
+function chunksOf(source: ByteSource): AsyncIterable<Uint8Array> | Iterable<Uint8Array> {
+  return source instanceof Uint8Array ? [source] : source;
 }
 
 function pageSizeOf(header: Uint8Array, targetPath: string): number {
@@ -160,20 +155,18 @@ export async function restoreSqliteDatabase(
 async function refuseBeforeWriting(options: SqliteRestoreOptions): Promise<void> {
   const target = options.targetPath;
   if (!(options.force ?? false)) {
-    for (const path of [target, `${target}-wal`, `${target}-shm`]) {
-      if (await exists(path)) throw SqliteRestoreRefusedError.targetExists(target);
-    }
+    for (const path of [target, `${target}-wal`, `${target}-shm`])
+      if (existsSync(path)) throw SqliteRestoreRefusedError.targetExists(target);
   }
   if (
     options.time !== undefined &&
     options.snapshotTime !== undefined &&
     options.time < options.snapshotTime
-  ) {
+  )
     throw SqliteRestoreRefusedError.pointUnavailable(
       target,
       `time ${new Date(options.time).toISOString()} is before this restore point's snapshot (${new Date(options.snapshotTime).toISOString()})`,
     );
-  }
 }
 
 interface WrittenSnapshot {
@@ -222,30 +215,19 @@ async function applyCommitLog(
   let databasePages = snapshot.pages;
   let applied = 0;
   let lastCommitTime: number | null = null;
-  const frames = new WholeFrames();
   let done = limit === 0;
+  /** Bytes after the last whole frame read so far. */
+  let carried = 0;
   const pending = new PendingPageWrites(pageSize);
   const patchable = new PatchablePages(databasePages);
   const recorded = new RecordedPageHashes(databasePages);
-  for await (const chunk of chunksOf(options.log)) {
+  for await (const body of wholeFrames(chunksOf(options.log))) {
     if (done) break;
     options.signal?.throwIfAborted();
-    const joined = frames.push(chunk);
-    if (joined === null) continue;
-    let split: ReturnType<typeof splitLogFrames>;
-    try {
-      split = splitLogFrames(joined);
-    } catch (error) {
-      throw new SqliteRestoreCorruptError(target, (error as Error).message, { cause: error });
-    }
-    frames.keep(split.rest);
+    const split = corruptAs(target, () => splitLogFrames(body));
+    carried = split.rest.byteLength;
     for (const payload of split.payloads) {
-      let record: ReturnType<typeof decodeCommitRecord>;
-      try {
-        record = decodeCommitRecord(payload);
-      } catch (error) {
-        throw new SqliteRestoreCorruptError(target, (error as Error).message, { cause: error });
-      }
+      const record = corruptAs(target, () => decodeCommitRecord(payload));
       if (record.pageSize !== pageSize)
         throw new SqliteRestoreCorruptError(
           target,
@@ -282,9 +264,10 @@ async function applyCommitLog(
         break;
       }
     }
+    if (done) break;
   }
   await pending.writeTo(handle, options.signal);
-  if (!done && frames.carried >= LOG_FRAME_HEADER_BYTES && options.commits !== undefined)
+  if (!done && carried >= LOG_FRAME_HEADER_BYTES && options.commits !== undefined)
     throw new SqliteRestoreCorruptError(target, 'the log ends inside a commit record');
   if (options.commits !== undefined && applied < options.commits)
     throw SqliteRestoreRefusedError.pointUnavailable(
@@ -324,55 +307,6 @@ function checkIntegrity(temporary: string, target: string): void {
   }
   if (answer !== 'ok')
     throw new SqliteRestoreCorruptError(target, `PRAGMA integrity_check answered: ${answer}`);
-}
-
-/**
- * Chunks of a framed log gathered until the next frame is whole, then
- * joined once: a record of tens of megabytes (a batch, a compacted run)
- * arriving in 64 KiB chunks is copied once, not once per chunk (which
- * took a restore minutes).
- */
-class WholeFrames {
-  #parts: Uint8Array[] = [];
-  #bytes = 0;
-  /** Bytes the next frame needs before anything is joined (its header, until its length is known). */
-  #needed = LOG_FRAME_HEADER_BYTES;
-
-  /** Bytes held, not yet part of a whole frame. */
-  get carried(): number {
-    return this.#bytes;
-  }
-
-  /** Adds a chunk: the bytes held joined, once the next frame is whole in them; else `null`. */
-  push(chunk: Uint8Array): Uint8Array | null {
-    this.#parts.push(chunk);
-    this.#bytes += chunk.byteLength;
-    if (this.#bytes < this.#needed) return null;
-    let joined = this.#parts[0]!;
-    if (this.#parts.length > 1) {
-      joined = new Uint8Array(this.#bytes);
-      let at = 0;
-      for (const part of this.#parts) {
-        joined.set(part, at);
-        at += part.byteLength;
-      }
-    }
-    this.#parts = [];
-    this.#bytes = 0;
-    return joined;
-  }
-
-  /** Keeps what followed the last whole frame of the bytes `push` joined (copied). */
-  keep(rest: Uint8Array): void {
-    if (rest.byteLength > 0) {
-      this.#parts = [copyOf(rest)];
-      this.#bytes = rest.byteLength;
-    }
-    this.#needed =
-      rest.byteLength >= 4
-        ? LOG_FRAME_HEADER_BYTES + new DataView(rest.buffer, rest.byteOffset, 4).getUint32(0, true)
-        : LOG_FRAME_HEADER_BYTES;
-  }
 }
 
 /** `PRAGMA integrity_check` on a closed database file: `ok` or SQLite's first complaints. */

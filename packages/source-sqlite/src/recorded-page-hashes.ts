@@ -29,11 +29,6 @@ export class RecordedPageHashes {
     this.#databasePages = startPages;
   }
 
-  /** Pages waiting for their check. */
-  get size(): number {
-    return this.#expected.size;
-  }
-
   /** Takes `record`, the log's commit number `commit` (its last, for a batch), in log order. */
   add(record: CommitRecord, commit: number): void {
     for (const pageNumber of record.pages.keys()) this.#expected.delete(pageNumber);

@@ -9,13 +9,13 @@
  */
 
 import { createReadStream } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { RestoreCheck, StagedRestore } from '@x/engine';
 import type { Manifest } from '@x/manifest';
 import { RestoredStateError, type RestoredStateFinding } from '@x/restore';
-import { LOG_FRAME_HEADER_BYTES, PAGE_HASH_BYTES } from './commit-record.ts';
+import { PAGE_HASH_BYTES, wholeFrames } from './commit-record.ts';
 import { restoreSqliteDatabase } from './rebuild-database.ts';
 import { type RestorePointPages, restorePointPageHashes } from './restore-point-page-hashes.ts';
 import { imageDigest } from './resume-record.ts';
@@ -71,23 +71,21 @@ async function checkStaged(staged: StagedRestore, signal: AbortSignal | undefine
     });
     pageSize = rebuilt.pageSize;
   } catch (error) {
-    if (SqliteRestoreCorruptError.isInstance(error) && error.pageHash !== undefined)
-      throw new RestoredStateError(where, [
-        {
-          check: 'page-hash',
-          page: error.pageHash.page,
-          expected: error.pageHash.expected,
-          found: error.pageHash.found,
-          message: `page ${error.pageHash.page} of the rebuilt database hashes ${error.pageHash.found}, and commit ${error.pageHash.commit} of the log recorded ${error.pageHash.expected} for it when backupd captured it`,
-        },
-      ]);
+    if (SqliteRestoreCorruptError.isInstance(error) && error.pageHash !== undefined) {
+      const { page, expected, found, commit } = error.pageHash;
+      const message = `page ${page} of the rebuilt database hashes ${found}, and commit ${commit} of the log recorded ${expected} for it when backupd captured it`;
+      throw new RestoredStateError(where, [{ check: 'page-hash', page, expected, found, message }]);
+    }
     if (!SqliteBackupError.isInstance(error)) throw error;
     throw new RestoredStateError(where, [
       { check: 'rebuild', message: `the database does not rebuild: ${error.message}` },
     ]);
   }
   const expected = await restorePointPageHashes(
-    { image: () => createReadStream(snapshotPath), logBodies: () => wholeFrameBodies(logPath) },
+    {
+      image: () => createReadStream(snapshotPath),
+      logBodies: () => wholeFrames(createReadStream(logPath, { highWaterMark: 1024 * 1024 })),
+    },
     pageSize,
   );
   // The inputs are not needed any more: the disk holds the rebuilt file alone.
@@ -152,41 +150,4 @@ export function pageHashMismatch(
     };
   }
   return null;
-}
-
-/**
- * The log file as bodies of whole frames (what `CommitLogMerger.add`
- * takes), read in chunks; a frame is joined once, when whole. Bytes after
- * the last whole frame come last, as they are (the merger refuses them).
- */
-async function* wholeFrameBodies(path: string): AsyncIterable<Uint8Array> {
-  const handle = await open(path, 'r');
-  try {
-    let parts: Buffer[] = [];
-    let held = 0;
-    let needed = LOG_FRAME_HEADER_BYTES;
-    for await (const chunk of handle.createReadStream({ highWaterMark: 1024 * 1024 })) {
-      parts.push(chunk as Buffer);
-      held += (chunk as Buffer).byteLength;
-      if (held < needed) continue;
-      const joined = parts.length === 1 ? parts[0]! : Buffer.concat(parts, held);
-      let at = 0;
-      while (at + LOG_FRAME_HEADER_BYTES <= joined.byteLength) {
-        const end = at + LOG_FRAME_HEADER_BYTES + joined.readUInt32LE(at);
-        if (end > joined.byteLength) break;
-        at = end;
-      }
-      if (at > 0) yield joined.subarray(0, at);
-      const rest = joined.subarray(at);
-      parts = rest.byteLength > 0 ? [Buffer.from(rest)] : [];
-      held = rest.byteLength;
-      needed =
-        rest.byteLength >= 4
-          ? LOG_FRAME_HEADER_BYTES + rest.readUInt32LE(0)
-          : LOG_FRAME_HEADER_BYTES;
-    }
-    if (held > 0) yield Buffer.concat(parts, held);
-  } finally {
-    await handle.close();
-  }
 }

@@ -9,11 +9,10 @@
  * snapshot, so that gap falls back to the previous generation: never a newer
  * state. Rules: package README, `sqliteCommitAtTime`, _Commit times_.
  */
-import { parseManifest, restorableFrom, stateTimes } from '@x/manifest';
+import { type Manifest, parseManifest, restorableFrom, stateTimes } from '@x/manifest';
 import {
   decodeSegmentEntry,
   expectedPreviousCrc32,
-  FramedWalCutter,
   findRollForward,
   fineRunOf,
   isSegmentObject,
@@ -22,13 +21,9 @@ import {
   rolledForwardManifest,
 } from '@x/restore';
 import type { ObjectStore } from '@x/store';
-import {
-  COMMIT_RECORD_HEADER_BYTES,
-  commitsOfRecordHeader,
-  decodeCommitRecord,
-  splitLogFrames,
-} from './commit-record.ts';
-import { SqliteRestoreCorruptError } from './sqlite-errors.ts';
+import { decodeCommitRecord, joinParts, splitLogFrames } from './commit-record.ts';
+import { corruptAs } from './sqlite-errors.ts';
+import { commitLogCutter } from './sqlite-materializer.ts';
 
 export interface SqliteCommitAtTime {
   /** The commit found. */
@@ -64,8 +59,8 @@ export async function sqliteCommitAtTime(
       newestPerGeneration.set(point.walGeneration, point);
   }
   const generations = [...newestPerGeneration.values()].sort((a, b) => b.commitSeq - a.commitSeq);
-  for (const point of generations) {
-    const object = await store.get(point.manifestKey, options);
+  for (const { manifestKey } of generations) {
+    const object = await store.get(manifestKey, options);
     if (object === null) continue; // Deleted by retention since the listing.
     const named = parseManifest(object.body, { prefix });
     // A generation also holds the chained segments shipped after its newest
@@ -83,108 +78,96 @@ export async function sqliteCommitAtTime(
     const snapshotTime = stateTimes(manifest).from;
     // A snapshot taken after the time holds a state newer than asked.
     if (snapshotTime !== null && snapshotTime > time) continue;
-    let commitSeq = restorableFrom(manifest);
-    let found: SqliteCommitAtTime | null = null;
-    let carry: Uint8Array = new Uint8Array(0);
-    let segments = manifest.segments;
-    for (let index = 0; index < segments.length; index += 1) {
-      const segment = segments[index]!;
-      const object = await store.get(segment.key, options);
-      if (object === null) break;
-      let body = object.body;
-      if (isSegmentObject(prefix, segment.key)) {
-        // A `.seg` segment: the WAL bytes are its decoded body, used only
-        // once header, length and CRC-32 checked out.
-        try {
-          body = decodeSegmentEntry(
-            prefix,
-            segment,
-            body,
-            expectedPreviousCrc32(prefix, { ...manifest, segments }, index),
-          );
-        } catch (error) {
-          throw new SqliteRestoreCorruptError(segment.key, (error as Error).message, {
-            cause: error,
-          });
-        }
-      }
-      const joined = new Uint8Array(carry.byteLength + body.byteLength);
-      joined.set(carry, 0);
-      joined.set(body, carry.byteLength);
-      let split: ReturnType<typeof splitLogFrames>;
-      try {
-        split = splitLogFrames(joined);
-      } catch (error) {
-        throw new SqliteRestoreCorruptError(segment.key, (error as Error).message, {
-          cause: error,
-        });
-      }
-      let past = false;
-      let straddled = false;
-      const before: { commitSeq: number; found: SqliteCommitAtTime | null } = { commitSeq, found };
-      for (const payload of split.payloads) {
-        const record = decodeCommitRecord(payload);
-        if (record.commitTime > time) {
-          past = true;
-          straddled = (record.commits ?? 1) > 1;
-          break;
-        }
-        // A batch's time is its last commit's: the batch is restorable as a
-        // whole, at or after that time.
-        commitSeq += record.commits ?? 1;
-        found = commitAt(point.manifestKey, commitSeq, record.commitTime, named.commitSeq);
-      }
-      if (straddled) {
-        // The time falls inside a merged batch: the fine segments it
-        // replaced, while the bucket holds them, date every commit.
-        const run = await fineRunOf(store, prefix, { ...manifest, segments }, index, {
-          createWalCutter: commitLogCutter,
-          ...(options.signal === undefined ? {} : { signal: options.signal }),
-        });
-        if (run !== undefined) {
-          segments = [...segments.slice(0, index), ...run, ...segments.slice(index + 1)];
-          ({ commitSeq, found } = before);
-          index -= 1;
-          continue;
-        }
-      }
-      carry = split.rest.slice();
-      if (past) break;
-    }
-    if (found !== null) return found;
     // No commit of this generation by then: its snapshot's state is the newest.
-    if (snapshotTime !== null)
-      return commitAt(point.manifestKey, restorableFrom(manifest), snapshotTime, named.commitSeq);
+    const found =
+      (await lastCommitBy(store, prefix, manifest, time, options)) ??
+      (snapshotTime === null
+        ? null
+        : { commitSeq: restorableFrom(manifest), commitTime: snapshotTime });
+    if (found === null) continue;
+    const { commitSeq, commitTime } = found;
+    // Past the restore point's own commits: among the chained segments after it.
+    const rollForward = commitSeq > named.commitSeq;
+    const target: RestorePointTarget = { kind: 'restore-point', manifestKey, commitSeq };
+    return {
+      commitSeq,
+      manifestKey,
+      commitTime,
+      target: { ...target, ...(rollForward ? { rollForward } : {}) },
+    };
   }
   return null;
 }
 
-/** Counts the commits of the SQLite commit log (a batch record counts all of its commits). */
-function commitLogCutter(commits: number): FramedWalCutter {
-  return new FramedWalCutter(commits, {
-    headerBytes: COMMIT_RECORD_HEADER_BYTES,
-    commitsOf: commitsOfRecordHeader,
-  });
-}
-
-/** The answer for `commitSeq` of the restore point at `manifestKey`, whose own newest commit is `ownCommitSeq`. */
-function commitAt(
-  manifestKey: string,
-  commitSeq: number,
-  commitTime: number,
-  ownCommitSeq: number,
-): SqliteCommitAtTime {
-  // Past the restore point's own commits: among the chained segments after it.
-  const rollForward = commitSeq > ownCommitSeq;
-  return {
-    commitSeq,
-    manifestKey,
-    commitTime,
-    target: {
-      kind: 'restore-point',
-      manifestKey,
-      commitSeq,
-      ...(rollForward ? { rollForward } : {}),
-    },
-  };
+/**
+ * The last commit of `manifest`'s log recorded at or before `time`, with its
+ * time; `null` when none is. A time inside a merged batch (a compacted
+ * object) is dated commit by commit from the fine segments it replaced,
+ * while the bucket holds them.
+ */
+async function lastCommitBy(
+  store: ObjectStore,
+  prefix: string,
+  manifest: Manifest,
+  time: number,
+  options: { readonly signal?: AbortSignal },
+): Promise<{ commitSeq: number; commitTime: number } | null> {
+  let commitSeq = restorableFrom(manifest);
+  type Found = { commitSeq: number; commitTime: number } | null;
+  let found: Found = null;
+  let carry: Uint8Array = new Uint8Array(0);
+  let chain = manifest;
+  for (let index = 0; index < chain.segments.length; index += 1) {
+    const segment = chain.segments[index]!;
+    const object = await store.get(segment.key, options);
+    if (object === null) break;
+    // A `.seg` segment: the log bytes are its decoded body, once header, length and CRC-32 check out.
+    const body = corruptAs(segment.key, () =>
+      isSegmentObject(prefix, segment.key)
+        ? decodeSegmentEntry(
+            prefix,
+            segment,
+            object.body,
+            expectedPreviousCrc32(prefix, chain, index),
+          )
+        : object.body,
+    );
+    const joined = joinParts([carry, body], carry.byteLength + body.byteLength);
+    const split = corruptAs(segment.key, () => splitLogFrames(joined));
+    const before: { commitSeq: number; found: Found } = { commitSeq, found };
+    let past: { commits: number } | null = null;
+    for (const payload of split.payloads) {
+      const record = decodeCommitRecord(payload);
+      if (record.commitTime > time) {
+        past = { commits: record.commits ?? 1 };
+        break;
+      }
+      // A batch's time is its last commit's: the batch is restorable as a
+      // whole, at or after that time.
+      commitSeq += record.commits ?? 1;
+      found = { commitSeq, commitTime: record.commitTime };
+    }
+    const run =
+      past !== null && past.commits > 1
+        ? await fineRunOf(store, prefix, chain, index, {
+            createWalCutter: commitLogCutter,
+            ...(options.signal === undefined ? {} : { signal: options.signal }),
+          })
+        : undefined;
+    if (run !== undefined) {
+      // Again from this object's place, over its fine segments.
+      const segments = [
+        ...chain.segments.slice(0, index),
+        ...run,
+        ...chain.segments.slice(index + 1),
+      ];
+      chain = { ...chain, segments };
+      ({ commitSeq, found } = before);
+      index -= 1;
+      continue;
+    }
+    if (past !== null) return found;
+    carry = split.rest.slice();
+  }
+  return found;
 }

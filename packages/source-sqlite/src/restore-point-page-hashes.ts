@@ -13,6 +13,7 @@
 import type { RestorePointContent } from '@x/engine';
 import { CommitLogMergeError, CommitLogMerger } from './commit-log-merge.ts';
 import { PAGE_HASH_BYTES, pageHash } from './commit-record.ts';
+import { pagesOf } from './resume-record.ts';
 
 /** The most distinct log pages held while the restore point is hashed: 256 MiB. */
 export const MAX_MERGED_PAGE_BYTES = 256 * 1024 * 1024;
@@ -44,17 +45,11 @@ export async function restorePointPageHashes(
     return log.patches.get(pageNumber)?.over(snapshotPage) ?? snapshotPage;
   };
   const hashes: Buffer[] = [];
-  let snapshotBytes = 0;
-  let pending = new Uint8Array(0);
-  for await (const chunk of content.image()) {
-    snapshotBytes += chunk.byteLength;
-    const data = pending.byteLength === 0 ? chunk : Buffer.concat([pending, chunk]);
-    let at = 0;
-    for (; at + pageSize <= data.byteLength; at += pageSize)
-      hashes.push(pageHash(restored(hashes.length + 1, data.subarray(at, at + pageSize))));
-    pending = data.slice(at);
+  for await (const page of pagesOf(content.image(), pageSize)) {
+    // A snapshot not of whole pages is no image of this database.
+    if (page.byteLength < pageSize) return null;
+    hashes.push(pageHash(restored(hashes.length + 1, page)));
   }
-  if (snapshotBytes % pageSize !== 0) return null;
   // A patch of a page the snapshot lacks has no base: the restore refuses it.
   for (const pageNumber of log.patches.keys()) if (pageNumber > hashes.length) return null;
   const finalPages = log.databasePages ?? hashes.length;

@@ -9,13 +9,9 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { rename, writeFile } from 'node:fs/promises';
-import { PAGE_HASH_BYTES, pageHash } from './commit-record.ts';
+import { joinParts, PAGE_HASH_BYTES, pageHash } from './commit-record.ts';
 import { copyOf } from './page-patch.ts';
-import { ensureSidecarDirectory, sqliteSidecarFiles } from './sidecar-files.ts';
-
-/** The record's name beside the database up to release 0.2 (moved into the sidecar directory since). */
-export const SQLITE_RESUME_SUFFIX = '-backupd.resume';
+import { ensureSidecarDirectory, sqliteSidecarFiles, writeAtomically } from './sidecar-files.ts';
 
 export interface ResumeRecord {
   readonly version: 1;
@@ -82,10 +78,7 @@ export function readResumeRecord(databasePath: string): ResumeRecord | null {
 /** Writes the record (a temporary file, then a rename: a reader sees the old one or the new one). */
 export async function writeResumeRecord(databasePath: string, record: ResumeRecord): Promise<void> {
   ensureSidecarDirectory(databasePath);
-  const path = sqliteSidecarFiles(databasePath).resume;
-  const temporary = `${path}.tmp-${process.pid}`;
-  await writeFile(temporary, `${JSON.stringify(record)}\n`);
-  await rename(temporary, path);
+  await writeAtomically(sqliteSidecarFiles(databasePath).resume, `${JSON.stringify(record)}\n`);
 }
 
 export interface ImageDigest {
@@ -119,37 +112,50 @@ export async function imageDigest(
   let changed: Map<number, Uint8Array> | null = new Map();
   let bytes = 0;
   let page = 0;
-  let pending = new Uint8Array(0);
-  const onPage = (bytesOfPage: Uint8Array) => {
+  const onChunk = (chunk: Uint8Array) => {
+    whole.update(chunk);
+    bytes += chunk.byteLength;
+  };
+  for await (const bytesOfPage of pagesOf(chunks, pageSize, onChunk)) {
     page += 1;
     const hash = pageHash(bytesOfPage);
     hashes.push(hash);
-    if (known === null || changed === null) return;
+    if (known === null || changed === null) continue;
     const at = (page - 1) * PAGE_HASH_BYTES;
     const same =
       at + PAGE_HASH_BYTES <= known.length && hash.equals(known.subarray(at, at + PAGE_HASH_BYTES));
-    if (same) return;
+    if (same) continue;
     if (changed.size >= compare!.maxChanged) changed = null;
     else changed.set(page, copyOf(bytesOfPage));
-  };
-  for await (const chunk of chunks) {
-    whole.update(chunk);
-    bytes += chunk.byteLength;
-    let data = chunk;
-    if (pending.byteLength > 0) {
-      data = new Uint8Array(Buffer.concat([pending, chunk]));
-      pending = new Uint8Array(0);
-    }
-    let at = 0;
-    for (; at + pageSize <= data.byteLength; at += pageSize)
-      onPage(data.subarray(at, at + pageSize));
-    if (at < data.byteLength) pending = copyOf(data.subarray(at));
   }
-  if (pending.byteLength > 0) onPage(pending);
   return {
     bytes,
     sha256: whole.digest('hex'),
     pageHashes: Buffer.concat(hashes).toString('base64'),
     changed: known === null ? new Map() : changed,
   };
+}
+
+/**
+ * The pages of an image read in `chunks` (`onChunk` sees each chunk first):
+ * each whole page of `pageSize` bytes in turn, a view valid until the next,
+ * then the bytes after the last whole page, if any.
+ */
+export async function* pagesOf(
+  chunks: AsyncIterable<Uint8Array>,
+  pageSize: number,
+  onChunk?: (chunk: Uint8Array) => void,
+): AsyncIterable<Uint8Array> {
+  let pending = new Uint8Array(0);
+  for await (const chunk of chunks) {
+    onChunk?.(chunk);
+    const data =
+      pending.byteLength === 0
+        ? chunk
+        : joinParts([pending, chunk], pending.byteLength + chunk.byteLength);
+    let at = 0;
+    for (; at + pageSize <= data.byteLength; at += pageSize) yield data.subarray(at, at + pageSize);
+    pending = copyOf(data.subarray(at));
+  }
+  if (pending.byteLength > 0) yield pending;
 }

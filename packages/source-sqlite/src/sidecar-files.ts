@@ -12,6 +12,7 @@
  *   per database, and the lease instance id it keeps).
  */
 import { existsSync, linkSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 /** The paths of a database's sidecar files. */
@@ -139,8 +140,7 @@ function moveUnlessPresent(from: string, to: string): boolean {
     linkSync(from, to);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return false;
-    if (code === 'EEXIST') return false;
+    if (code === 'ENOENT' || code === 'EEXIST') return false;
     throw error;
   }
   unlinkIfPresent(from);
@@ -161,4 +161,11 @@ function unlinkIfPresent(path: string): void {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
+}
+
+/** Writes `text` at `path` through a temporary file and a rename: a reader sees the old file or the new one. */
+export async function writeAtomically(path: string, text: string): Promise<void> {
+  const temporary = `${path}.tmp-${process.pid}`;
+  await writeFile(temporary, text);
+  await rename(temporary, path);
 }

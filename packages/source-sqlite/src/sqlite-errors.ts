@@ -7,29 +7,38 @@ import { errorMarker, hasErrorMarker, markError } from '@x/store';
 import type { PageHashMismatch } from './recorded-page-hashes.ts';
 import { sqliteSidecarFiles } from './sidecar-files.ts';
 
-const MARKER_NAMESPACE = 'x.backup-worker.sqlite.error';
-
 export type SqliteBackupErrorCode =
   | 'SQLITE_BACKUP_ERROR'
   | 'SQLITE_NOT_WAL'
   | 'SQLITE_DATABASE_MISSING'
-  | 'SQLITE_NOT_A_FILE'
-  | 'SQLITE_NOT_A_DATABASE'
-  | 'SQLITE_DATABASE_UNREADABLE'
-  | 'SQLITE_READ_ONLY_LOCATION'
   | 'SQLITE_DATABASE_REPLACED'
   | 'SQLITE_DATABASE_UNAVAILABLE'
-  | 'SQLITE_DATABASE_TRUNCATED'
-  | 'SQLITE_CORRUPT_WAL_FRAME'
   | 'SQLITE_WAL_RESTARTED_UNDERNEATH'
-  | 'SQLITE_RESTORE_TARGET_EXISTS'
-  | 'SQLITE_RESTORE_POINT_UNAVAILABLE'
-  | 'SQLITE_RESTORE_CORRUPT';
+  | 'SQLITE_RESTORE_CORRUPT'
+  | SqliteOpenRefusal
+  | SqliteCaptureStop
+  | SqliteRestoreRefusal;
 
-const BASE_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteBackupError');
+function markerOf(name: string): symbol {
+  return errorMarker('x.backup-worker.sqlite.error', name);
+}
+
+/** Gives `error` the name of its class and that class's marker (each class above it adds its own). */
+function named(error: SqliteBackupError, name: string): void {
+  error.name = name;
+  markError(error, markerOf(name));
+}
+
+/** The `isInstance` of the class named `name`: true for its errors made by any copy of the package. */
+function isMarked<T>(name: string): (value: unknown) => value is T {
+  const marker = markerOf(name);
+  return (value): value is T => hasErrorMarker(value, marker);
+}
 
 /** Base class of every SQLite source and restore error. */
 export class SqliteBackupError extends Error {
+  static isInstance = isMarked<SqliteBackupError>('SqliteBackupError');
+
   /** Whether the same call, made again later, may succeed with nothing else changed. */
   get retryable(): boolean {
     return false;
@@ -46,24 +55,19 @@ export class SqliteBackupError extends Error {
     code: SqliteBackupErrorCode = 'SQLITE_BACKUP_ERROR',
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'SqliteBackupError';
+    named(this, 'SqliteBackupError');
     this.code = code;
     this.path = path;
-    markError(this, BASE_MARKER);
-  }
-
-  static isInstance(value: unknown): value is SqliteBackupError {
-    return hasErrorMarker(value, BASE_MARKER);
   }
 }
-
-const NOT_WAL_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteNotWalError');
 
 /**
  * The database is not in WAL mode. backupd never switches it: switching
  * needs every other connection closed and changes how the application runs.
  */
 export class SqliteNotWalError extends SqliteBackupError {
+  static override isInstance = isMarked<SqliteNotWalError>('SqliteNotWalError');
+
   readonly journalMode: string;
 
   constructor(path: string, journalMode: string) {
@@ -75,23 +79,18 @@ export class SqliteNotWalError extends SqliteBackupError {
       {},
       'SQLITE_NOT_WAL',
     );
-    this.name = 'SqliteNotWalError';
+    named(this, 'SqliteNotWalError');
     this.journalMode = journalMode;
-    markError(this, NOT_WAL_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteNotWalError {
-    return hasErrorMarker(value, NOT_WAL_MARKER);
   }
 }
-
-const MISSING_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseMissingError');
 
 /**
  * No file at the database path. backupd never creates one: an empty database
  * it made would be backed up in place of the application's.
  */
 export class SqliteDatabaseMissingError extends SqliteBackupError {
+  static override isInstance = isMarked<SqliteDatabaseMissingError>('SqliteDatabaseMissingError');
+
   override get retryable(): boolean {
     return true;
   }
@@ -104,16 +103,9 @@ export class SqliteDatabaseMissingError extends SqliteBackupError {
       options,
       'SQLITE_DATABASE_MISSING',
     );
-    this.name = 'SqliteDatabaseMissingError';
-    markError(this, MISSING_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteDatabaseMissingError {
-    return hasErrorMarker(value, MISSING_MARKER);
+    named(this, 'SqliteDatabaseMissingError');
   }
 }
-
-const REPLACED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseReplacedError');
 
 /**
  * The file at the database path is not the one backupd opened (another inode):
@@ -121,6 +113,8 @@ const REPLACED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteDatabaseReplacedErr
  * see the old file; it must reopen and start a new generation.
  */
 export class SqliteDatabaseReplacedError extends SqliteBackupError {
+  static override isInstance = isMarked<SqliteDatabaseReplacedError>('SqliteDatabaseReplacedError');
+
   override get retryable(): boolean {
     return true;
   }
@@ -132,19 +126,9 @@ export class SqliteDatabaseReplacedError extends SqliteBackupError {
       {},
       'SQLITE_DATABASE_REPLACED',
     );
-    this.name = 'SqliteDatabaseReplacedError';
-    markError(this, REPLACED_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteDatabaseReplacedError {
-    return hasErrorMarker(value, REPLACED_MARKER);
+    named(this, 'SqliteDatabaseReplacedError');
   }
 }
-
-const UNAVAILABLE_AFTER_REPLACE_MARKER = errorMarker(
-  MARKER_NAMESPACE,
-  'SqliteDatabaseUnavailableError',
-);
 
 /**
  * The database file was replaced, and what is at the path now cannot be
@@ -154,6 +138,10 @@ const UNAVAILABLE_AFTER_REPLACE_MARKER = errorMarker(
  * call of the worker's, and the first that opens starts a new generation.
  */
 export class SqliteDatabaseUnavailableError extends SqliteBackupError {
+  static override isInstance = isMarked<SqliteDatabaseUnavailableError>(
+    'SqliteDatabaseUnavailableError',
+  );
+
   override get retryable(): boolean {
     return true;
   }
@@ -167,16 +155,9 @@ export class SqliteDatabaseUnavailableError extends SqliteBackupError {
       options,
       'SQLITE_DATABASE_UNAVAILABLE',
     );
-    this.name = 'SqliteDatabaseUnavailableError';
-    markError(this, UNAVAILABLE_AFTER_REPLACE_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteDatabaseUnavailableError {
-    return hasErrorMarker(value, UNAVAILABLE_AFTER_REPLACE_MARKER);
+    named(this, 'SqliteDatabaseUnavailableError');
   }
 }
-
-const RESTARTED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteWalRestartedUnderneathError');
 
 /**
  * The WAL was restarted in a way SQLite's own restart cannot explain (its
@@ -186,6 +167,10 @@ const RESTARTED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteWalRestartedUndern
  * fresh snapshot.
  */
 export class SqliteWalRestartedUnderneathError extends SqliteBackupError {
+  static override isInstance = isMarked<SqliteWalRestartedUnderneathError>(
+    'SqliteWalRestartedUnderneathError',
+  );
+
   override get retryable(): boolean {
     return true;
   }
@@ -195,19 +180,12 @@ export class SqliteWalRestartedUnderneathError extends SqliteBackupError {
       options.message ??
         `${path}-wal was restarted underneath backupd (${detail}); starting a new generation`,
       path,
-      options.cause === undefined ? {} : { cause: options.cause },
+      options,
       'SQLITE_WAL_RESTARTED_UNDERNEATH',
     );
-    this.name = 'SqliteWalRestartedUnderneathError';
-    markError(this, RESTARTED_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteWalRestartedUnderneathError {
-    return hasErrorMarker(value, RESTARTED_MARKER);
+    named(this, 'SqliteWalRestartedUnderneathError');
   }
 }
-
-const READER_LOST_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteReaderLostError');
 
 /**
  * A WAL restart of the tap's could not begin its read transaction again
@@ -219,6 +197,8 @@ const READER_LOST_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteReaderLostError'
  * until `startGeneration`.
  */
 export class SqliteReaderLostError extends SqliteWalRestartedUnderneathError {
+  static override isInstance = isMarked<SqliteReaderLostError>('SqliteReaderLostError');
+
   constructor(path: string, options: { cause?: unknown } = {}) {
     const why = options.cause instanceof Error ? `: ${options.cause.message}` : '';
     super(path, 'the read transaction could not be begun again', {
@@ -227,19 +207,14 @@ export class SqliteReaderLostError extends SqliteWalRestartedUnderneathError {
         `backupd's read transaction on ${path} could not be begun again after a WAL restart${why}; ` +
         'the write lock was released; starting a new generation',
     });
-    this.name = 'SqliteReaderLostError';
-    markError(this, READER_LOST_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteReaderLostError {
-    return hasErrorMarker(value, READER_LOST_MARKER);
+    named(this, 'SqliteReaderLostError');
   }
 }
 
-const RESTORE_CORRUPT_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteRestoreCorruptError');
-
 /** The restored image fails a check (record framing, page size, `PRAGMA integrity_check`). Nothing is left at the target. */
 export class SqliteRestoreCorruptError extends SqliteBackupError {
+  static override isInstance = isMarked<SqliteRestoreCorruptError>('SqliteRestoreCorruptError');
+
   /** Set when a page rebuilt from a patch is not the page its record captured. */
   readonly pageHash: PageHashMismatch | undefined;
 
@@ -254,17 +229,19 @@ export class SqliteRestoreCorruptError extends SqliteBackupError {
       options,
       'SQLITE_RESTORE_CORRUPT',
     );
-    this.name = 'SqliteRestoreCorruptError';
+    named(this, 'SqliteRestoreCorruptError');
     this.pageHash = options.pageHash;
-    markError(this, RESTORE_CORRUPT_MARKER);
-  }
-
-  static override isInstance(value: unknown): value is SqliteRestoreCorruptError {
-    return hasErrorMarker(value, RESTORE_CORRUPT_MARKER);
   }
 }
 
-const OPEN_REFUSED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteOpenRefusedError');
+/** `action()`, with what it throws as a {@link SqliteRestoreCorruptError} about `path`. */
+export function corruptAs<T>(path: string, action: () => T): T {
+  try {
+    return action();
+  } catch (error) {
+    throw new SqliteRestoreCorruptError(path, (error as Error).message, { cause: error });
+  }
+}
 
 /** Why a database path cannot be backed up as it is (`code`). */
 export type SqliteOpenRefusal =
@@ -280,6 +257,8 @@ export type SqliteOpenRefusal =
  * must change first.
  */
 export class SqliteOpenRefusedError extends SqliteBackupError {
+  static override isInstance = isMarked<SqliteOpenRefusedError>('SqliteOpenRefusedError');
+
   declare readonly code: SqliteOpenRefusal;
   /** With `SQLITE_NOT_A_FILE`: what the path is instead (`directory`, `socket`, …). */
   readonly kind: string | undefined;
@@ -292,11 +271,10 @@ export class SqliteOpenRefusedError extends SqliteBackupError {
     path: string,
     facts: { cause?: unknown; kind?: string; location?: string } = {},
   ) {
-    super(message, path, facts.cause === undefined ? {} : { cause: facts.cause }, code);
-    this.name = 'SqliteOpenRefusedError';
+    super(message, path, facts, code);
+    named(this, 'SqliteOpenRefusedError');
     this.kind = facts.kind;
     this.location = facts.location;
-    markError(this, OPEN_REFUSED_MARKER);
   }
 
   static notAFile(path: string, kind: string): SqliteOpenRefusedError {
@@ -337,13 +315,7 @@ export class SqliteOpenRefusedError extends SqliteBackupError {
       { cause, location },
     );
   }
-
-  static override isInstance(value: unknown): value is SqliteOpenRefusedError {
-    return hasErrorMarker(value, OPEN_REFUSED_MARKER);
-  }
 }
-
-const CAPTURE_STOPPED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteCaptureStoppedError');
 
 /** Why capture stopped for good (`code`). */
 export type SqliteCaptureStop = 'SQLITE_DATABASE_TRUNCATED' | 'SQLITE_CORRUPT_WAL_FRAME';
@@ -354,6 +326,8 @@ export type SqliteCaptureStop = 'SQLITE_DATABASE_TRUNCATED' | 'SQLITE_CORRUPT_WA
  * reported again at every capture, never skipped). `code` says which.
  */
 export class SqliteCaptureStoppedError extends SqliteBackupError {
+  static override isInstance = isMarked<SqliteCaptureStoppedError>('SqliteCaptureStoppedError');
+
   declare readonly code: SqliteCaptureStop;
   /** With `SQLITE_DATABASE_TRUNCATED`: the file's size and the size its pages need. */
   readonly fileBytes: number | undefined;
@@ -376,13 +350,12 @@ export class SqliteCaptureStoppedError extends SqliteBackupError {
     },
   ) {
     super(message, path, {}, code);
-    this.name = 'SqliteCaptureStoppedError';
+    named(this, 'SqliteCaptureStoppedError');
     this.fileBytes = facts.fileBytes;
     this.expectedBytes = facts.expectedBytes;
     this.frame = facts.frame;
     this.walOffset = facts.walOffset;
     this.lastValidCommit = facts.lastValidCommit;
-    markError(this, CAPTURE_STOPPED_MARKER);
   }
 
   static truncated(
@@ -412,13 +385,7 @@ export class SqliteCaptureStoppedError extends SqliteBackupError {
       { frame, walOffset, lastValidCommit },
     );
   }
-
-  static override isInstance(value: unknown): value is SqliteCaptureStoppedError {
-    return hasErrorMarker(value, CAPTURE_STOPPED_MARKER);
-  }
 }
-
-const RESTORE_REFUSED_MARKER = errorMarker(MARKER_NAMESPACE, 'SqliteRestoreRefusedError');
 
 /** Why a SQLite restore did not start (`code`). */
 export type SqliteRestoreRefusal =
@@ -430,12 +397,13 @@ export type SqliteRestoreRefusal =
  * `force` was not given), or the restore point cannot be restored as asked.
  */
 export class SqliteRestoreRefusedError extends SqliteBackupError {
+  static override isInstance = isMarked<SqliteRestoreRefusedError>('SqliteRestoreRefusedError');
+
   declare readonly code: SqliteRestoreRefusal;
 
   private constructor(code: SqliteRestoreRefusal, message: string, path: string) {
     super(message, path, {}, code);
-    this.name = 'SqliteRestoreRefusedError';
-    markError(this, RESTORE_REFUSED_MARKER);
+    named(this, 'SqliteRestoreRefusedError');
   }
 
   static targetExists(path: string): SqliteRestoreRefusedError {
@@ -452,9 +420,5 @@ export class SqliteRestoreRefusedError extends SqliteBackupError {
       `cannot restore ${path}: ${detail}`,
       path,
     );
-  }
-
-  static override isInstance(value: unknown): value is SqliteRestoreRefusedError {
-    return hasErrorMarker(value, RESTORE_REFUSED_MARKER);
   }
 }

@@ -38,6 +38,14 @@ export interface SqliteMaterializerOptions {
   readonly onRebuilt?: (rebuilt: { readonly commitTime: number | null }) => void;
 }
 
+/** Cuts the commit log after `commits`: one framed-log frame per commit, or per batch (its header says how many). */
+export function commitLogCutter(commits: number): FramedWalCutter {
+  return new FramedWalCutter(commits, {
+    headerBytes: COMMIT_RECORD_HEADER_BYTES,
+    commitsOf: commitsOfRecordHeader,
+  });
+}
+
 export function sqliteMaterializer(options: SqliteMaterializerOptions): RestoreMaterializer {
   const name = options.databaseName;
   const snapshotName = `${name}-backupd.snapshot`;
@@ -69,23 +77,15 @@ export function sqliteMaterializer(options: SqliteMaterializerOptions): RestoreM
         `the manifest names a file ${JSON.stringify(entry.name)}, which a SQLite restore point never carries`,
       ]);
     },
-    createWalCutter(commits) {
-      // The commit log uses the framed-log frame: one frame per commit, or
-      // per batch of commits (its header says how many).
-      return new FramedWalCutter(commits, {
-        headerBytes: COMMIT_RECORD_HEADER_BYTES,
-        commitsOf: commitsOfRecordHeader,
-      });
-    },
+    createWalCutter: commitLogCutter,
     ownsName(candidate) {
       return owned.has(candidate);
     },
     async finish(staged, finishOptions) {
-      if (!staged.names.includes(snapshotName)) {
+      if (!staged.names.includes(snapshotName))
         throw new RestorePointRejectedError(`commit ${staged.commitSeq}`, [
           'the restore point has no snapshot',
         ]);
-      }
       const directory = staged.directory;
       const rebuilt = await restoreSqliteDatabase({
         targetPath: join(directory, name),

@@ -10,7 +10,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { link, rename, unlink, writeFile } from 'node:fs/promises';
+import { link, unlink, writeFile } from 'node:fs/promises';
 import type {
   BackupSource,
   DurablePosition,
@@ -33,6 +33,7 @@ import {
   ensureSidecarDirectory,
   type SqliteSidecarFiles,
   sqliteSidecarFiles,
+  writeAtomically,
 } from './sidecar-files.ts';
 import {
   SqliteDatabaseReplacedError,
@@ -47,17 +48,9 @@ export const DEFAULT_CAPTURE_INTERVAL_MS = 50;
 const MIN_CAPTURE_INTERVAL_MS = 2;
 /**
  * The most frames a tick should find landed since the previous one, when
- * that is less than half the restart threshold. Each tick moves the held
- * reader to the WAL's end; an application past its auto-checkpoint size
- * (1000 frames by default) runs a checkpoint after every commit, and those
- * checkpoints cost it less with the reader nearer the WAL's end. Measured
- * with an application committing back to back at `synchronous=NORMAL`
- * (bench `sqlite-app-overhead`): 0.75 of its rate alone with ticks by half
- * the default threshold (5000 frames), 0.79–0.84 with ticks by 500. (A tick
- * 2 ms after each restart as well measured 0.76: not adopted.) That is
- * where the tap cannot hold the checkpoint lock (checkpoint-hold.ts); where
- * it holds it, the application's checkpoints do not run and the same
- * application kept 1.01–1.03.
+ * that is less than half the restart threshold: an application that
+ * checkpoints after every commit pays less with the held reader nearer the
+ * WAL's end. Measurements: docs/decisions/2026-12-06-sqlite-checkpoint-schedule.md.
  */
 export const CAPTURE_TICK_MAX_FRAMES = 500;
 
@@ -90,10 +83,6 @@ export function nextCaptureDelayMs(tick: {
 
 /** Name the snapshot travels under (the manifest's file entry). */
 export const SQLITE_SNAPSHOT_NAME = 'sqlite.snapshot';
-/** Names of files kept beside the database up to release 0.2 (moved into its sidecar directory since). */
-export const SQLITE_LINEAGE_SUFFIX = '-backupd.lineage';
-export const SQLITE_STATE_SUFFIX = '-backupd.state';
-export const SQLITE_PARENT_SUFFIX = '-backupd.parent';
 
 export interface SqliteSourceOptions extends SqliteTapOptions {
   /** Path of the database file. */
@@ -111,10 +100,6 @@ export interface SqliteSourceOptions extends SqliteTapOptions {
   readonly captureIntervalMs?: number;
 }
 
-interface PersistedState {
-  readonly commitCount: number;
-}
-
 function readJson(path: string): unknown {
   try {
     return JSON.parse(readFileSync(path, 'utf8'));
@@ -127,26 +112,18 @@ function readJson(path: string): unknown {
   }
 }
 
-async function writeAtomically(path: string, text: string): Promise<void> {
-  const temporary = `${path}.tmp-${process.pid}`;
-  await writeFile(temporary, text);
-  await rename(temporary, path);
-}
-
 /**
  * Writes `text` at `path` only if no file is there (a complete file or none:
- * temporary file of its own, then a hard link, which never replaces). `false`
- * when one was already there; it is left as it is.
+ * temporary file of its own, then a hard link, which never replaces); one
+ * already there is left as it is.
  */
-async function createExclusively(path: string, text: string): Promise<boolean> {
+async function createExclusively(path: string, text: string): Promise<void> {
   const temporary = `${path}.tmp-${process.pid}-${randomUUID()}`;
   await writeFile(temporary, text, { flag: 'wx' });
   try {
     await link(temporary, path);
-    return true;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   } finally {
     await unlink(temporary);
   }
@@ -202,15 +179,13 @@ export class SqliteSource implements BackupSource {
       this.#tap.close();
       throw error;
     }
-    const state = readJson(this.#files.state) as PersistedState | null;
-    const last =
-      state !== null && Number.isSafeInteger(state.commitCount) && state.commitCount >= 0
-        ? state.commitCount
-        : null;
+    const state = readJson(this.#files.state) as { readonly commitCount: number } | null;
+    const counted =
+      state !== null && Number.isSafeInteger(state.commitCount) && state.commitCount >= 0;
     this.#openedGenerationId = this.#tap.generationId;
     // A new generation counts one commit for the break, so its restore
     // points never share a commit count with the previous generation's.
-    this.#generationBase = last === null ? 0 : last + 1;
+    this.#generationBase = counted ? state.commitCount + 1 : 0;
     this.#persistedCount = -1;
     void this.#persist().catch(() => undefined);
     this.#captureIntervalMs = options.captureIntervalMs ?? DEFAULT_CAPTURE_INTERVAL_MS;
@@ -289,13 +264,10 @@ export class SqliteSource implements BackupSource {
   }
 
   /**
-   * Writes the commit count to the state file when it changed: queued behind
-   * the writes before it (one at a time, so the file never goes back to an
-   * older count), and each write takes the count as it is when it runs.
-   * Asynchronous on purpose: a synchronous write and rename on the event
-   * loop waited for the filesystem's journal, which an application
-   * committing back to back keeps busy, and stalled the lease's renewals
-   * with it. Awaited wherever a count can reach the worker.
+   * Writes the commit count to the state file when it changed, one write at
+   * a time (the file never goes back to an older count). Asynchronous: a
+   * synchronous write waited on the filesystem's journal and stalled the
+   * lease's renewals. Awaited wherever a count can reach the worker.
    */
   #persist(): Promise<void> {
     const write = this.#persisting.then(async () => {
@@ -543,11 +515,8 @@ export class SqliteSource implements BackupSource {
       !Number.isSafeInteger(record.commitSeq)
     )
       return null;
-    return {
-      lineage: record.lineage,
-      manifestKey: record.manifestKey,
-      commitSeq: record.commitSeq,
-    };
+    const { lineage, manifestKey, commitSeq } = record;
+    return { lineage, manifestKey, commitSeq };
   }
 
   /**

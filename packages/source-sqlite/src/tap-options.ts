@@ -10,24 +10,17 @@ export const DEFAULT_PASSIVE_CHECKPOINT_PAGES = 1000;
 /** Default of `truncateCheckpointPages`. */
 export const DEFAULT_TRUNCATE_CHECKPOINT_PAGES = 10_000;
 /**
- * Past this many times `truncateCheckpointPages` (by the wal-index's count,
- * captured or not) the restart insists: it uses the first write lock it gets
- * to the end, and reads a capture backlog of up to one capture budget under
- * it (see checkpoints.ts). The WAL then restarts at the tap's first take of
- * the lock with its capture that close to the WAL's end, however seldom it
- * gets the lock.
+ * Past this many times `truncateCheckpointPages` (by the wal-index's count)
+ * the restart insists (see {@link RestartUrgency}), so the WAL restarts at
+ * the first write lock the tap gets, however seldom it gets one.
  */
 export const INSISTENT_RESTART_FACTOR = 1.5;
 /**
- * How hard a restart tries, past {@link INSISTENT_RESTART_FACTOR} times the
- * threshold. `insist`: with every committed frame captured. `force`: with a
- * capture backlog: the restart goes straight for the first write lock it
- * gets, without a copy first, and reads the whole backlog under it, however
- * large, so the application waits for that one capture (see checkpoints.ts).
- * Forcing is what bounds the WAL under an application that commits faster
- * than the tap captures (single-row transactions at `synchronous=NORMAL`):
- * such a tap never catches up by itself, and its commits stop landing only
- * while the tap holds the lock. What was rejected:
+ * How hard a restart tries past {@link INSISTENT_RESTART_FACTOR} times the
+ * threshold: `insist` uses the first write lock it gets and reads up to one
+ * capture budget of backlog under it; `force` (the capture behind) goes
+ * straight for the lock and reads any backlog, which alone bounds the WAL of
+ * an application that commits faster than the tap captures. Why:
  * docs/decisions/2026-12-06-insistent-and-forced-restarts.md.
  */
 export type RestartUrgency = 'ordinary' | 'insist' | 'force';
@@ -151,21 +144,20 @@ export interface SqliteTapOptions {
  *   least 1) or `maxPageBaseBytes` (not a whole number of at least 0).
  */
 export function resolveTapOptions(options: SqliteTapOptions): Required<SqliteTapOptions> {
-  const { maxHeldLogRecords, maxPageBaseBytes } = options;
-  if (
-    maxHeldLogRecords !== undefined &&
-    !(Number.isSafeInteger(maxHeldLogRecords) && maxHeldLogRecords >= 1)
-  )
-    throw new RangeError(
-      `maxHeldLogRecords must be a whole number of at least 1, not ${maxHeldLogRecords}`,
-    );
-  if (
-    maxPageBaseBytes !== undefined &&
-    !(Number.isSafeInteger(maxPageBaseBytes) && maxPageBaseBytes >= 0)
-  )
-    throw new RangeError(
-      `maxPageBaseBytes must be a whole number of bytes (0 or more), not ${maxPageBaseBytes}`,
-    );
+  const wholeAtLeast = (value: number | undefined, least: number, rule: string) => {
+    if (value !== undefined && !(Number.isSafeInteger(value) && value >= least))
+      throw new RangeError(`${rule}, not ${value}`);
+  };
+  wholeAtLeast(
+    options.maxHeldLogRecords,
+    1,
+    'maxHeldLogRecords must be a whole number of at least 1',
+  );
+  wholeAtLeast(
+    options.maxPageBaseBytes,
+    0,
+    'maxPageBaseBytes must be a whole number of bytes (0 or more)',
+  );
   return {
     passiveCheckpointPages: options.passiveCheckpointPages ?? DEFAULT_PASSIVE_CHECKPOINT_PAGES,
     truncateCheckpointPages: options.truncateCheckpointPages ?? DEFAULT_TRUNCATE_CHECKPOINT_PAGES,

@@ -10,20 +10,17 @@
  * closing a database or `-shm` descriptor would drop its read marks, so they
  * stay open (quiet-descriptors.ts). Why, detection, limits: README, _How it works_.
  */
+import { fstatSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import { CheckpointLockHold, type CheckpointLockState } from './checkpoint-hold.ts';
 import { type CheckpointReport, refusedCheckpoint, runCheckpoint } from './checkpoints.ts';
 import { encodeCommitFrame } from './commit-record.ts';
 import { CopyProgress } from './copy-progress.ts';
-import {
-  checkDatabaseUnchanged,
-  type FileIdentityOfDatabase,
-  identityOf,
-} from './database-file.ts';
+import { checkDatabaseUnchanged } from './database-file.ts';
 import {
   type Generation,
   releaseSnapshotOf,
-  SnapshotPins,
+  type SnapshotPins,
   type SqliteSnapshot,
   snapshotOf,
   startGenerationUnderReader,
@@ -77,7 +74,7 @@ export class SqliteTap {
 
   readonly #readers: HeldReaders;
   readonly #writer: DatabaseSync;
-  readonly #identity: FileIdentityOfDatabase;
+  readonly #identity: { readonly dev: number; readonly ino: number };
   /**
    * Descriptor of the database file, held for the tap's whole life and given
    * back only after its SQLite connections close: closing any descriptor of
@@ -102,13 +99,13 @@ export class SqliteTap {
   readonly #progress = new CopyProgress();
   readonly #capture: WalCapture;
   #generation: Generation;
-  readonly #pins = new SnapshotPins();
+  readonly #pins: SnapshotPins = { count: 0 };
   /** True once the reader was moved to mark 0 after the WAL went quiet (see maintain). */
   #settled = false;
   /** {@link capturePoint} at the last {@link maintain}, and when it last changed there (monotonic ms). */
   #capturePointAtLastMaintain = '';
   #lastLandedAt = Number.NEGATIVE_INFINITY;
-  #checkpointReports: CheckpointReport[] = [];
+  readonly #checkpointReports: CheckpointReport[] = [];
   readonly #checkpointCounts = { passive: 0, truncate: 0 };
   #insistentRestarts = 0;
   #forcedRestarts = 0;
@@ -129,7 +126,7 @@ export class SqliteTap {
     try {
       this.#database = checkDatabaseFile(path, (at) => lockedFileDescriptors.acquire(at));
       undo.push(() => this.#database.release());
-      this.#identity = identityOf(this.#database.fd);
+      this.#identity = fstatSync(this.#database.fd);
       this.#writer = openWriterConnection(path, this.options.busyTimeoutMs);
       undo.push(() => this.#writer.close());
       // Beginning a read transaction never waits on writers in WAL mode; the
@@ -279,9 +276,7 @@ export class SqliteTap {
 
   /** Checkpoint reports since the last call (for metrics and benchmarks). */
   takeCheckpointReports(): CheckpointReport[] {
-    const reports = this.#checkpointReports;
-    this.#checkpointReports = [];
-    return reports;
+    return this.#checkpointReports.splice(0);
   }
 
   /**
@@ -382,7 +377,7 @@ export class SqliteTap {
     if (
       (this.#capture.walFrames >= this.options.truncateCheckpointPages &&
         !this.#restartAlreadyMade()) ||
-      (!this.#capture.caughtUp && this.#insists())
+      (!this.#capture.caughtUp && this.#restartUrgency() !== 'ordinary')
     )
       return this.checkpoint('truncate');
     // An application that checkpoints on its own (SQLite's auto-checkpoint,
@@ -428,7 +423,17 @@ export class SqliteTap {
     // The checkpoint's own unlock, in this process, drops the hold: take it back after.
     const lockWasHeld = this.#checkpointLock.state === 'held';
     try {
-      return this.#runCheckpoint(mode, urgency);
+      const context = {
+        options: this.options,
+        path: this.path,
+        readers: this.#readers,
+        writer: this.#writer,
+        capture: this.#capture,
+        progress: this.#progress,
+        advance: () => this.advance(),
+        captureIntoLog: (budgetBytes: number) => this.#captureIntoLog(budgetBytes),
+      };
+      return this.#report(runCheckpoint(mode, context, urgency));
     } catch (error) {
       // Frames may have gone uncaptured: nothing more is captured into this generation.
       if (SqliteReaderLostError.isInstance(error)) this.#readerLost = error;
@@ -436,25 +441,6 @@ export class SqliteTap {
     } finally {
       if (lockWasHeld) this.#checkpointLock.take();
     }
-  }
-
-  #runCheckpoint(mode: 'passive' | 'truncate', urgency: RestartUrgency): CheckpointReport {
-    return this.#report(
-      runCheckpoint(
-        mode,
-        {
-          options: this.options,
-          path: this.path,
-          readers: this.#readers,
-          writer: this.#writer,
-          capture: this.#capture,
-          progress: this.#progress,
-          advance: () => this.advance(),
-          captureIntoLog: (budgetBytes) => this.#captureIntoLog(budgetBytes),
-        },
-        urgency,
-      ),
-    );
   }
 
   /**
@@ -549,17 +535,15 @@ export class SqliteTap {
 
   /** While a snapshot read runs or the snapshot is kept, the held reader stays where it is. */
   #pinned(): boolean {
-    return this.#pins.pinned || this.#generation.snapshotAvailable;
+    return this.#pins.count > 0 || this.#generation.snapshotAvailable;
   }
 
   /**
-   * Takes the checkpoint lock (see checkpoint-hold.ts) once commits land on
-   * a WAL of at least {@link APPLICATION_AUTO_CHECKPOINT_FRAMES} (below it
-   * the application does not checkpoint by itself), keeps it while they land, and lets it go once none has landed
-   * for {@link CHECKPOINT_LOCK_QUIET_MS}, so that on a quiet database the
-   * application's own checkpoints run as without the tap. Kept across the
-   * WAL's restarts: taking it back from an application that checkpoints
-   * after every commit often fails.
+   * Takes the checkpoint lock (checkpoint-hold.ts) once commits land on a WAL
+   * of at least {@link APPLICATION_AUTO_CHECKPOINT_FRAMES}, keeps it while
+   * they land (across restarts: taking it back often fails), and lets it go
+   * after {@link CHECKPOINT_LOCK_QUIET_MS} without one, so a quiet
+   * database's own checkpoints run as without the tap.
    */
   #holdCheckpointLockWhileBusy(): void {
     const now = this.options.monotonicNow();
@@ -583,15 +567,6 @@ export class SqliteTap {
     this.#checkpointReports.push(report);
     this.#checkpointCounts[report.mode] += 1;
     return report;
-  }
-
-  /**
-   * True when the WAL holds {@link INSISTENT_RESTART_FACTOR} times the
-   * restart threshold: by the frames captured of this cycle, or by the
-   * wal-index's count of committed frames when the capture is behind.
-   */
-  #insists(): boolean {
-    return this.#restartUrgency() !== 'ordinary';
   }
 
   /**
@@ -634,15 +609,13 @@ export class SqliteTap {
   }
 
   #startGenerationUnderReader(): Generation {
+    const { path, pageSize, options } = this;
     return startGenerationUnderReader({
-      path: this.path,
+      path,
+      pageSize,
+      options,
       databaseFd: this.#database.fd,
-      pageSize: this.pageSize,
-      maxHeldLogBytes: this.options.maxHeldLogBytes,
-      maxHeldLogRecords: this.options.maxHeldLogRecords,
-      maxPageBaseBytes: this.options.maxPageBaseBytes,
       capture: this.#capture,
-      wallNow: this.options.wallNow,
     });
   }
 }

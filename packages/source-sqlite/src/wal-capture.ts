@@ -10,7 +10,7 @@
  * size is {@link SqliteWalRestartedUnderneathError}; a bad committed frame,
  * `SqliteCaptureStoppedError` (`SQLITE_CORRUPT_WAL_FRAME`) after keeping every commit before it.
  */
-import { closeSync, fstatSync, readSync } from 'node:fs';
+import { closeSync, fstatSync } from 'node:fs';
 import type { CopyProgress } from './copy-progress.ts';
 import type { HeldLog } from './held-log.ts';
 import {
@@ -23,6 +23,7 @@ import { SqliteCaptureStoppedError, SqliteWalRestartedUnderneathError } from './
 import {
   parseWalHeader,
   readAt,
+  readInto,
   readWalIndexCommitted,
   scanWalFrames,
   WAL_FRAME_HEADER_BYTES,
@@ -82,9 +83,8 @@ export class WalCapture {
    * frames may have gone with the old one.
    */
   #walInode: number | null = null;
-  #walOffset = WAL_HEADER_BYTES;
-  #walFrame = 0;
-  #walChecksum: [number, number] = [0, 0];
+  /** Right after the last commit captured of the cycle (its header before any). */
+  #committed: WalPosition = { offset: WAL_HEADER_BYTES, frame: 0, checksum: [0, 0] };
   /**
    * Pages the current WAL cycle holds a committed version of (the database
    * file may lack them: see checkDatabaseUnchanged). Numbers only: the hot path
@@ -104,8 +104,6 @@ export class WalCapture {
    * overwritten before the cycle ends); dropped with the cycle.
    */
   #open: OpenTransaction | null = null;
-  /** WAL bytes read since the capture was made (frames and headers; for tests and metrics). */
-  #bytesRead = 0;
 
   constructor(context: WalCaptureContext) {
     this.#context = context;
@@ -120,7 +118,7 @@ export class WalCapture {
 
   /** Frames in the WAL cycle being read, up to its last captured commit. */
   get walFrames(): number {
-    return this.#walFrame;
+    return this.#committed.frame;
   }
 
   /** Pages the current WAL cycle holds a committed version of. */
@@ -147,16 +145,6 @@ export class WalCapture {
     return this.#caughtUp;
   }
 
-  /** Frames past {@link walFrames} read and verified of a transaction not read to its commit yet. */
-  get openFrames(): number {
-    return this.#open === null ? 0 : this.#open.verified.frame - this.#walFrame;
-  }
-
-  /** WAL bytes read from the `-wal` file since this capture was made. */
-  get bytesRead(): number {
-    return this.#bytesRead;
-  }
-
   /** The database size before any WAL frame is read (a generation's start: the file's header). */
   startFromDatabasePages(pages: number): void {
     this.#databasePages = pages;
@@ -164,15 +152,10 @@ export class WalCapture {
 
   /** Forgets the WAL cycle: the next read starts at the WAL's beginning. */
   reset(): void {
-    this.#walHeader = null;
     this.#walInode = null;
     this.#closeWal();
-    this.#walOffset = WAL_HEADER_BYTES;
-    this.#walFrame = 0;
-    this.#walChecksum = [0, 0];
+    this.#rewind(null);
     this.#walPages = new Set();
-    this.#open = null;
-    this.#context.progress.forget();
   }
 
   /**
@@ -202,19 +185,17 @@ export class WalCapture {
     this.#caughtUp = true;
     const fd = this.#walDescriptor();
     if (fd === null) {
-      this.#walEmptied();
+      this.#rewind(null);
       return 0;
     }
     const header = parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES));
-    this.#bytesRead += WAL_HEADER_BYTES;
     if (header === null) {
       // Empty (after TRUNCATE) or being created: nothing committed in it.
-      this.#walEmptied();
+      this.#rewind(null);
       return 0;
     }
-    if (this.#walHeader === null || walCycleId(header) !== walCycleId(this.#walHeader)) {
+    if (this.#walHeader === null || walCycleId(header) !== walCycleId(this.#walHeader))
       this.#enterCycle(header);
-    }
     // Read before the WAL bytes: frames the index counts as committed now
     // were completely written before the reads below.
     const index = this.readWalIndex();
@@ -222,26 +203,17 @@ export class WalCapture {
       index !== null && index.salt1 === header.salt1 && index.salt2 === header.salt2;
     if (indexOfThisCycle) this.#context.progress.noteBackfilled(index.backfilledFrames);
     const frameBytes = WAL_FRAME_HEADER_BYTES + header.pageSize;
-    // Read only as far as the index counts committed frames of this cycle:
-    // after a restart the file keeps the previous cycle's frames past the
-    // new end, and reading that tail on every capture (megabytes per tick
-    // at high commit rates) was most of the tap's reads and allocations.
-    // Nothing is skipped: frames past the count are read by the next
-    // capture, and the count never goes back within a cycle. When the
-    // index describes another cycle (a restart between the two reads) or
-    // cannot be read, read to the file's end, stopping at the first
-    // invalid frame. (The file's size is not asked for: see
-    // quiet-descriptors.ts.)
+    // Only as far as the index counts committed frames of this cycle: past
+    // them a restarted file keeps the previous cycle's frames, and reading
+    // that tail each capture was most of the tap's reads. Without an index
+    // of this cycle, to the first invalid frame (never asking the size:
+    // quiet-descriptors.ts).
     const readEnd = indexOfThisCycle
       ? WAL_HEADER_BYTES + index.committedFrames * frameBytes
       : Number.POSITIVE_INFINITY;
     let open = this.#open;
     this.#open = null;
-    let position: WalPosition = open?.verified ?? {
-      offset: this.#walOffset,
-      frame: this.#walFrame,
-      checksum: this.#walChecksum,
-    };
+    let position = open?.verified ?? this.#committed;
     if (readEnd <= position.offset) {
       this.#keepOpen(open, indexOfThisCycle ? index.committedFrames : 0);
       return 0;
@@ -263,21 +235,16 @@ export class WalCapture {
         open = null;
       }
       captured += scan.transactions.length;
-      if (scan.committed !== null) {
-        this.#walOffset = scan.committed.offset;
-        this.#walFrame = scan.committed.frame;
-        this.#walChecksum = scan.committed.checksum;
-      }
+      if (scan.committed !== null) this.#committed = scan.committed;
       position = scan.verified;
       if (scan.open.size > 0) open = keepPages(open, scan.open, position);
-      if (scan.badFrame !== null && indexOfThisCycle && index.committedFrames >= scan.badFrame) {
+      if (scan.badFrame !== null && indexOfThisCycle && index.committedFrames >= scan.badFrame)
         throw SqliteCaptureStoppedError.corruptWalFrame(
           this.#context.path,
           scan.badFrame,
           WAL_HEADER_BYTES + (scan.badFrame - 1) * frameBytes,
           this.#context.keptCommits(),
         );
-      }
       // Stop at an invalid frame, at the end asked for, or at the file's end.
       if (scan.stoppedEarly || start + bytes.byteLength >= readEnd || bytes.byteLength < wanted)
         break;
@@ -392,21 +359,18 @@ export class WalCapture {
    */
   #readInto(fd: number, offset: number, length: number): Uint8Array {
     if (this.#readBuffer.byteLength < length) this.#readBuffer = new Uint8Array(length);
-    const buffer = this.#readBuffer;
-    let done = 0;
-    while (done < length) {
-      const n = readSync(fd, buffer, done, length - done, offset + done);
-      if (n === 0) break;
-      done += n;
-    }
-    this.#bytesRead += done;
-    return buffer.subarray(0, done);
+    return readInto(fd, this.#readBuffer.subarray(0, length), offset);
   }
 
-  #walEmptied(): void {
-    this.#walHeader = null;
-    this.#walOffset = WAL_HEADER_BYTES;
-    this.#walFrame = 0;
+  /** Back to the start of the cycle of `header` (`null`: none, the WAL is empty or missing). */
+  #rewind(header: WalHeader | null): void {
+    this.#walHeader = header;
+    // The running checksum starts from the header's.
+    const checksum: [number, number] =
+      header === null ? [0, 0] : [header.checksum1, header.checksum2];
+    this.#committed = { offset: WAL_HEADER_BYTES, frame: 0, checksum };
+    // A transaction read in part belongs to the cycle before, and was not
+    // committed in it (a restart waits for every committed frame to be read).
     this.#open = null;
     this.#context.progress.forget();
   }
@@ -418,23 +382,15 @@ export class WalCapture {
     // (see the module comment of tap.ts). The header's checkpoint sequence cannot be
     // used as a check: SQLite keeps it per connection, and a connection that
     // has not restarted the WAL itself writes 0 and fresh salts.
-    if (header.pageSize !== this.#context.pageSize) {
+    if (header.pageSize !== this.#context.pageSize)
       throw new SqliteWalRestartedUnderneathError(
         this.#context.path,
         `WAL page size ${header.pageSize} differs from the database's ${this.#context.pageSize}`,
       );
-    }
     // The previous cycle was completely checkpointed before SQLite restarted
     // it, so the database file now holds all of it.
-    this.#walHeader = header;
-    this.#walOffset = WAL_HEADER_BYTES;
-    this.#walFrame = 0;
-    this.#walChecksum = [header.checksum1, header.checksum2];
+    this.#rewind(header);
     this.#walPages = new Set();
-    // A transaction read in part belongs to the cycle before, and was not
-    // committed in it (a restart waits for every committed frame to be read).
-    this.#open = null;
-    this.#context.progress.forget();
   }
 }
 

@@ -146,14 +146,18 @@ export function scanWalFrames(header: WalHeader, bytes: Uint8Array, start: WalPo
 
 /** Reads `length` bytes at `offset` of an open file into a fresh buffer. */
 export function readAt(fd: number, offset: number, length: number): Uint8Array {
-  const buffer = new Uint8Array(new ArrayBuffer(length));
+  return readInto(fd, new Uint8Array(new ArrayBuffer(length)), offset);
+}
+
+/** Fills `buffer` from `offset` of an open file: the part filled (less only at the file's end). */
+export function readInto(fd: number, buffer: Uint8Array, offset: number): Uint8Array {
   let done = 0;
-  while (done < length) {
-    const n = readSync(fd, buffer, done, length - done, offset + done);
+  while (done < buffer.byteLength) {
+    const n = readSync(fd, buffer, done, buffer.byteLength - done, offset + done);
     if (n === 0) break;
     done += n;
   }
-  return done === length ? buffer : buffer.subarray(0, done);
+  return done === buffer.byteLength ? buffer : buffer.subarray(0, done);
 }
 
 /**
