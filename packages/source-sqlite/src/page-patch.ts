@@ -12,7 +12,6 @@
  * restore gather them.
  */
 import type { FileHandle } from 'node:fs/promises';
-import type { CommitRecord } from './commit-record.ts';
 
 /** One run of a patch: `bytes` replace the page's bytes from `offset` on. */
 export interface PatchRun {
@@ -347,8 +346,11 @@ export class PendingPageWrites {
     return (this.#writes.size + this.#writes.patches.size) * this.#pageSize;
   }
 
-  /** Gathers one record's writes (its pages must be of this page size). */
-  add(record: CommitRecord): void {
+  /** Gathers one commit record's writes (its pages must be of this page size). */
+  add(record: {
+    readonly pages: ReadonlyMap<number, Uint8Array>;
+    readonly patches?: ReadonlyMap<number, readonly PatchRun[]>;
+  }): void {
     for (const [pageNumber, page] of record.pages) this.#writes.whole(pageNumber, page);
     for (const [pageNumber, runs] of record.patches ?? []) this.#writes.patch(pageNumber, runs);
   }
