@@ -30,7 +30,6 @@ import {
 } from './commit-record.ts';
 import { sqliteContentHash } from './content-hash.ts';
 import { restoreSqliteDatabase } from './rebuild-database.ts';
-import { SqliteRestoreRefusedError } from './sqlite-errors.ts';
 import { SqliteSource } from './sqlite-source.ts';
 import { SqliteTap } from './tap.ts';
 

@@ -26,7 +26,6 @@ import { decodeCommitRecord, splitLogFrames } from '../src/commit-record.ts';
 import { sqliteContentHash as contentHash } from '../src/content-hash.ts';
 import { restoreSqliteDatabase } from '../src/rebuild-database.ts';
 import { sqliteCommitAtTime } from '../src/restore-point-at-time.ts';
-import { SqliteRestoreRefusedError } from '../src/sqlite-errors.ts';
 import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
 import { SqliteSource } from '../src/sqlite-source.ts';
 import { SqliteTap } from '../src/tap.ts';

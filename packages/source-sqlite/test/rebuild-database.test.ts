@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { encodeCommitFrame, pageHash } from '../src/commit-record.ts';
 import { sqliteContentHash as contentHash } from '../src/content-hash.ts';
 import { restoreSqliteDatabase } from '../src/rebuild-database.ts';
-import { SqliteRestoreCorruptError, SqliteRestoreRefusedError } from '../src/sqlite-errors.ts';
+import { SqliteRestoreCorruptError } from '../src/sqlite-errors.ts';
 import { SqliteTap } from '../src/tap.ts';
 import { hashOf } from './harness.ts';
 
