@@ -24,6 +24,47 @@ const SEALED_CHUNK_BYTES = CHUNK_BYTES + TAG_BYTES;
 type Source = AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
 
 /**
+ * Seals a plaintext given piece by piece: the header and nonce first, then
+ * each full 64 KiB chunk once more data follows it (the last chunk carries
+ * the last-chunk flag, so it is sealed only at `end`).
+ */
+class PayloadSealer {
+  readonly #key: Buffer;
+  #pending = Buffer.alloc(0);
+  #counter = 0;
+  readonly start: Uint8Array;
+
+  constructor(recipients: readonly AgeRecipient[]) {
+    if (recipients.length === 0)
+      throw new AgeError('AGE_RECIPIENT_INVALID', 'encrypting needs at least one age recipient');
+    const fileKey = randomBytes(16);
+    const header = writeHeader(
+      recipients.map((recipient) => wrapFileKey(fileKey, recipient)),
+      fileKey,
+    );
+    const nonce = randomBytes(NONCE_BYTES);
+    this.start = Buffer.concat([header, nonce]);
+    this.#key = payloadKey(fileKey, nonce);
+  }
+
+  push(chunk: Uint8Array): Uint8Array[] {
+    this.#pending = Buffer.concat([this.#pending, chunk]);
+    const sealed: Uint8Array[] = [];
+    while (this.#pending.length > CHUNK_BYTES) {
+      sealed.push(
+        sealChunk(this.#key, this.#counter++, false, this.#pending.subarray(0, CHUNK_BYTES)),
+      );
+      this.#pending = this.#pending.subarray(CHUNK_BYTES);
+    }
+    return sealed;
+  }
+
+  end(): Uint8Array {
+    return sealChunk(this.#key, this.#counter, true, this.#pending);
+  }
+}
+
+/**
  * The age file of `source` for `recipients` (each can decrypt it alone).
  * @throws AgeError `AGE_RECIPIENT_INVALID` when `recipients` is empty.
  */
@@ -31,27 +72,19 @@ export async function* encryptStream(
   source: Source,
   recipients: readonly AgeRecipient[],
 ): AsyncIterable<Uint8Array> {
-  if (recipients.length === 0)
-    throw new AgeError('AGE_RECIPIENT_INVALID', 'encrypting needs at least one age recipient');
-  const fileKey = randomBytes(16);
-  yield writeHeader(
-    recipients.map((recipient) => wrapFileKey(fileKey, recipient)),
-    fileKey,
-  );
-  const nonce = randomBytes(NONCE_BYTES);
-  yield nonce;
-  const key = payloadKey(fileKey, nonce);
-  let pending = Buffer.alloc(0);
-  let counter = 0;
-  for await (const chunk of source) {
-    pending = Buffer.concat([pending, chunk]);
-    // A full chunk is sealed only once more data follows: the last one carries the flag.
-    while (pending.length > CHUNK_BYTES) {
-      yield sealChunk(key, counter++, false, pending.subarray(0, CHUNK_BYTES));
-      pending = pending.subarray(CHUNK_BYTES);
-    }
-  }
-  yield sealChunk(key, counter, true, pending);
+  const sealer = new PayloadSealer(recipients);
+  yield sealer.start;
+  for await (const chunk of source) yield* sealer.push(chunk);
+  yield sealer.end();
+}
+
+/** {@link encrypt} without waiting: the whole age file of `plaintext`. */
+export function encryptSync(
+  plaintext: Uint8Array,
+  recipients: readonly AgeRecipient[],
+): Uint8Array {
+  const sealer = new PayloadSealer(recipients);
+  return new Uint8Array(Buffer.concat([sealer.start, ...sealer.push(plaintext), sealer.end()]));
 }
 
 /** The file key the header wraps for one of `identities`. */
@@ -150,4 +183,33 @@ export function decrypt(
   identities: readonly AgeIdentity[],
 ): Promise<Uint8Array> {
   return collect(decryptStream([ciphertext], identities));
+}
+
+/** {@link decrypt} without waiting: the plaintext of the whole age file `ciphertext`. */
+export function decryptSync(
+  ciphertext: Uint8Array,
+  identities: readonly AgeIdentity[],
+): Uint8Array {
+  const header = readHeader(ciphertext, true);
+  if (header === null) throw new AgeError('AGE_HEADER_INVALID', 'not a valid age v1 file');
+  const fileKey = openHeader(header, identities);
+  let offset = header.length;
+  if (ciphertext.length < offset + NONCE_BYTES)
+    throw new AgeError('AGE_PAYLOAD_INVALID', 'the age payload ends before its nonce');
+  const key = payloadKey(fileKey, ciphertext.subarray(offset, offset + NONCE_BYTES));
+  offset += NONCE_BYTES;
+  const plain: Uint8Array[] = [];
+  for (let counter = 0; ; counter++) {
+    const last = ciphertext.length - offset <= SEALED_CHUNK_BYTES;
+    const end = last ? ciphertext.length : offset + SEALED_CHUNK_BYTES;
+    const chunk = openChunk(key, counter, last, ciphertext.subarray(offset, end));
+    if (last && chunk.length === 0 && counter > 0)
+      throw new AgeError(
+        'AGE_PAYLOAD_INVALID',
+        `age payload chunk ${counter} is an empty last chunk`,
+      );
+    plain.push(chunk);
+    offset = end;
+    if (last) return new Uint8Array(Buffer.concat(plain));
+  }
 }

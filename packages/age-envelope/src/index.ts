@@ -1,5 +1,12 @@
 export { bech32Decode, bech32Encode } from './bech32.ts';
-export { decrypt, decryptStream, encrypt, encryptStream } from './envelope.ts';
+export {
+  decrypt,
+  decryptStream,
+  decryptSync,
+  encrypt,
+  encryptStream,
+  encryptSync,
+} from './envelope.ts';
 export { AgeError, type AgeErrorCode } from './errors.ts';
 export {
   type AgeIdentity,
@@ -8,4 +15,5 @@ export {
   parseIdentity,
   parseIdentityFile,
   parseRecipient,
+  recipientFromPublicKey,
 } from './keys.ts';

@@ -62,12 +62,26 @@ export function parseRecipient(text: string): AgeRecipient {
     decoded.bytes.length !== 32 ||
     trimmed !== trimmed.toLowerCase()
   ) {
+    // A secret key pasted where a recipient belongs must not be echoed back.
+    const shown = trimmed.toLowerCase().startsWith(IDENTITY_PREFIX)
+      ? 'a secret key (AGE-SECRET-KEY-1…) was given where a public recipient belongs'
+      : JSON.stringify(trimmed.slice(0, 80));
     throw new AgeError(
       'AGE_RECIPIENT_INVALID',
-      `not an age X25519 recipient (expected age1… as age-keygen prints it): ${JSON.stringify(trimmed.slice(0, 80))}`,
+      `not an age X25519 recipient (expected age1… as age-keygen prints it): ${shown}`,
     );
   }
   return { text: trimmed, publicKey: decoded.bytes };
+}
+
+/** The recipient whose X25519 public key is `publicKey` (32 bytes). */
+export function recipientFromPublicKey(publicKey: Uint8Array): AgeRecipient {
+  if (publicKey.length !== 32)
+    throw new AgeError(
+      'AGE_RECIPIENT_INVALID',
+      `an X25519 public key is 32 bytes, not ${publicKey.length}`,
+    );
+  return { text: bech32Encode(RECIPIENT_PREFIX, publicKey), publicKey: new Uint8Array(publicKey) };
 }
 
 /**

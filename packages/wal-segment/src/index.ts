@@ -14,6 +14,11 @@ export {
   type HeaderDisagreement,
   segmentHeaderDisagreements,
 } from './header-agreement.ts';
+export {
+  MAX_OBJECT_RECIPIENTS,
+  type ObjectEncryption,
+  SegmentObjectKeyError,
+} from './object-encryption.ts';
 export { type NewSegment, type ReadNewSegmentOptions, readNewSegment } from './read-segment.ts';
 export {
   decodeSegmentObject,
@@ -26,6 +31,8 @@ export {
   SEGMENT_OBJECT_MAX_HEADER_BYTES,
   SEGMENT_OBJECT_MIN_HEADER_BYTES,
   SEGMENT_OBJECT_VERSION,
+  type SegmentObjectDecodeOptions,
+  type SegmentObjectEncodeOptions,
   SegmentObjectError,
   type SegmentObjectFields,
   type SegmentObjectHeader,

@@ -14,9 +14,12 @@
  */
 import { pipeline, Readable } from 'node:stream';
 import { crc32, createZstdCompress } from 'node:zlib';
+import { encryptStream } from '@x/age-envelope';
+import { bindingFrame, sealBody } from './object-encryption.ts';
 import {
   encodeSegmentObjectHeader,
   planSegmentObject,
+  type SegmentObjectEncodeOptions,
   SegmentObjectError,
   type SegmentObjectFields,
   zstdOptions,
@@ -33,7 +36,7 @@ import {
 export function encodeSegmentObjectStream(
   body: { length: number; crc32: number; read: AsyncIterable<Uint8Array> },
   fields: SegmentObjectFields,
-  options: { level?: number } = {},
+  options: Pick<SegmentObjectEncodeOptions, 'level' | 'recipients'> = {},
 ): AsyncIterable<Uint8Array> {
   const plan = planSegmentObject({ length: body.length, crc32: () => body.crc32 }, fields, {
     ...options,
@@ -69,12 +72,7 @@ export function encodeSegmentObjectStream(
     }
   }
 
-  async function* encoded(): AsyncGenerator<Uint8Array> {
-    yield header;
-    if (plan.codec === 0) {
-      yield* checked();
-      return;
-    }
+  async function* compressed(): AsyncGenerator<Uint8Array> {
     // The pipeline destroys the compressor with the input's error, so the
     // iteration below throws it instead of flushing the frame's end.
     const compressor = pipeline(
@@ -85,6 +83,20 @@ export function encodeSegmentObjectStream(
     for await (const chunk of compressor as AsyncIterable<Buffer>) {
       yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     }
+  }
+
+  async function* bound(): AsyncGenerator<Uint8Array> {
+    yield* compressed();
+    yield bindingFrame(header, plan.bodyCrc32);
+  }
+
+  async function* encoded(): AsyncGenerator<Uint8Array> {
+    yield header;
+    if (plan.codec === 0) yield* checked();
+    else if (plan.recipients.length === 0) yield* compressed();
+    // The age stream seals its last chunk only after the binding, so a
+    // second read that differs still fails the upload before it completes.
+    else yield* encryptStream(bound(), plan.recipients);
   }
 
   return encoded();
@@ -116,7 +128,7 @@ export async function encodeSegmentObjectInMemory(
   body: AsyncIterable<Uint8Array>,
   declaredLength: number,
   fields: SegmentObjectFields,
-  options: { maxStoredBytes: number; level?: number },
+  options: { maxStoredBytes: number } & Pick<SegmentObjectEncodeOptions, 'level' | 'recipients'>,
 ): Promise<BufferedSegmentObject> {
   // Checks the fields (and that they span declaredLength) before reading.
   const planned = planSegmentObject({ length: declaredLength, crc32: () => 0 }, fields, {
@@ -167,7 +179,13 @@ export async function encodeSegmentObjectInMemory(
   }
   if (overflow) return { length, crc32: crc, stored: null };
   const header = encodeSegmentObjectHeader({ ...planned, bodyCrc32: crc });
-  return { length, crc32: crc, stored: [header, ...output] };
+  if (planned.recipients.length === 0) return { length, crc32: crc, stored: [header, ...output] };
+  const sealed = sealBody(
+    new Uint8Array(Buffer.concat(output)),
+    bindingFrame(header, crc),
+    planned.recipients,
+  );
+  return { length, crc32: crc, stored: [header, sealed] };
 }
 
 /** Resolves at the stream's `drain`, or at once when it was destroyed (an overflow). */

@@ -12,12 +12,14 @@
  * it only once the iteration completed. Memory: a header (≤ 4096 bytes) and
  * the zstd stream's buffers.
  */
-import { Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import { crc32, createZstdDecompress } from 'node:zlib';
+import { checkIdentities, openBodyStream, openProblem, readBinding } from './object-encryption.ts';
 import {
   readSegmentObjectHeader,
   SEGMENT_OBJECT_MAX_HEADER_BYTES,
   SEGMENT_OBJECT_MIN_HEADER_BYTES,
+  type SegmentObjectDecodeOptions,
   SegmentObjectError,
   type SegmentObjectHeader,
 } from './segment-object.ts';
@@ -35,6 +37,7 @@ export interface SegmentObjectStream {
  */
 export async function decodeSegmentObjectStream(
   stored: AsyncIterable<Uint8Array>,
+  options: SegmentObjectDecodeOptions = {},
 ): Promise<SegmentObjectStream> {
   const iterator = stored[Symbol.asyncIterator]();
   let head = new Uint8Array(0);
@@ -53,6 +56,9 @@ export async function decodeSegmentObjectStream(
     }
   }
   const header = readSegmentObjectHeader(head);
+  const headerBytes = head.slice(0, header.headerBytes);
+  const identities = options.identities ?? [];
+  if (header.encryption !== 'none') checkIdentities(header.recipients, identities);
   const rest = head.subarray(header.headerBytes);
   async function* remaining(): AsyncGenerator<Uint8Array> {
     if (rest.byteLength > 0) yield rest;
@@ -62,7 +68,24 @@ export async function decodeSegmentObjectStream(
       yield next.value;
     }
   }
-  return { header, body: decodedBody(header, remaining()) };
+  if (header.encryption === 'none')
+    return { header, body: decodedBody(header, remaining(), () => header.bodyCrc32) };
+  const opened = openBodyStream(remaining(), identities);
+  const bodyCrc32 = (): number => {
+    const bound = readBinding(headerBytes, opened.binding());
+    if ('problem' in bound) throw new SegmentObjectError('body', bound.problem);
+    return bound.bodyCrc32;
+  };
+  return { header, body: decodedBody(header, decrypted(opened.encoded), bodyCrc32) };
+}
+
+/** The decrypted stream, its failures reported as the `body` field's. */
+async function* decrypted(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  try {
+    yield* source;
+  } catch (error) {
+    throw new SegmentObjectError('body', openProblem(error), { cause: error });
+  }
 }
 
 /** Decoded bytes per chunk: zlib's default (16 KiB) costs a callback and a file write per 16 KiB. */
@@ -71,6 +94,7 @@ const DECODE_CHUNK_BYTES = 1024 * 1024;
 async function* decodedBody(
   header: SegmentObjectHeader,
   encoded: AsyncIterable<Uint8Array>,
+  expectedCrc32: () => number,
 ): AsyncGenerator<Uint8Array> {
   const expected = header.decodedLength;
   const field = header.kind === 'compacted' ? 'decodedLength' : 'end';
@@ -91,7 +115,9 @@ async function* decodedBody(
     }
   } else {
     const decompress = createZstdDecompress({ chunkSize: DECODE_CHUNK_BYTES });
-    const decoded = Readable.from(encoded).pipe(decompress);
+    // pipeline, not pipe: an error of the input (a body that does not
+    // decrypt) must end the iteration below, not leave it waiting.
+    const decoded = pipeline(Readable.from(encoded), decompress, () => {});
     try {
       for await (const chunk of decoded as AsyncIterable<Buffer>) {
         const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
@@ -113,10 +139,11 @@ async function* decodedBody(
       `body decodes to ${length} bytes, not ${name} (${expected})`,
     );
   }
-  if (crc !== header.bodyCrc32) {
+  const expectedCrc = expectedCrc32();
+  if (crc !== expectedCrc) {
     throw new SegmentObjectError(
       'bodyCrc32',
-      `decoded body CRC-32 ${crc.toString(16).padStart(8, '0')} is not the header's (${header.bodyCrc32.toString(16).padStart(8, '0')})`,
+      `decoded body CRC-32 ${crc.toString(16).padStart(8, '0')} is not the header's (${expectedCrc.toString(16).padStart(8, '0')})`,
     );
   }
 }

@@ -89,6 +89,8 @@ describe('encodeSegmentObject / decodeSegmentObject', () => {
       headerBytes: 53 + 5 + 4,
       decodedLength: body.length,
       chainEndCrc32: null,
+      encryption: 'none',
+      recipients: [],
     });
   });
 
@@ -254,7 +256,7 @@ describe('reading refuses a bad object, naming the field', () => {
     ['header CRC mismatch', () => flipBit(good, 13), 'headerCrc32'],
     ['unknown version', () => refixHeaderCrc(withByte(good, 6, 2)), 'version'],
     ['unknown codec', () => refixHeaderCrc(withByte(good, 7, 2)), 'codec'],
-    ['encryption other than none', () => refixHeaderCrc(withByte(good, 8, 1)), 'encryption'],
+    ['an unknown encryption', () => refixHeaderCrc(withByte(good, 8, 2)), 'encryption'],
     ['kind 2 (compacted) of one commit', () => refixHeaderCrc(withByte(good, 9, 2)), 'commits'],
     [
       'kind 2 (compacted) without its fields',

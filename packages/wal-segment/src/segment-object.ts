@@ -18,6 +18,18 @@ import {
   zstdCompressSync,
   zstdDecompressSync,
 } from 'node:zlib';
+import { type AgeIdentity, type AgeRecipient, recipientFromPublicKey } from '@x/age-envelope';
+import {
+  bindingFrame,
+  checkIdentities,
+  MAX_OBJECT_RECIPIENTS,
+  type ObjectEncryption,
+  openBody,
+  openProblem,
+  readBinding,
+  SegmentObjectKeyError,
+  sealBody,
+} from './object-encryption.ts';
 
 function hasMarker(value: unknown, marker: symbol): boolean {
   return (
@@ -64,11 +76,34 @@ export interface SegmentObjectHeader {
   readonly decodedLength: number;
   /** A compacted object's chain end (see the module comment); `null` for the other kinds. */
   readonly chainEndCrc32: number | null;
+  /** `age-x25519`: the body is an age file (see object-encryption.ts); `bodyCrc32` is then 0. */
+  readonly encryption: ObjectEncryption;
+  /** Who can open an encrypted body; empty when `encryption` is `none`. */
+  readonly recipients: readonly AgeRecipient[];
+}
+
+/** Encoding options: the zstd level, a CRC-32 already known, and the recipients to encrypt to. */
+export interface SegmentObjectEncodeOptions {
+  readonly level?: number;
+  readonly bodyCrc32?: number;
+  /** Encrypts the body to these age recipients (zstd codec only); none or empty: in clear. */
+  readonly recipients?: readonly AgeRecipient[];
+}
+
+/** Decoding options: the age identities that open encrypted bodies. */
+export interface SegmentObjectDecodeOptions {
+  readonly identities?: readonly AgeIdentity[];
 }
 
 export type SegmentObjectFields = Omit<
   SegmentObjectHeader,
-  'version' | 'bodyCrc32' | 'headerBytes' | 'decodedLength' | 'chainEndCrc32'
+  | 'version'
+  | 'bodyCrc32'
+  | 'headerBytes'
+  | 'decodedLength'
+  | 'chainEndCrc32'
+  | 'encryption'
+  | 'recipients'
 > & {
   /** Required for a compacted object, refused for the other kinds: the body's length. */
   readonly decodedLength?: number;
@@ -171,7 +206,7 @@ function checkRanges(
 export function encodeSegmentObject(
   body: Uint8Array,
   fields: SegmentObjectFields,
-  options: { level?: number; bodyCrc32?: number } = {},
+  options: SegmentObjectEncodeOptions = {},
 ): Uint8Array {
   const plan = planSegmentObject(bodyOf(body), fields, options);
   const encoded =
@@ -189,7 +224,7 @@ export function encodeSegmentObject(
 export async function encodeSegmentObjectAsync(
   body: Uint8Array,
   fields: SegmentObjectFields,
-  options: { level?: number; bodyCrc32?: number } = {},
+  options: SegmentObjectEncodeOptions = {},
 ): Promise<Uint8Array> {
   const plan = planSegmentObject(bodyOf(body), fields, options);
   if (plan.codec !== CODEC_VALUES.zstd) return assembleSegmentObject(plan, body);
@@ -216,6 +251,8 @@ export interface SegmentObjectPlan {
   readonly bodyLength: number;
   /** A compacted object's chain end; `null` for the other kinds. */
   readonly chainEnd: number | null;
+  /** Encrypt to these; empty: in clear. */
+  readonly recipients: readonly AgeRecipient[];
 }
 
 function bodyOf(body: Uint8Array): { length: number; crc32: () => number } {
@@ -231,7 +268,7 @@ function bodyOf(body: Uint8Array): { length: number; crc32: () => number } {
 export function planSegmentObject(
   body: { length: number; crc32: () => number },
   fields: SegmentObjectFields,
-  options: { level?: number; bodyCrc32?: number },
+  options: SegmentObjectEncodeOptions,
 ): SegmentObjectPlan {
   const codec = CODEC_VALUES[fields.codec];
   if (codec === undefined)
@@ -276,7 +313,9 @@ export function planSegmentObject(
     options.bodyCrc32 === undefined ? body.crc32() : checkU32('bodyCrc32', options.bodyCrc32);
   const level = options.level ?? SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL;
   if (!Number.isInteger(level)) throw new SegmentObjectError('level', 'not an integer');
+  const recipients = checkRecipients(options.recipients ?? [], fields.codec);
   return {
+    recipients,
     codec,
     kind,
     generation,
@@ -290,6 +329,25 @@ export function planSegmentObject(
     bodyLength: body.length,
     chainEnd,
   };
+}
+
+function checkRecipients(
+  recipients: readonly AgeRecipient[],
+  codec: ObjectCodec,
+): readonly AgeRecipient[] {
+  if (recipients.length === 0) return [];
+  if (codec !== 'zstd')
+    throw new SegmentObjectError('encryption', 'an encrypted body needs the zstd codec');
+  if (recipients.length > MAX_OBJECT_RECIPIENTS)
+    throw new SegmentObjectError(
+      'recipients',
+      `${recipients.length} recipients; at most ${MAX_OBJECT_RECIPIENTS}`,
+    );
+  for (const recipient of recipients) {
+    if (!(recipient?.publicKey instanceof Uint8Array) || recipient.publicKey.length !== 32)
+      throw new SegmentObjectError('recipients', 'not an age X25519 recipient (parseRecipient)');
+  }
+  return recipients;
 }
 
 /** zstd's options for a plan's body: its level, and the decoded size stated in the frame. */
@@ -308,9 +366,13 @@ export function zstdOptions(plan: SegmentObjectPlan): ZstdOptions {
 
 function assembleSegmentObject(plan: SegmentObjectPlan, encoded: Uint8Array): Uint8Array {
   const header = encodeSegmentObjectHeader(plan);
-  const out = new Uint8Array(header.length + encoded.length);
+  const body =
+    plan.recipients.length > 0
+      ? sealBody(encoded, bindingFrame(header, plan.bodyCrc32), plan.recipients)
+      : encoded;
+  const out = new Uint8Array(header.length + body.length);
   out.set(header, 0);
-  out.set(encoded, header.length);
+  out.set(body, header.length);
   return out;
 }
 
@@ -318,14 +380,16 @@ function assembleSegmentObject(plan: SegmentObjectPlan, encoded: Uint8Array): Ui
 export function encodeSegmentObjectHeader(plan: SegmentObjectPlan): Uint8Array {
   const lineageLength = plan.lineage.length;
   const extra = plan.chainEnd === null ? 0 : COMPACTED_FIELDS_BYTES;
-  const headerBytes = 53 + lineageLength + extra + 4;
+  const encrypted = plan.recipients.length > 0;
+  const recipientBytes = encrypted ? 1 + 32 * plan.recipients.length : 0;
+  const headerBytes = 53 + lineageLength + extra + recipientBytes + 4;
   const out = new Uint8Array(headerBytes);
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   out.set(SEGMENT_OBJECT_MAGIC, 0);
   view.setUint16(4, headerBytes, true);
   out[6] = SEGMENT_OBJECT_VERSION;
   out[7] = plan.codec;
-  out[8] = 0;
+  out[8] = encrypted ? 1 : 0;
   out[9] = plan.kind;
   view.setUint16(10, 0, true);
   view.setBigUint64(12, BigInt(plan.generation), true);
@@ -333,12 +397,21 @@ export function encodeSegmentObjectHeader(plan: SegmentObjectPlan): Uint8Array {
   view.setBigUint64(28, BigInt(plan.end), true);
   view.setBigUint64(36, BigInt(plan.commits), true);
   view.setUint32(44, plan.previous, true);
-  view.setUint32(48, plan.bodyCrc32, true);
+  // An encrypted object's decoded CRC-32 travels in its binding: in clear it would
+  // let anyone check a guess of the content.
+  view.setUint32(48, encrypted ? 0 : plan.bodyCrc32, true);
   out[52] = lineageLength;
   for (let i = 0; i < lineageLength; i++) out[53 + i] = plan.lineage.charCodeAt(i);
   if (plan.chainEnd !== null) {
     view.setBigUint64(53 + lineageLength, BigInt(plan.bodyLength), true);
     view.setUint32(61 + lineageLength, plan.chainEnd, true);
+  }
+  if (encrypted) {
+    const at = 53 + lineageLength + extra;
+    out[at] = plan.recipients.length;
+    plan.recipients.forEach((recipient, index) => {
+      out.set(recipient.publicKey, at + 1 + 32 * index);
+    });
   }
   view.setUint32(headerBytes - 4, crc32(out.subarray(0, headerBytes - 4)), true);
   return out;
@@ -423,12 +496,15 @@ export function readSegmentObjectHeader(bytes: Uint8Array): SegmentObjectHeader 
   }
   const codec = CODEC_NAMES[bytes[7]!];
   if (codec === undefined) throw new SegmentObjectError('codec', `unknown codec ${bytes[7]}`);
-  if (bytes[8] !== 0) {
+  const encryption = ENCRYPTION_NAMES[bytes[8]!];
+  if (encryption === undefined) {
     throw new SegmentObjectError(
       'encryption',
-      `unknown encryption ${bytes[8]} (this reader knows only 0, none)`,
+      `unknown encryption ${bytes[8]} (this reader knows 0, none, and 1, age-x25519)`,
     );
   }
+  if (encryption !== 'none' && codec !== 'zstd')
+    throw new SegmentObjectError('encryption', 'an encrypted body needs the zstd codec');
   const kind = KIND_NAMES[bytes[9]!];
   if (kind === undefined) throw new SegmentObjectError('kind', `unknown kind ${bytes[9]}`);
   const generation = readU53(view, 12, 'generation');
@@ -463,7 +539,11 @@ export function readSegmentObjectHeader(bytes: Uint8Array): SegmentObjectHeader 
     decodedLength = readU53(view, 53 + lineageLength, 'decodedLength');
     chainEndCrc32 = view.getUint32(61 + lineageLength, true);
   }
+  const recipients =
+    encryption === 'none' ? [] : readRecipients(bytes, 53 + lineageLength + extra, headerBytes);
   return {
+    encryption,
+    recipients,
     version: 1,
     codec,
     kind,
@@ -480,6 +560,46 @@ export function readSegmentObjectHeader(bytes: Uint8Array): SegmentObjectHeader 
   };
 }
 
+const ENCRYPTION_NAMES: Record<number, ObjectEncryption> = { 0: 'none', 1: 'age-x25519' };
+
+function readRecipients(bytes: Uint8Array, at: number, headerBytes: number): AgeRecipient[] {
+  const count = bytes[at]!;
+  if (count < 1 || count > MAX_OBJECT_RECIPIENTS || at + 1 + 32 * count + 4 > headerBytes)
+    throw new SegmentObjectError(
+      'recipients',
+      `${count} recipients: outside 1..${MAX_OBJECT_RECIPIENTS} or more than the header holds`,
+    );
+  const recipients: AgeRecipient[] = [];
+  for (let index = 0; index < count; index++) {
+    const start = at + 1 + 32 * index;
+    recipients.push(recipientFromPublicKey(bytes.subarray(start, start + 32)));
+  }
+  return recipients;
+}
+
+/**
+ * An encrypted body opened: its zstd bytes and the decoded CRC-32 its binding
+ * states. Throws {@link SegmentObjectKeyError} when no identity is a
+ * recipient, {@link SegmentObjectError} (`body`) when it does not open or its
+ * binding is not this header's.
+ */
+function openEncrypted(
+  header: SegmentObjectHeader,
+  bytes: Uint8Array,
+  identities: readonly AgeIdentity[],
+): { encoded: Uint8Array; bodyCrc32: number } {
+  checkIdentities(header.recipients, identities);
+  let opened: ReturnType<typeof openBody>;
+  try {
+    opened = openBody(bytes.subarray(header.headerBytes), identities);
+  } catch (error) {
+    throw new SegmentObjectError('body', openProblem(error), { cause: error });
+  }
+  const bound = readBinding(bytes.subarray(0, header.headerBytes), opened.binding);
+  if ('problem' in bound) throw new SegmentObjectError('body', bound.problem);
+  return { encoded: opened.encoded, bodyCrc32: bound.bodyCrc32 };
+}
+
 /**
  * The header and decoded body of a whole envelope, after every check: the
  * header's (see {@link readSegmentObjectHeader}), the body decodes, its
@@ -489,12 +609,21 @@ export function readSegmentObjectHeader(bytes: Uint8Array): SegmentObjectHeader 
  * that does not decode, `end` or `decodedLength` for a wrong decoded
  * length, `bodyCrc32`).
  */
-export function decodeSegmentObject(bytes: Uint8Array): {
+export function decodeSegmentObject(
+  bytes: Uint8Array,
+  options: SegmentObjectDecodeOptions = {},
+): {
   header: SegmentObjectHeader;
   body: Uint8Array;
 } {
   const header = readSegmentObjectHeader(bytes);
-  const stored = bytes.subarray(header.headerBytes);
+  let stored = bytes.subarray(header.headerBytes);
+  let bodyCrc32 = header.bodyCrc32;
+  if (header.encryption !== 'none') {
+    const opened = openEncrypted(header, bytes, options.identities ?? []);
+    stored = opened.encoded;
+    bodyCrc32 = opened.bodyCrc32;
+  }
   const expected = header.decodedLength;
   const lengthField = header.kind === 'compacted' ? 'decodedLength' : 'end';
   const lengthName = header.kind === 'compacted' ? 'decodedLength' : 'end − start';
@@ -533,10 +662,10 @@ export function decodeSegmentObject(bytes: Uint8Array): {
     );
   }
   const actual = crc32(body);
-  if (actual !== header.bodyCrc32) {
+  if (actual !== bodyCrc32) {
     throw new SegmentObjectError(
       'bodyCrc32',
-      `decoded body CRC-32 ${actual.toString(16).padStart(8, '0')} is not the header's (${header.bodyCrc32.toString(16).padStart(8, '0')})`,
+      `decoded body CRC-32 ${actual.toString(16).padStart(8, '0')} is not the header's (${bodyCrc32.toString(16).padStart(8, '0')})`,
     );
   }
   return { header, body };
