@@ -15,6 +15,9 @@
  * Each log is cut into segments of 1 MiB (about a second of heavy writing,
  * what the worker ships per step) and each segment encoded and decoded.
  *
+ * Level 3 is measured again with the body encrypted to one age recipient
+ * (as `encryption` makes the worker store it), decoded with its identity.
+ *
  * Setup (not measured): the databases and their WALs. Each run: every
  * segment encoded then decoded; CPU time (user + system of this process,
  * `process.cpuUsage`) per MiB of WAL, and the ratio.
@@ -22,6 +25,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { generateIdentity, parseIdentity, parseRecipient } from '@x/age-envelope';
 import { decodeSegmentObject, encodeSegmentObject } from '@x/wal-segment';
 import { defineBenchmark, type Measurement } from './harness.ts';
 
@@ -99,8 +103,15 @@ export const benchmark = defineBenchmark<State>({
   },
   async run(state) {
     const measured: Record<string, Measurement> = {};
+    const key = generateIdentity();
+    const recipients = [parseRecipient(key.recipient)];
+    const identities = [parseIdentity(key.identity)];
     for (const log of state.logs) {
-      for (const level of [1, 3]) {
+      for (const { level, encrypted } of [
+        { level: 1, encrypted: false },
+        { level: 3, encrypted: false },
+        { level: 3, encrypted: true },
+      ]) {
         let stored = 0;
         let start = 32;
         const encoded: Uint8Array[] = [];
@@ -118,7 +129,7 @@ export const benchmark = defineBenchmark<State>({
               previousCrc32: 0,
               lineage: 'bench',
             },
-            { level },
+            encrypted ? { level, recipients } : { level },
           );
           start += segment.byteLength;
           stored += object.byteLength;
@@ -127,11 +138,12 @@ export const benchmark = defineBenchmark<State>({
         const encodeMs = cpuMs(encodeFrom);
         const decodeFrom = process.cpuUsage();
         let decoded = 0;
-        for (const object of encoded) decoded += decodeSegmentObject(object).body.byteLength;
+        for (const object of encoded)
+          decoded += decodeSegmentObject(object, { identities }).body.byteLength;
         const decodeMs = cpuMs(decodeFrom);
         if (decoded !== log.bytes) throw new Error(`decoded ${decoded} of ${log.bytes} bytes`);
         const mib = log.bytes / MiB;
-        const label = `${log.kind}, level ${level}`;
+        const label = `${log.kind}, level ${level}${encrypted ? ', encrypted' : ''}`;
         measured[`${label}: ratio`] = { value: log.bytes / stored, unit: '×' };
         measured[`${label}: encode CPU`] = {
           value: encodeMs / mib,

@@ -13,6 +13,7 @@ import {
   openChunk,
   payloadKey,
   sealChunk,
+  sealChunkInto,
   TAG_BYTES,
 } from './payload.ts';
 import { isX25519Stanza, unwrapFileKey, wrapFileKey } from './x25519-stanza.ts';
@@ -62,6 +63,19 @@ class PayloadSealer {
   end(): Uint8Array {
     return sealChunk(this.#key, this.#counter, true, this.#pending);
   }
+
+  /** The whole age file of `plaintext`, written into one buffer (nothing may have been pushed). */
+  sealWhole(plaintext: Uint8Array): Uint8Array {
+    const chunks = Math.max(1, Math.ceil(plaintext.length / CHUNK_BYTES));
+    const out = new Uint8Array(this.start.length + plaintext.length + chunks * TAG_BYTES);
+    out.set(this.start, 0);
+    let at = this.start.length;
+    for (let index = 0; index < chunks; index++) {
+      const piece = plaintext.subarray(index * CHUNK_BYTES, (index + 1) * CHUNK_BYTES);
+      at = sealChunkInto(this.#key, index, index === chunks - 1, piece, out, at);
+    }
+    return out;
+  }
 }
 
 /**
@@ -84,7 +98,7 @@ export function encryptSync(
   recipients: readonly AgeRecipient[],
 ): Uint8Array {
   const sealer = new PayloadSealer(recipients);
-  return new Uint8Array(Buffer.concat([sealer.start, ...sealer.push(plaintext), sealer.end()]));
+  return sealer.sealWhole(plaintext);
 }
 
 /** The file key the header wraps for one of `identities`. */

@@ -23,10 +23,29 @@ function chunkNonce(counter: number, last: boolean): Buffer {
 }
 
 export function sealChunk(key: Buffer, counter: number, last: boolean, plain: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(plain.length + TAG_BYTES);
+  sealChunkInto(key, counter, last, plain, out, 0);
+  return out;
+}
+
+/** Seals `plain` into `out` at `offset` (`plain.length + TAG_BYTES` bytes); returns the end. */
+export function sealChunkInto(
+  key: Buffer,
+  counter: number,
+  last: boolean,
+  plain: Uint8Array,
+  out: Uint8Array,
+  offset: number,
+): number {
   const cipher = createCipheriv('chacha20-poly1305', key, chunkNonce(counter, last), {
     authTagLength: TAG_BYTES,
   });
-  return Buffer.concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+  let at = offset;
+  for (const part of [cipher.update(plain), cipher.final(), cipher.getAuthTag()]) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return at;
 }
 
 /** @throws AgeError `AGE_PAYLOAD_INVALID` naming the chunk. */
@@ -38,10 +57,10 @@ export function openChunk(key: Buffer, counter: number, last: boolean, sealed: U
   });
   decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
   try {
-    return Buffer.concat([
-      decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES)),
-      decipher.final(),
-    ]);
+    const plain = decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES));
+    // A stream cipher's final() adds no bytes; it is where the tag is checked.
+    decipher.final();
+    return plain;
   } catch {
     throw new AgeError(
       'AGE_PAYLOAD_INVALID',
