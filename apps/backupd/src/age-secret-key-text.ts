@@ -8,8 +8,12 @@
 /** The key's prefix: what a message must not be built around. */
 const PREFIX = /AGE-SECRET-KEY-/i;
 
-/** A whole key: the prefix and its bech32 characters (kept, so a log shows that a key was there). */
-export const AGE_SECRET_KEY_SHAPE = /(AGE-SECRET-KEY-)[0-9A-Z]+/gi;
+/**
+ * A key, or enough of one to matter: the prefix and at least 8 of its bech32
+ * characters (the prefix is kept, so a log shows that a key was there; a
+ * message's own `AGE-SECRET-KEY-1…` stays as written).
+ */
+export const AGE_SECRET_KEY_SHAPE = /(AGE-SECRET-KEY-)[0-9A-Z]{8,}/gi;
 
 /** Whether `text` holds (the start of) an age secret key anywhere. */
 export function holdsAgeSecretKey(text: string): boolean {
