@@ -57,7 +57,7 @@ const VARIABLE_NAMES: Names = {
 };
 
 /** One item of a list setting, with where it was written. */
-export interface SettingItem {
+interface SettingItem {
   readonly text: string;
   readonly at: string;
 }
