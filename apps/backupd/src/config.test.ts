@@ -75,7 +75,7 @@ describe('config validation', () => {
     [
       'unknown key',
       'databases:\n  - path: a.db\n    url: s3://b/p\n    intervall: 1s\n',
-      'databases[0].intervall: unknown setting (known: path, type, url, urls, interval, restorePointInterval, retention, leaseTtl, shutdownGrace, snapshotInterval, snapshotLogFactor, compaction, exactWindow, checkpoint, conditional)',
+      'databases[0].intervall: unknown setting (known: path, type, url, urls, interval, restorePointInterval, retention, leaseTtl, shutdownGrace, snapshotInterval, snapshotLogFactor, compaction, exactWindow, checkpoint, conditional, encryption)',
     ],
     [
       'bad type',

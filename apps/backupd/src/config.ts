@@ -10,6 +10,12 @@
  */
 import { parse as parseYaml } from 'yaml';
 import {
+  AGE_RECIPIENTS_VARIABLE,
+  encryptionFromEnvironment,
+  framedRecipientsProblem,
+  unusedRecipientsVariable,
+} from './settings/encryption.ts';
+import {
   cpuPriorityFromEnvironment,
   type Env,
   expandEnvironment,
@@ -31,6 +37,8 @@ export type {
   CheckpointSettings,
   DatabaseConfig,
   DatabaseSettings,
+  EncryptionSettings,
+  IdentityFile,
   Retention,
   SourceKind,
 } from './settings/parsed-config.ts';
@@ -65,12 +73,15 @@ export function parseConfig(
   const problems: string[] = [];
   const expanded = expandEnvironment(document, '', options.env, problems);
   const config = validateConfig(expanded, options.baseDir, problems);
+  if (config && problems.length === 0)
+    unusedRecipientsVariable(options.env, config.databases, problems);
   return withPriorityFromEnvironment(config, options.env, problems, source);
 }
 
 /**
  * The single-database case from flags and the environment: one variable per
- * DATABASE_SETTINGS row (BACKUPD_INTERVAL, BACKUPD_LEASE_TTL, …), and
+ * DATABASE_SETTINGS row (BACKUPD_INTERVAL, BACKUPD_LEASE_TTL, …),
+ * BACKUPD_AGE_RECIPIENTS and BACKUPD_AGE_IDENTITY_FILE, and
  * BACKUPD_CPU_PRIORITY.
  */
 export function singleDatabaseConfig(
@@ -86,7 +97,20 @@ export function singleDatabaseConfig(
   };
   const document = { databases: [entry], ...(options.listen ? { listen: options.listen } : {}) };
   const config = validateConfig(document, options.baseDir, problems);
-  return withPriorityFromEnvironment(config, options.env, problems, 'command line and environment');
+  const encryption = encryptionFromEnvironment(options.env, options.baseDir, problems);
+  if (database.type === 'framed' && (encryption?.recipients.length ?? 0) > 0)
+    problems.push(framedRecipientsProblem(AGE_RECIPIENTS_VARIABLE));
+  // Only this mode's one database takes the variables (a config file writes `${VAR}`).
+  const encrypted =
+    config && encryption
+      ? { ...config, databases: config.databases.map((entry) => ({ ...entry, encryption })) }
+      : config;
+  return withPriorityFromEnvironment(
+    encrypted,
+    options.env,
+    problems,
+    'command line and environment',
+  );
 }
 
 /** @throws ConfigError with every problem, BACKUPD_CPU_PRIORITY's last. */

@@ -63,7 +63,7 @@ export async function main(
     parsed = command.parse(rest);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    stderr.write(`backupd ${command.name}: ${message}\n${command.usageLine}\n`);
+    stderr.write(redactor.text(`backupd ${command.name}: ${message}\n${command.usageLine}\n`));
     return EXIT_USAGE;
   }
   if (parsed.help) {

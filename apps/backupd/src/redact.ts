@@ -4,10 +4,12 @@
  * layers, as neither alone is enough: the values of credential-named variables
  * ({@link SECRET_ENV_NAMES}, {@link SECRET_NAME_PATTERN}) wherever they appear,
  * and known {@link SHAPES} (connection-string keys, SAS and AWS signatures,
- * `Authorization` headers, PEM keys). A secret of neither kind (one an SDK reads
- * from a file) stays out only because backupd never prints SDK configuration:
- * keep it so. In full: SECURITY.md, "Credentials".
+ * `Authorization` headers, PEM keys, age secret keys). A secret of neither
+ * kind (one an SDK reads from a file) stays out only because backupd never
+ * prints SDK configuration: keep it so. In full: SECURITY.md, "Credentials".
  */
+
+import { AGE_SECRET_KEY_SHAPE } from './age-secret-key-text.ts';
 
 export const SECRET_ENV_NAMES = [
   'AWS_SECRET_ACCESS_KEY',
@@ -34,6 +36,7 @@ const SHAPES: readonly RegExp[] = [
   /(X-Amz-Security-Token=)[^&\s"']+/gi,
   /("?authorization"?\s*[:=]\s*"?)[^"\n,}]+/gi,
   /(-----BEGIN [A-Z ]*PRIVATE KEY-----)[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----)/g,
+  AGE_SECRET_KEY_SHAPE,
 ];
 
 export const REDACTED = '[REDACTED]';

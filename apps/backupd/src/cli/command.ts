@@ -24,6 +24,8 @@ export {
   type BooleanOption,
   booleanOption,
   choiceOption,
+  type ListOption,
+  listOption,
   type OptionDeclaration,
   type OptionDeclarations,
   type OptionValues,

@@ -34,14 +34,21 @@ export interface StringOption<Value> extends OptionHelp {
   readonly parse: (text: string, flag: string) => Value;
 }
 
-export type OptionDeclaration = BooleanOption | StringOption<unknown>;
+/** A string option that may be given several times: the command receives every value, in order. */
+export interface ListOption<Value> extends StringOption<Value> {
+  readonly multiple: true;
+}
+
+export type OptionDeclaration = BooleanOption | StringOption<unknown> | ListOption<unknown>;
 export type OptionDeclarations = Readonly<Record<string, OptionDeclaration>>;
 
 /** What a command receives: each declared option's parsed value, absent when not given. */
 export type OptionValues<Options extends OptionDeclarations> = {
-  readonly [Name in keyof Options]?: Options[Name] extends StringOption<infer Value>
-    ? Value
-    : boolean;
+  readonly [Name in keyof Options]?: Options[Name] extends ListOption<infer Value>
+    ? readonly Value[]
+    : Options[Name] extends StringOption<infer Value>
+      ? Value
+      : boolean;
 };
 
 export function booleanOption(help: OptionHelp = {}): BooleanOption {
@@ -59,6 +66,17 @@ export function stringOption<Value>(
   spec: StringOptionSpec & { readonly parse?: (text: string, flag: string) => Value },
 ): StringOption<Value | string> {
   return { type: 'string', ...spec, parse: spec.parse ?? ((text) => text) };
+}
+
+/** A string option that may be repeated, each value through `parse` (or as given). */
+export function listOption<Value>(
+  spec: StringOptionSpec & { readonly parse: (text: string, flag: string) => Value },
+): ListOption<Value>;
+export function listOption(spec: StringOptionSpec): ListOption<string>;
+export function listOption<Value>(
+  spec: StringOptionSpec & { readonly parse?: (text: string, flag: string) => Value },
+): ListOption<Value | string> {
+  return { type: 'string', ...spec, parse: spec.parse ?? ((text) => text), multiple: true };
 }
 
 /** `a`, `a or b`, `a, b or c`. */
@@ -87,8 +105,8 @@ export function choiceOption<const Choice extends string>(
 
 export interface ReadArguments {
   readonly positionals: readonly string[];
-  /** The options as parseArgs read them, before `parse`. */
-  readonly raw: Readonly<Record<string, string | boolean | undefined>>;
+  /** The options as parseArgs read them, before `parse`; a list option's as a list. */
+  readonly raw: Readonly<Record<string, string | readonly string[] | boolean | undefined>>;
 }
 
 /**
@@ -102,14 +120,17 @@ export function readArguments(
 ): ReadArguments {
   const options: ParseArgsOptionsConfig = {};
   for (const [name, declaration] of Object.entries(declarations))
-    options[name] = declaration.short
-      ? { type: declaration.type, short: declaration.short }
-      : { type: declaration.type };
+    options[name] = {
+      type: declaration.type,
+      ...(declaration.short ? { short: declaration.short } : {}),
+      ...(isList(declaration) ? { multiple: true } : {}),
+    };
   const parsed = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
-  const raw: Record<string, string | boolean | undefined> = {};
-  // Arrays come only from `multiple: true`, which no declaration sets.
+  const raw: Record<string, string | readonly string[] | boolean | undefined> = {};
+  // Lists come only from list options (`multiple: true`), and hold strings only.
   for (const [name, value] of Object.entries(parsed.values))
     if (typeof value === 'string' || typeof value === 'boolean') raw[name] = value;
+    else if (Array.isArray(value)) raw[name] = value.filter((item) => typeof item === 'string');
   return { positionals: parsed.positionals, raw };
 }
 
@@ -125,13 +146,18 @@ export function parseOptionValues<Options extends OptionDeclarations>(
   for (const [name, declaration] of Object.entries(declarations)) {
     const value = raw[name];
     if (value === undefined) continue;
-    values[name] =
-      declaration.type === 'string' && typeof value === 'string'
-        ? declaration.parse(value, `--${name}`)
-        : value;
+    const flag = `--${name}`;
+    if (declaration.type === 'boolean') values[name] = value;
+    else if (typeof value === 'string') values[name] = declaration.parse(value, flag);
+    else if (Array.isArray(value))
+      values[name] = value.map((text: string) => declaration.parse(text, flag));
   }
   // Each declared option got the type its declaration names (the loop above).
   return values as OptionValues<Options>;
+}
+
+function isList(declaration: OptionDeclaration): declaration is ListOption<unknown> {
+  return 'multiple' in declaration && declaration.multiple === true;
 }
 
 /** The `Options:` lines of `--help`, descriptions aligned two spaces past the longest option. */

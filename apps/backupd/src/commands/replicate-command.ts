@@ -49,6 +49,7 @@ import {
   type Replication,
   startReplication,
 } from '../replicate/start.ts';
+import { ENCRYPTION_ENVIRONMENT_HELP } from '../settings/encryption.ts';
 import { describeLocation } from '../store-url.ts';
 
 export { defaultBackupUrl } from '../replicate/config-arguments.ts';
@@ -114,7 +115,7 @@ function environmentHelp(): string {
     }
     line = line === '' ? `  ${name}` : `${line}, ${name}`;
   }
-  return [...lines, line].join('\n');
+  return [...lines, line, ENCRYPTION_ENVIRONMENT_HELP].join('\n');
 }
 
 async function replicate(context: CommandContextFor<typeof options>): Promise<number> {

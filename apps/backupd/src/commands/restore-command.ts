@@ -10,6 +10,7 @@ import {
 } from '@x/restore';
 import { restoreFramedStore } from '@x/source-framed';
 import type { ObjectStore } from '@x/store';
+import { AGE_IDENTITY_FILE_OPTIONS } from '../cli/age-identity-option.ts';
 import {
   booleanOption,
   type CommandContextFor,
@@ -56,6 +57,7 @@ const options = {
       'print what the restore would download (objects, bytes) and the commit it lands on, then exit; nothing is written',
   }),
   type: choiceOption(['sqlite', 'framed'], { description: 'what to restore (default sqlite)' }),
+  ...AGE_IDENTITY_FILE_OPTIONS,
 } as const;
 
 export const restoreCommand = defineCommand({
@@ -63,9 +65,11 @@ export const restoreCommand = defineCommand({
   synopsis: 'restore <url> <target>',
   summary: 'restore a database from a backup',
   usage:
-    'Usage: backupd restore <url> <target> [--commit N | --time T | --manifest KEY] [--if-missing] [--if-replica-exists] [--force] [--dry-run] [--json]',
+    'Usage: backupd restore <url> <target> [--commit N | --time T | --manifest KEY] [--if-missing] [--if-replica-exists] [--force] [--dry-run] [--age-identity-file <file>]... [--json]',
   description: `Restores the newest restore point (or the one chosen) to <target>. Every object
-is checked (size and CRC-32) before it is used; files are written atomically.`,
+is checked (size and CRC-32) before it is used; files are written atomically.
+Encrypted objects open with an identity of one of their recipients
+(--age-identity-file).`,
   options,
   examples: [
     'backupd restore s3://my-bucket/app ./restored.db',
@@ -73,6 +77,7 @@ is checked (size and CRC-32) before it is used; files are written atomically.`,
     'backupd restore s3://my-bucket/app ./restored.db --time 2026-11-29T08:00:00Z --dry-run',
     'backupd restore file:///backups/app ./app.db --if-missing',
     'backupd restore s3://my-bucket/app ./app.db --if-missing --if-replica-exists',
+    'backupd restore s3://my-bucket/app ./restored.db --age-identity-file /etc/backupd/age-key.txt',
   ],
   run: restoreBackup,
 });

@@ -3,6 +3,7 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type VerifyProblem, verify } from '@x/restore';
 import { sqliteRestoreCheck } from '@x/source-sqlite';
+import { AGE_IDENTITY_FILE_OPTIONS } from '../cli/age-identity-option.ts';
 import {
   booleanOption,
   type CommandContextFor,
@@ -27,13 +28,15 @@ const options = {
     description:
       'with --deep: make the temporary directory of each rebuild in <dir> (default: the OS temporary directory)',
   }),
+  ...AGE_IDENTITY_FILE_OPTIONS,
 } as const;
 
 export const verifyCommand = defineCommand({
   name: 'verify',
   synopsis: 'verify <url> [--deep [--all] [--scratch <dir>]]',
   summary: 'check every restore point and the objects it names',
-  usage: 'Usage: backupd verify <url> [--deep [--all] [--scratch <dir>]] [--json]',
+  usage:
+    'Usage: backupd verify <url> [--deep [--all] [--scratch <dir>]] [--age-identity-file <file>]... [--json]',
   description: `Checks every restore point: the manifest parses, its lineage is consistent,
 and every object it names exists with the right size (and CRC-32 with --deep).
 With --deep, SQLite restore points are also restored, one at a time, into a
@@ -41,12 +44,14 @@ temporary directory that is removed after each: PRAGMA integrity_check must
 answer ok and every page must hash as the restore point's objects say. By
 default LATEST and the newest restore point of each generation are rebuilt;
 --all rebuilds every one (one restore each; disk: about one restore at a time).
-Exit code 0 when everything verified, 1 otherwise.`,
+With --deep, encrypted objects open with an identity of one of their recipients
+(--age-identity-file). Exit code 0 when everything verified, 1 otherwise.`,
   options,
   examples: [
     'backupd verify s3://my-bucket/app',
     'backupd verify s3://my-bucket/app --deep',
     'backupd verify s3://my-bucket/app --deep --all --scratch /var/tmp',
+    'backupd verify s3://my-bucket/app --deep --age-identity-file /etc/backupd/age-key.txt',
   ],
   run: verifyRestorePoints,
 });

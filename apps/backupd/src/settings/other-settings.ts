@@ -5,6 +5,7 @@
  * `urls` exclude each other); their rows give the known keys and the README.
  */
 import { CPU_PRIORITIES, DEFAULT_CPU_PRIORITY } from '@x/cpu-priority';
+import { MAX_OBJECT_RECIPIENTS } from '@x/wal-segment';
 import { environmentVariable, type PackageConstants } from './database-settings.ts';
 
 export interface OtherSetting {
@@ -77,6 +78,36 @@ export const OTHER_SETTINGS: readonly OtherSetting[] = [
     default: `\`${DEFAULT_CPU_PRIORITY}\``,
     accepted: CPU_PRIORITIES.map((name) => `\`${name}\``).join(', '),
     constants: { package: '@x/cpu-priority', values: { DEFAULT_CPU_PRIORITY, CPU_PRIORITIES } },
+  },
+];
+
+/**
+ * A database's `encryption` section (settings/encryption.ts checks it). Kept
+ * apart from OTHER_SETTINGS until the README's table lists them.
+ */
+export const ENCRYPTION_SETTINGS: readonly OtherSetting[] = [
+  {
+    keys: ['encryption.ageRecipients'],
+    level: 'database',
+    variable: environmentVariable('ageRecipients'),
+    field: 'encryption.recipients',
+    help: "encrypt every object to these age public keys (age-keygen -y prints a key file's); a change starts a new generation",
+    goesTo: '`BackupWorker` `encryption.recipients`',
+    default: 'none: objects are stored in clear',
+    accepted: `1 … ${MAX_OBJECT_RECIPIENTS - 1} \`age1…\` recipients: a list, or one comma-separated string`,
+    constants: { package: '@x/wal-segment', values: { MAX_OBJECT_RECIPIENTS } },
+  },
+  {
+    keys: ['encryption.ageIdentityFile'],
+    level: 'database',
+    variable: environmentVariable('ageIdentityFile'),
+    commandLine: '--age-identity-file (restore, verify)',
+    field: 'encryption.identityFiles',
+    help: "age identity files (as age-keygen writes them) that open encrypted objects: a first boot's restore, a writer's read-back",
+    goesTo: '`BackupWorker` `encryption.identities`; restore and verify `identities`',
+    default: 'none',
+    accepted:
+      "paths: a list, or one comma-separated string; relative to the config file's directory",
   },
 ];
 

@@ -1,4 +1,5 @@
 /** What a parsed configuration holds. Each field's meaning, default and bounds: its row (database-settings.ts, other-settings.ts). */
+import type { AgeRecipient } from '@x/age-envelope';
 import type { CpuPriority } from '@x/cpu-priority';
 import type { StoreLocation } from '../store-url.ts';
 
@@ -34,11 +35,28 @@ export interface DatabaseSettings {
   readonly conditional: boolean;
 }
 
+/** An identity file, with the setting that named it (for messages). */
+export interface IdentityFile {
+  /** Absolute. */
+  readonly path: string;
+  /** `databases[0].encryption.ageIdentityFile[1]`, `BACKUPD_AGE_IDENTITY_FILE`, `--age-identity-file`. */
+  readonly setting: string;
+}
+
+export interface EncryptionSettings {
+  /** The public keys new objects are encrypted to; empty: objects are stored in clear. */
+  readonly recipients: readonly AgeRecipient[];
+  /** Files of secret keys that open encrypted objects (a restore's, a writer's read-back). */
+  readonly identityFiles: readonly IdentityFile[];
+}
+
 export interface DatabaseConfig extends DatabaseSettings {
   /** Absolute. */
   readonly path: string;
   readonly type: SourceKind;
   readonly urls: readonly { readonly text: string; readonly location: StoreLocation }[];
+  /** Absent: nothing encrypted, no identity to read with. */
+  readonly encryption?: EncryptionSettings;
 }
 
 export interface BackupdConfig {

@@ -8,7 +8,8 @@ import { describe } from '../duration.ts';
 import { parseStoreUrl, type StoreLocation, StoreUrlError } from '../store-url.ts';
 import { DATABASE_SETTINGS, settingsOf } from './database-settings.ts';
 import { isMapping } from './document.ts';
-import { keysAt } from './other-settings.ts';
+import { framedRecipientsProblem, validateEncryption } from './encryption.ts';
+import { ENCRYPTION_SETTINGS, keysAt } from './other-settings.ts';
 import type {
   BackupdConfig,
   DatabaseConfig,
@@ -20,7 +21,12 @@ import { cpuPriority, listenAddress } from './values.ts';
 const TOP_KEYS = [...keysAt('top'), 'databases'];
 const DATABASE_KEYS = [
   ...keysAt('database'),
-  ...new Set(DATABASE_SETTINGS.map((setting) => setting.key.split('.')[0]!)),
+  ...new Set(
+    [
+      ...DATABASE_SETTINGS.map((setting) => setting.key),
+      ...ENCRYPTION_SETTINGS.flatMap((setting) => setting.keys),
+    ].map((key) => key.split('.')[0]!),
+  ),
 ];
 
 // Problems come out in the order they always have: these four first, then the rows' order.
@@ -97,8 +103,11 @@ function validateDatabase(
   const type = validateType(entry.type, path, problems);
   const urls = validateUrls(entry, path, type, problems);
   const settings = validateSettings(entry, path, problems);
+  const encryption = validateEncryption(entry.encryption, `${path}.encryption`, baseDir, problems);
+  if (type === 'framed' && (encryption?.recipients.length ?? 0) > 0)
+    problems.push(framedRecipientsProblem(`${path}.encryption.ageRecipients`));
   if (problems.length > before) return undefined;
-  return { path: databasePath, type, urls, ...settings };
+  return { path: databasePath, type, urls, ...settings, ...(encryption ? { encryption } : {}) };
 }
 
 /** Each row's setting in one entry; a mapping such as `checkpoint` is checked when first read. */
