@@ -16,7 +16,12 @@ import {
   type SegmentEntry,
   segmentGenerationPrefix,
 } from '@x/manifest';
-import { decodeSegmentObject, decodeSegmentObjectStream } from '@x/wal-segment';
+import {
+  decodeSegmentObject,
+  decodeSegmentObjectStream,
+  readSegmentObjectHeader,
+  type SegmentObjectHeader,
+} from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
 import { BackupError, messageOf, RestorePointReadError } from './errors.ts';
 import { keyOf } from './health.ts';
@@ -167,8 +172,9 @@ interface AdoptedTail {
  * rolls forward over. Taken, as they are, only under the roll-forward's
  * rules: a `.seg` key starting where the chain ends; a header naming that
  * generation, range and lineage, and as `previousCrc32` the stored CRC-32 of
- * the object before it; a body that decodes. Compacted objects beyond the end
- * are passed over; any other leftover gives `null` (no offer). One GET each.
+ * the object before it; a body that decodes (opened with the worker's
+ * identities). Compacted objects beyond the end are passed over; any other
+ * leftover gives `null` (no offer). One GET each.
  */
 async function adoptTail(
   ctx: WorkerContext,
@@ -192,9 +198,9 @@ async function adoptTail(
     const range = parseSegmentKey(prefix, key)!;
     const object = await requests.get(key);
     if (object === null) return null;
-    let header: ReturnType<typeof decodeSegmentObject>['header'];
+    let header: SegmentObjectHeader;
     try {
-      header = decodeSegmentObject(object.body).header;
+      header = readSegmentObjectHeader(object.body);
     } catch {
       return null;
     }
@@ -207,6 +213,11 @@ async function adoptTail(
       header.previousCrc32 !== Number.parseInt(previous, 16)
     )
       return null;
+    try {
+      decodeSegmentObject(object.body, { identities: ctx.keys.identities });
+    } catch {
+      return null;
+    }
     previous = crc32Hex(object.body);
     entries.push({
       key,
@@ -236,7 +247,7 @@ function restorePointContent(
   ctx: WorkerContext,
   manifest: Manifest,
 ): RestorePointContent & { readonly bytesRead: () => number } {
-  const { requests, prefix } = ctx;
+  const { requests, prefix, keys } = ctx;
   let bytesRead = 0;
   const fail = (key: string, problem: string) => new RestorePointReadError(key, problem);
   return {
@@ -266,16 +277,20 @@ function restorePointContent(
           );
       }
       if (parsed.layout !== 'object') {
+        if (keys.encrypts)
+          throw fail(entry.key, 'a raw snapshot is in clear, this worker encrypts');
         yield* stored();
         return;
       }
       try {
-        const decoded = await decodeSegmentObjectStream(stored());
+        const decoded = await decodeSegmentObjectStream(stored(), { identities: keys.identities });
         if (decoded.header.kind !== 'snapshot' || decoded.header.generation !== parsed.generation)
           throw fail(
             entry.key,
             `its header says a ${decoded.header.kind} of generation ${decoded.header.generation}`,
           );
+        const sealing = keys.disagreement(decoded.header.recipients, 'the snapshot');
+        if (sealing !== null) throw fail(entry.key, sealing);
         yield* decoded.body;
       } catch (error) {
         if (BackupError.isInstance(error)) throw error;
@@ -289,6 +304,7 @@ function restorePointContent(
           prefix,
           generation: manifest.walGeneration,
           entry,
+          keys,
           fail,
         });
         bytesRead += entry.size;
