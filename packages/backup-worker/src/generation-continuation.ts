@@ -3,8 +3,10 @@
  * `LATEST` names (with the tail a crashed run left after it), and when it
  * proves it opened on that state (`BackupSource.continueGeneration`), the
  * tenure takes the generation over where its log ends instead of uploading
- * the database again. Why: docs/decisions/2026-12-06-continuing-generations.md.
- * Writes nothing to the bucket.
+ * the database again. Only a generation sealed to exactly the recipients this
+ * worker writes to is offered (generation-recipients.ts). Why:
+ * docs/decisions/2026-12-06-continuing-generations.md. Writes nothing to the
+ * bucket.
  */
 import type { GenerationCandidate, RestorePointContent } from '@x/engine';
 import {
@@ -24,6 +26,7 @@ import {
 } from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
 import { BackupError, messageOf, RestorePointReadError } from './errors.ts';
+import { generationRecipientsProblem } from './generation-recipients.ts';
 import { keyOf } from './health.ts';
 import { readCheckedLogObject } from './log-object-read.ts';
 
@@ -82,6 +85,20 @@ export async function continueGeneration(
   if (tenure.nextGeneration !== candidate.walGeneration + 1) {
     ctx.logger.info('backup.continuation_skipped', {
       reason: `a newer generation than the newest restore point's (${candidate.walGeneration}) has objects`,
+    });
+    return false;
+  }
+  let sealing: string | null;
+  try {
+    sealing = await generationRecipientsProblem(ctx, latest);
+  } catch (error) {
+    if (!RestorePointReadError.isInstance(error)) throw error;
+    ctx.logger.warn('backup.continuation_unproven', { error: messageOf(error) });
+    return false;
+  }
+  if (sealing !== null) {
+    ctx.logger.info('backup.continuation_skipped', {
+      reason: `${sealing}: a restart takes a new snapshot`,
     });
     return false;
   }
@@ -171,10 +188,11 @@ interface AdoptedTail {
  * no restore point names yet, which a restore of the latest state already
  * rolls forward over. Taken, as they are, only under the roll-forward's
  * rules: a `.seg` key starting where the chain ends; a header naming that
- * generation, range and lineage, and as `previousCrc32` the stored CRC-32 of
- * the object before it; a body that decodes (opened with the worker's
- * identities). Compacted objects beyond the end are passed over; any other
- * leftover gives `null` (no offer). One GET each.
+ * generation, range and lineage, the worker's recipients, and as
+ * `previousCrc32` the stored CRC-32 of the object before it; a body that
+ * decodes (opened with the worker's identities). Compacted objects beyond the
+ * end are passed over; any other leftover gives `null` (no offer). One GET
+ * each.
  */
 async function adoptTail(
   ctx: WorkerContext,
@@ -205,6 +223,7 @@ async function adoptTail(
       return null;
     }
     if (
+      ctx.keys.disagreement(header.recipients, key) !== null ||
       header.kind !== 'segment' ||
       header.generation !== latest.walGeneration ||
       header.start !== range.start ||
