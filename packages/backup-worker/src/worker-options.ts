@@ -7,6 +7,7 @@ import type { AgeIdentity, AgeRecipient } from '@x/age-envelope';
 import type { BackupSource, EngineFiles, SourceCallOptions } from '@x/engine';
 import type { Clock } from '@x/lease';
 import type { ObjectStore } from '@x/store';
+import { MAX_OBJECT_RECIPIENTS } from '@x/wal-segment';
 import type { BackupHealth } from './health.ts';
 
 /**
@@ -105,10 +106,10 @@ export interface EncryptionOptions {
 }
 
 /**
- * Most recipients `encryption` takes: an object holds 32, and one is kept
- * for the tenure key.
+ * Most recipients `encryption` takes (31): an object holds 32, and one is
+ * kept for the tenure key.
  */
-export const MAX_ENCRYPTION_RECIPIENTS = 31;
+export const MAX_ENCRYPTION_RECIPIENTS: number = MAX_OBJECT_RECIPIENTS - 1;
 
 export interface BackupWorkerOptions {
   readonly store: ObjectStore;
