@@ -16,6 +16,12 @@ import {
 import { LogCompaction } from './compaction.ts';
 import { compactionLevelsProblem } from './compaction-plan.ts';
 import type { WorkerContext } from './context.ts';
+import {
+  encryptionOptionsProblem,
+  encryptionUnsupported,
+  encryptionUnsupportedBy,
+  invalidEncryption,
+} from './encryption-options.ts';
 import { BackupError, messageOf, ShutdownAbandonedError, WorkerPanicError } from './errors.ts';
 import { continueGeneration } from './generation-continuation.ts';
 import {
@@ -30,6 +36,7 @@ import { LatestUnusableError } from './latest-repair.ts';
 import { LeaseHolder } from './lease-holder.ts';
 import { decideLineage } from './lineage-decision.ts';
 import { ManifestWriter } from './manifest-writer.ts';
+import { ObjectKeys } from './object-keys.ts';
 import { Requests } from './requests.ts';
 import { retentionPolicy } from './retention-plan.ts';
 import { Shipper } from './shipper.ts';
@@ -98,6 +105,7 @@ export class BackupWorker {
       throw new BackupError(
         `invalid backup prefix ${JSON.stringify(options.prefix)}: non-empty, no trailing slash`,
       );
+    const keys = objectKeysOf(options);
     const store = options.store;
     this.#prefix = options.prefix;
     this.#source = new SourceSlot(options.source, options.openSource);
@@ -138,7 +146,7 @@ export class BackupWorker {
       requests: this.#requests,
       callbacks,
     });
-    const ctx = this.#sharedContext(callbacks);
+    const ctx = this.#sharedContext(callbacks, keys);
     this.#context = ctx;
     const retention = retentionPolicy(options);
     this.#writer = new ManifestWriter(ctx, retention);
@@ -176,10 +184,11 @@ export class BackupWorker {
   }
 
   /** What the parts share during a step; `source`, `tenure` and the lease generation read live. */
-  #sharedContext(callbacks: WorkerCallbacks): WorkerContext {
+  #sharedContext(callbacks: WorkerCallbacks, keys: ObjectKeys): WorkerContext {
     const worker = this;
     return {
       prefix: this.#prefix,
+      keys,
       get source() {
         return worker.#source.required;
       },
@@ -561,6 +570,9 @@ export class BackupWorker {
     this.#hooks?.beforeStep?.();
     if (this.#refused) throw this.#refused;
     const source = await this.#source.ensureOpen({ signal: this.#runAbort.signal });
+    // An opened source is seen here first (`openSource`): refused before it ships anything.
+    const unsealable = this.#context.keys.encrypts ? encryptionUnsupportedBy(source) : null;
+    if (unsealable !== null) throw this.#refuseEncryption(unsealable);
     let failure: unknown = null;
     try {
       await this.#stepInner();
@@ -792,6 +804,15 @@ export class BackupWorker {
     this.#tenure.nextGeneration = highest + 1;
   }
 
+  /** Refuse an engine `encryption` cannot seal, for the life of this worker. */
+  #refuseEncryption(why: string): BackupError {
+    this.#logger.error('backup.encryption_refused', { reason: why });
+    this.#health.lineage = why;
+    this.#health.lineageRefusalKind = 'encryption-unsupported';
+    this.#refused = encryptionUnsupported(why);
+    return this.#refused;
+  }
+
   /** Refuse the prefix for the life of this worker. */
   #refuse(why: string, kind: 'lineage' | 'prefix-unusable' = 'lineage'): BackupError {
     this.#logger.error('backup.prefix_refused', { reason: why });
@@ -800,4 +821,18 @@ export class BackupWorker {
     this.#refused = new BackupError(why, { code: 'LINEAGE_REFUSED', reason: why });
     return this.#refused;
   }
+}
+
+/**
+ * The keys of the worker's objects, from a checked `encryption` option; an
+ * engine given open that `encryption` cannot seal is refused here already.
+ */
+function objectKeysOf(options: BackupWorkerOptions): ObjectKeys {
+  const { encryption, source } = options;
+  if (encryption === undefined) return new ObjectKeys(undefined);
+  const problem = encryptionOptionsProblem(encryption);
+  if (problem !== undefined) throw invalidEncryption(problem);
+  const unsealable = source === undefined ? null : encryptionUnsupportedBy(source);
+  if (unsealable !== null) throw encryptionUnsupported(unsealable);
+  return new ObjectKeys(encryption);
 }

@@ -4,11 +4,13 @@
  * {@link LogCompactor} and stored create-if-absent as one compacted object,
  * `wal/{g}/{start}-{end}.L{level}.{from}-{to}.seg`, covering the same log
  * range; the next restore point names it in place of the run. Every input is
- * checked before it is merged (stored size and CRC-32 against its entry, then
- * the envelope and its header against the entry); a mismatch is a
- * `COMPACTION_INPUT` `BackupError`, and the run stays. Nothing is deleted here. One
- * compaction at a time, off the step, applied at a step's start only if its run
- * is still in the chain, unchanged (docs/decisions/2026-12-06-compaction-levels.md).
+ * checked before it is merged (stored size and CRC-32 against its entry, its
+ * recipients against the worker's, then the envelope and its header against
+ * the entry); a mismatch is a `COMPACTION_INPUT` `BackupError`, and the run
+ * stays. The merged object is sealed to the worker's recipients, as its
+ * inputs are. Nothing is deleted here. One compaction at a time, off the
+ * step, applied at a step's start only if its run is still in the chain,
+ * unchanged (docs/decisions/2026-12-06-compaction-levels.md).
  */
 import type { LogCompactor } from '@x/engine';
 import { compactedSegmentKey, crc32Hex, parseSegmentKey, type SegmentEntry } from '@x/manifest';
@@ -19,6 +21,7 @@ import { BackupError, messageOf } from './errors.ts';
 import { type CheckedLogObject, readCheckedLogObject } from './log-object-read.ts';
 import type { Requests } from './requests.ts';
 import { restorePointBaseCommits } from './restore-point-builder.ts';
+import { sameEnvelopeContent } from './same-envelope-content.ts';
 import { StoredObjectCache } from './stored-object-cache.ts';
 import type { Generation } from './tenure.ts';
 
@@ -245,21 +248,34 @@ export class LogCompaction {
       fromCommit,
       fromCommit + commits,
     );
-    const stored = await encodeSegmentObjectAsync(merged, {
-      codec: 'zstd',
-      kind: 'compacted',
-      generation: generation.number,
-      start,
-      end,
-      commits,
-      previousCrc32: first.previousCrc32,
-      chainEndCrc32: chainEnd,
-      decodedLength: merged.byteLength,
-      lineage: tenure.ownLineage(),
-    });
-    const crc32 = crc32Hex(stored);
+    const { keys } = this.#ctx;
+    const encoded = await encodeSegmentObjectAsync(
+      merged,
+      {
+        codec: 'zstd',
+        kind: 'compacted',
+        generation: generation.number,
+        start,
+        end,
+        commits,
+        previousCrc32: first.previousCrc32,
+        chainEndCrc32: chainEnd,
+        decodedLength: merged.byteLength,
+        lineage: tenure.ownLineage(),
+      },
+      // The generation's recipients: its inputs were checked to have them.
+      { recipients: keys.recipients },
+    );
     if (this.#stopped) throw new BackupError('the worker is stopping');
-    await requests.putImmutable(key, stored, crc32);
+    const encodedCrc32 = crc32Hex(encoded);
+    const stored = await requests.putImmutable(
+      key,
+      encoded,
+      encodedCrc32,
+      keys.encrypts ? sameEnvelopeContent(encoded, merged, keys.identities) : undefined,
+    );
+    // What the bucket holds: a retry may have found its first attempt's bytes.
+    const crc32 = stored === encoded ? encodedCrc32 : crc32Hex(stored);
     this.remember(key, stored);
     this.#ctx.logger.info('backup.log_compacted', {
       walGeneration: generation.number,
@@ -296,6 +312,7 @@ export class LogCompaction {
       prefix: this.#ctx.prefix,
       generation,
       entry,
+      keys: this.#ctx.keys,
       stored: this.#storedCache().take(entry.key),
       fail: (key, problem) => BackupError.compactionInput(key, problem),
     });

@@ -6,6 +6,7 @@
 import type { BackupSource } from '@x/engine';
 import type { Clock } from '@x/lease';
 import type { HealthTracker } from './health.ts';
+import type { ObjectKeys } from './object-keys.ts';
 import type { Requests } from './requests.ts';
 import type { Tenure } from './tenure.ts';
 import type { WorkerCallbacks } from './worker-callbacks.ts';
@@ -18,6 +19,8 @@ export interface WorkerContext {
   readonly logger: BackupLogger;
   readonly health: HealthTracker;
   readonly requests: Requests;
+  /** The keys objects are sealed to and opened with (none: in clear). */
+  readonly keys: ObjectKeys;
   /** The current tenure's state. */
   readonly tenure: Tenure;
   /** The generation of the lease held (the fencing token stamped on restore points); `null` without one. */

@@ -3,8 +3,10 @@
  * `LATEST` names (with the tail a crashed run left after it), and when it
  * proves it opened on that state (`BackupSource.continueGeneration`), the
  * tenure takes the generation over where its log ends instead of uploading
- * the database again. Why: docs/decisions/2026-12-06-continuing-generations.md.
- * Writes nothing to the bucket.
+ * the database again. Only a generation sealed to exactly the recipients this
+ * worker writes to is offered (generation-recipients.ts). Why:
+ * docs/decisions/2026-12-06-continuing-generations.md. Writes nothing to the
+ * bucket.
  */
 import type { GenerationCandidate, RestorePointContent } from '@x/engine';
 import {
@@ -16,9 +18,15 @@ import {
   type SegmentEntry,
   segmentGenerationPrefix,
 } from '@x/manifest';
-import { decodeSegmentObject, decodeSegmentObjectStream } from '@x/wal-segment';
+import {
+  decodeSegmentObject,
+  decodeSegmentObjectStream,
+  readSegmentObjectHeader,
+  type SegmentObjectHeader,
+} from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
 import { BackupError, messageOf, RestorePointReadError } from './errors.ts';
+import { generationRecipientsProblem } from './generation-recipients.ts';
 import { keyOf } from './health.ts';
 import { readCheckedLogObject } from './log-object-read.ts';
 
@@ -77,6 +85,20 @@ export async function continueGeneration(
   if (tenure.nextGeneration !== candidate.walGeneration + 1) {
     ctx.logger.info('backup.continuation_skipped', {
       reason: `a newer generation than the newest restore point's (${candidate.walGeneration}) has objects`,
+    });
+    return false;
+  }
+  let sealing: string | null;
+  try {
+    sealing = await generationRecipientsProblem(ctx, latest);
+  } catch (error) {
+    if (!RestorePointReadError.isInstance(error)) throw error;
+    ctx.logger.warn('backup.continuation_unproven', { error: messageOf(error) });
+    return false;
+  }
+  if (sealing !== null) {
+    ctx.logger.info('backup.continuation_skipped', {
+      reason: `${sealing}: a restart takes a new snapshot`,
     });
     return false;
   }
@@ -166,9 +188,11 @@ interface AdoptedTail {
  * no restore point names yet, which a restore of the latest state already
  * rolls forward over. Taken, as they are, only under the roll-forward's
  * rules: a `.seg` key starting where the chain ends; a header naming that
- * generation, range and lineage, and as `previousCrc32` the stored CRC-32 of
- * the object before it; a body that decodes. Compacted objects beyond the end
- * are passed over; any other leftover gives `null` (no offer). One GET each.
+ * generation, range and lineage, the worker's recipients, and as
+ * `previousCrc32` the stored CRC-32 of the object before it; a body that
+ * decodes (opened with the worker's identities). Compacted objects beyond the
+ * end are passed over; any other leftover gives `null` (no offer). One GET
+ * each.
  */
 async function adoptTail(
   ctx: WorkerContext,
@@ -192,13 +216,14 @@ async function adoptTail(
     const range = parseSegmentKey(prefix, key)!;
     const object = await requests.get(key);
     if (object === null) return null;
-    let header: ReturnType<typeof decodeSegmentObject>['header'];
+    let header: SegmentObjectHeader;
     try {
-      header = decodeSegmentObject(object.body).header;
+      header = readSegmentObjectHeader(object.body);
     } catch {
       return null;
     }
     if (
+      ctx.keys.disagreement(header.recipients, key) !== null ||
       header.kind !== 'segment' ||
       header.generation !== latest.walGeneration ||
       header.start !== range.start ||
@@ -207,6 +232,11 @@ async function adoptTail(
       header.previousCrc32 !== Number.parseInt(previous, 16)
     )
       return null;
+    try {
+      decodeSegmentObject(object.body, { identities: ctx.keys.identities });
+    } catch {
+      return null;
+    }
     previous = crc32Hex(object.body);
     entries.push({
       key,
@@ -236,7 +266,7 @@ function restorePointContent(
   ctx: WorkerContext,
   manifest: Manifest,
 ): RestorePointContent & { readonly bytesRead: () => number } {
-  const { requests, prefix } = ctx;
+  const { requests, prefix, keys } = ctx;
   let bytesRead = 0;
   const fail = (key: string, problem: string) => new RestorePointReadError(key, problem);
   return {
@@ -266,16 +296,20 @@ function restorePointContent(
           );
       }
       if (parsed.layout !== 'object') {
+        if (keys.encrypts)
+          throw fail(entry.key, 'a raw snapshot is in clear, this worker encrypts');
         yield* stored();
         return;
       }
       try {
-        const decoded = await decodeSegmentObjectStream(stored());
+        const decoded = await decodeSegmentObjectStream(stored(), { identities: keys.identities });
         if (decoded.header.kind !== 'snapshot' || decoded.header.generation !== parsed.generation)
           throw fail(
             entry.key,
             `its header says a ${decoded.header.kind} of generation ${decoded.header.generation}`,
           );
+        const sealing = keys.disagreement(decoded.header.recipients, 'the snapshot');
+        if (sealing !== null) throw fail(entry.key, sealing);
         yield* decoded.body;
       } catch (error) {
         if (BackupError.isInstance(error)) throw error;
@@ -289,6 +323,7 @@ function restorePointContent(
           prefix,
           generation: manifest.walGeneration,
           entry,
+          keys,
           fail,
         });
         bytesRead += entry.size;

@@ -8,6 +8,7 @@
  * or with `conditional: false`): a request the store already received still
  * completes after the fence falls.
  */
+import type { AgeRecipient } from '@x/age-envelope';
 import type { FrameCounting, OpenedFile } from '@x/engine';
 import type { Clock } from '@x/lease';
 import { Crc32, crc32Hex, type FileEntry } from '@x/manifest';
@@ -163,14 +164,27 @@ export class Requests {
     }
   }
 
-  /** An immutable object, create-if-absent; one already there is accepted only with the same CRC. */
-  async putImmutable(key: string, body: Uint8Array, crc32: string): Promise<void> {
+  /**
+   * An immutable object, create-if-absent; one already there is accepted
+   * with the same CRC, or when `sameContent` says it holds what `body`
+   * does (a sealed object is new bytes at every encoding, so a retried PUT
+   * whose first answer was lost finds other bytes of the same content).
+   * Returns the bytes the bucket holds under `key`.
+   */
+  async putImmutable(
+    key: string,
+    body: Uint8Array,
+    crc32: string,
+    sameContent?: (existing: Uint8Array) => boolean,
+  ): Promise<Uint8Array> {
     try {
       await this.putConditional(key, body, 'create');
+      return body;
     } catch (error) {
       if (!AlreadyExistsError.isInstance(error) && !ConflictError.isInstance(error)) throw error;
       const existing = await this.get(key);
-      if (existing !== null && crc32Hex(existing.body) === crc32) return;
+      if (existing !== null && crc32Hex(existing.body) === crc32) return existing.body;
+      if (existing !== null && sameContent?.(existing.body) === true) return existing.body;
       throw this.#options.callbacks.conflict(
         `${key} already exists with other content`,
         key,
@@ -191,7 +205,7 @@ export class Requests {
    * Uploads `file` create-if-absent under `key` and returns its manifest
    * entry (size and CRC-32 of the bytes stored). With `envelope`, the stored
    * object is the file in the object envelope of `@x/wal-segment` (kind
-   * snapshot, zstd). The file is read once, compressed in memory as it is
+   * snapshot, zstd; sealed to `envelope.recipients` when any). The file is read once, compressed in memory as it is
    * read, while the compressed body stays within
    * {@link IN_MEMORY_ENVELOPE_BYTES}: the read (and whatever the source holds
    * for it: a SQLite snapshot pins its reader) ends before the upload
@@ -206,7 +220,7 @@ export class Requests {
     counter: FrameCounting | null,
     frames: number,
     lineage: string,
-    envelope?: { readonly generation: number },
+    envelope?: { readonly generation: number; readonly recipients: readonly AgeRecipient[] },
   ): Promise<FileEntry> {
     const { store, conditional, hooks, partSize } = this.#options;
     const { conflict } = this.#options.callbacks;
@@ -231,7 +245,7 @@ export class Requests {
             file.read({ signal: this.#options.callbacks.runSignal() }),
             file.size,
             fields(file.size),
-            { maxStoredBytes: IN_MEMORY_ENVELOPE_BYTES },
+            { maxStoredBytes: IN_MEMORY_ENVELOPE_BYTES, recipients: envelope.recipients },
           );
     // The source keeps the file readable until the step ends (its afterStep):
     // letting it go here would make a retry of an abandoned upload (a
@@ -250,6 +264,7 @@ export class Requests {
               : encodeSegmentObjectStream(
                   { length: buffered.length, crc32: buffered.crc32, read: file.read({ signal }) },
                   fields(buffered.length),
+                  { recipients: envelope?.recipients ?? [] },
                 );
         async function* body(): AsyncIterable<Uint8Array> {
           for await (const chunk of stored()) {

@@ -27,9 +27,11 @@ import {
 } from '@x/manifest';
 import { encodeSegmentObjectAsync, SegmentObjectError } from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
+import { encryptionUnsupported } from './encryption-options.ts';
 import { BackupError } from './errors.ts';
 import { keyOf, sameWalKey } from './health.ts';
 import type { ManifestWriter } from './manifest-writer.ts';
+import { sameEnvelopeContent } from './same-envelope-content.ts';
 import { type Generation, noteShippedTime } from './tenure.ts';
 import { unchangedBetween } from './unchanged-between.ts';
 
@@ -95,6 +97,14 @@ export class Shipper {
     const { tenure, prefix, requests } = this.#ctx;
     const opened = await this.#ctx.source.openRestorePoint();
     try {
+      // Archives and chain files are stored as they are: never in clear beside sealed objects.
+      if (
+        this.#ctx.keys.encrypts &&
+        ((opened.archives?.length ?? 0) > 0 || (opened.chainFiles?.length ?? 0) > 0)
+      )
+        throw encryptionUnsupported(
+          `encryption is not implemented for the engine of ${this.#ctx.source.description}: its restore point has archives or chain files`,
+        );
       const after = await this.#ctx.source.observe();
       const positionAfter = await this.#ctx.source.durablePosition();
       if (
@@ -135,7 +145,7 @@ export class Shipper {
             null,
             opened.snapshotCommits,
             tenure.ownLineage(),
-            { generation: number },
+            { generation: number, recipients: this.#ctx.keys.recipients },
           );
         } catch (error) {
           if (!SegmentObjectError.isInstance(error) || error.field !== 'body') throw error;
@@ -278,7 +288,8 @@ export class Shipper {
       const key = segmentObjectKey(this.#ctx.prefix, generation.number, range.start, range.end);
       // Compressed off the event loop: the source's capture ticks keep
       // their pace while a large segment compresses.
-      const stored = await encodeSegmentObjectAsync(
+      const { keys } = this.#ctx;
+      const encoded = await encodeSegmentObjectAsync(
         range.bytes,
         {
           codec: 'zstd',
@@ -290,16 +301,25 @@ export class Shipper {
           previousCrc32: this.#previousCrc32(generation, range.start),
           lineage: this.#ctx.tenure.ownLineage(),
         },
-        range.crc32 === undefined ? {} : { bodyCrc32: range.crc32 },
+        {
+          ...(range.crc32 === undefined ? {} : { bodyCrc32: range.crc32 }),
+          recipients: keys.recipients,
+        },
       );
-      const crc32 = crc32Hex(stored);
-      const upload = this.#ctx.requests.putImmutable(key, stored, crc32);
+      const encodedCrc32 = crc32Hex(encoded);
+      const upload = this.#ctx.requests.putImmutable(
+        key,
+        encoded,
+        encodedCrc32,
+        keys.encrypts ? sameEnvelopeContent(encoded, range.bytes, keys.identities) : undefined,
+      );
       const stopAfterThis = this.manifestDue();
       const prefetch = stopAfterThis
         ? Promise.resolve(null)
         : this.#readSegment(generation, range.end, target);
+      let stored: Uint8Array;
       try {
-        await upload;
+        stored = await upload;
       } catch (error) {
         // The read ahead is worthless without this segment; its own failure
         // is not the one to report.
@@ -307,6 +327,8 @@ export class Shipper {
         throw error;
       }
       if (this.#ctx.tenure.current !== generation) return;
+      // What the bucket holds: a retried PUT may have found its first attempt's bytes.
+      const crc32 = stored === encoded ? encodedCrc32 : crc32Hex(stored);
       this.#ctx.callbacks.segmentStored(key, stored);
       generation.cursor = range.end;
       generation.segments.push({

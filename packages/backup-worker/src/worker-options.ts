@@ -3,9 +3,11 @@
  * shutdown reports. No behaviour lives here.
  */
 
+import type { AgeIdentity, AgeRecipient } from '@x/age-envelope';
 import type { BackupSource, EngineFiles, SourceCallOptions } from '@x/engine';
 import type { Clock } from '@x/lease';
 import type { ObjectStore } from '@x/store';
+import { MAX_OBJECT_RECIPIENTS } from '@x/wal-segment';
 import type { BackupHealth } from './health.ts';
 
 /**
@@ -85,6 +87,29 @@ export interface BackupLogger {
 }
 
 export const silentLogger: BackupLogger = { info() {}, warn() {}, error() {} };
+
+/**
+ * Encryption at rest (see the README's `encryption`): the snapshots and log
+ * objects are sealed to `recipients`; manifests, `LATEST` and the lease stay
+ * in clear.
+ */
+export interface EncryptionOptions {
+  /** The operator's age public keys (`parseRecipient`): 1 to {@link MAX_ENCRYPTION_RECIPIENTS}. */
+  readonly recipients: readonly AgeRecipient[];
+  /**
+   * Secret keys of some of `recipients`, when this host holds one: the worker
+   * then reads its own objects with it and a restart continues the
+   * generation. Without one, each worker adds a key of its own (the tenure
+   * key) and a restart takes a new snapshot.
+   */
+  readonly identities?: readonly AgeIdentity[];
+}
+
+/**
+ * Most recipients `encryption` takes (31): an object holds 32, and one is
+ * kept for the tenure key.
+ */
+export const MAX_ENCRYPTION_RECIPIENTS: number = MAX_OBJECT_RECIPIENTS - 1;
 
 export interface BackupWorkerOptions {
   readonly store: ObjectStore;
@@ -181,6 +206,13 @@ export interface BackupWorkerOptions {
    * earlier run of this one). Default `'continue'`.
    */
   readonly leaseOwnRecord?: 'continue' | 'reclaim';
+  /**
+   * Encrypts every snapshot and log object to age recipients. Only for
+   * engines whose objects are all envelopes (SQLite); an engine with
+   * archives, chain or side files (the framed store) is refused. Default:
+   * none (objects in clear).
+   */
+  readonly encryption?: EncryptionOptions;
   /**
    * Called at points a test wants to fail at (see `TestHooks`); an exception
    * one throws fails that request or step as if it happened there. Default: none.
