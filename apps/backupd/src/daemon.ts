@@ -10,12 +10,18 @@ import {
   type BackupHandle,
   type BackupLogger,
   BackupWorker,
+  type EncryptionOptions,
   type OpenSource,
   type ShutdownReport,
 } from '@x/backup-worker';
 import type { BackupSource } from '@x/engine';
 import { FramedDirSource } from '@x/source-framed';
 import { type BackupdConfig, type DatabaseConfig, retentionOptions } from './config.ts';
+import {
+  type EncryptionKeys,
+  loadEncryptionKeys,
+  workerEncryption,
+} from './encryption-settings.ts';
 import { InstrumentedStore } from './instrumented-store.ts';
 import type { Logger } from './logger.ts';
 import { openStore } from './open-store.ts';
@@ -81,6 +87,11 @@ function workerLogger(logger: Logger, fields: Record<string, string>): BackupLog
   };
 }
 
+function encryptionOf(keys: EncryptionKeys): { encryption?: EncryptionOptions } {
+  const encryption = workerEncryption(keys);
+  return encryption === undefined ? {} : { encryption };
+}
+
 export async function startDaemon(
   config: BackupdConfig,
   options: {
@@ -100,6 +111,8 @@ export async function startDaemon(
   const replicas: Replica[] = [];
   try {
     for (const database of config.databases) {
+      // Read here, not when the configuration is parsed: a parsed config never holds a secret key.
+      const keys = loadEncryptionKeys(database.encryption, database.path);
       for (const url of database.urls) {
         const { store: bare, prefix } = await openStore(url.location, options.env);
         const store = new InstrumentedStore(bare);
@@ -120,6 +133,7 @@ export async function startDaemon(
           snapshotLogFactor: database.snapshotLogFactor,
           compactionLevels: database.compactionLevelsMs,
           exactWindowMs: database.exactWindowMs,
+          ...encryptionOf(keys),
           logger: workerLogger(options.logger, { database: database.path, replica }),
           ...(instanceId === undefined ? {} : { instanceId, leaseOwnRecord: 'reclaim' as const }),
         });

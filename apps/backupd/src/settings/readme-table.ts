@@ -8,7 +8,7 @@ import {
   type DatabaseSetting,
   type PackageConstants,
 } from './database-settings.ts';
-import { OTHER_SETTINGS, type OtherSetting } from './other-settings.ts';
+import { ENCRYPTION_SETTINGS, OTHER_SETTINGS, type OtherSetting } from './other-settings.ts';
 
 export const TABLE_START = '<!-- settings-table:start -->';
 export const TABLE_END = '<!-- settings-table:end -->';
@@ -69,6 +69,7 @@ export function settingsTable(): string {
   const rows = [
     ...OTHER_SETTINGS.filter((setting) => setting.level === 'database').map(otherCells),
     ...DATABASE_SETTINGS.map(databaseCells),
+    ...ENCRYPTION_SETTINGS.map(otherCells),
     ...OTHER_SETTINGS.filter((setting) => setting.level === 'top').map(otherCells),
   ];
   const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
