@@ -1,5 +1,10 @@
 export { type FineRunOptions, fineRunOf } from './fine-run.ts';
 export {
+  type GenerationEncryption,
+  generationEncryption,
+  type ObjectOpenOptions,
+} from './generation-encryption.ts';
+export {
   type GranularityRun,
   granularityRuns,
   listRestorePoints,
@@ -8,9 +13,12 @@ export {
 export type { RestoreProgress, VerifyProgress } from './progress.ts';
 export { type RestoreResult, restore } from './restore.ts';
 export {
+  type IdentityGiven,
+  type LockedObject,
   NoRestorePointError,
   ObjectCorruptError,
   ObjectEncodingError,
+  ObjectKeyError,
   ObjectMissingError,
   type RestorableRange,
   RestoredStateError,
