@@ -81,9 +81,20 @@ export function generationLeadKey(prefix: string, manifest: Manifest): string | 
   return snapshot?.key ?? manifest.segments[0]?.key;
 }
 
+/** The layout a snapshot or segment key names; `undefined` for any other key. */
+function layoutOf(prefix: string, key: string): string | undefined {
+  return (parseSnapshotKey(prefix, key) ?? parseSegmentKey(prefix, key))?.layout;
+}
+
 /** True for a key of an earlier release's raw layout (`.snapshot`, `.segment`). */
 export function isRawLayout(prefix: string, key: string): boolean {
-  return (parseSnapshotKey(prefix, key) ?? parseSegmentKey(prefix, key))?.layout === 'raw';
+  return layoutOf(prefix, key) === 'raw';
+}
+
+/** True for a key of an object stored in the envelope (`.snap`, `.seg`): it has a header. */
+export function isEnvelopeKey(prefix: string, key: string): boolean {
+  const layout = layoutOf(prefix, key);
+  return layout === 'object' || layout === 'compacted';
 }
 
 /**

@@ -10,7 +10,7 @@ import type { SegmentObjectKeyError } from '@x/wal-segment';
 import {
   encryptionOfHeader,
   type GenerationEncryption,
-  isRawLayout,
+  isEnvelopeKey,
 } from './generation-encryption.ts';
 import { type IdentityGiven, type LockedObject, ObjectKeyError } from './restore-errors.ts';
 import { readStoredHeader } from './stored-header.ts';
@@ -59,7 +59,7 @@ export async function lockedObjectsError(
   identities: readonly AgeIdentity[],
   signal?: AbortSignal,
 ): Promise<ObjectKeyError> {
-  const others = [...new Set(keys)].filter((key) => key !== lead.key && !isRawLayout(prefix, key));
+  const others = [...new Set(keys)].filter((key) => key !== lead.key && isEnvelopeKey(prefix, key));
   const read = others.slice(0, MAX_HEADER_READS);
   const found: (GenerationEncryption | undefined)[] = new Array(read.length);
   let next = 0;

@@ -269,8 +269,9 @@ const ENCODING_MARKER = errorMarker(MARKER_NAMESPACE, 'ObjectEncodingError');
  * (bad magic, unknown version, codec or encryption, header CRC), its body
  * does not decode or decodes to another length or CRC than the header says,
  * or the header disagrees with the key or the manifest entry (kind,
- * generation, range, commits, lineage, the chain CRC of the previous object). `field` names the header
- * field, `problem` says how. Also an {@link ObjectCorruptError} (`property:
+ * generation, range, commits, lineage, the chain CRC of the previous object),
+ * or states another encryption or recipient set than its generation's first
+ * object (`encryption`). `field` names the header field, `problem` says how. Also an {@link ObjectCorruptError} (`property:
  * 'encoding'`), so callers that handle corrupt objects handle it too. Nothing
  * of it was written to the target.
  */

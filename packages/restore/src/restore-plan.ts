@@ -415,10 +415,12 @@ export interface RestorePlan {
 
 /**
  * The plan of a restore of `options.target`: the restore point, the objects
- * and bytes it downloads, the commit it lands on. Reads LATEST, manifests
- * and (for the latest state) the chained segments' listing and headers;
- * writes nothing and touches no target.
- * @throws RestoreOptionsError, NoRestorePointError, RestorePointRejectedError — as `restore()`.
+ * and bytes it downloads, the commit it lands on. Reads LATEST, manifests,
+ * the snapshot's header (who can open the restore point) and (for the
+ * latest state) the chained segments' listing and objects; writes nothing
+ * and touches no target.
+ * @throws RestoreOptionsError, NoRestorePointError, RestorePointRejectedError,
+ *   ObjectKeyError — as `restore()`.
  */
 export async function planRestore(
   store: ObjectStore,

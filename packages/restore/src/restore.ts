@@ -1,12 +1,13 @@
 /**
  * restore(): a restore point from the bucket to a directory, verified before
  * any of it is used, in this order: check the target (before the bucket is
- * read); plan the restore point and its objects (restore-plan.ts); stream
- * each object into staging inside the target, checking size, CRC-32,
- * envelope and commit counts, and cut the rebuilt WAL (a refusal removes the
- * staging, the target as it was); only then move the files into place
- * (fsync, rename, fsync the directory), the parent record last. Objects
- * stream chunk by chunk, never held whole. Guarantees: package README.
+ * read); plan the restore point and its objects (restore-plan.ts), who can
+ * open them included; stream each object into staging inside the target,
+ * checking size, CRC-32, envelope, encryption and commit counts, and cut
+ * the rebuilt WAL (a refusal removes the staging, the target as it was);
+ * only then move the files into place (fsync, rename, fsync the directory),
+ * the parent record last. Objects stream chunk by chunk, never held whole.
+ * Guarantees: package README.
  */
 import type { AgeIdentity } from '@x/age-envelope';
 import type { RestoreMaterializer } from '@x/engine';
