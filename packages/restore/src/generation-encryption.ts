@@ -109,7 +109,20 @@ export async function generationEncryption(
   signal?: AbortSignal,
 ): Promise<GenerationEncryption | undefined> {
   const key = generationLeadKey(prefix, manifest);
-  if (key === undefined) return undefined;
+  return key === undefined ? undefined : storedEncryption(store, prefix, key, signal);
+}
+
+/**
+ * What the object at `key` states about its encryption, from its header
+ * (one partial GET; none for a raw object); `undefined` when it is missing
+ * or has no valid header.
+ */
+export async function storedEncryption(
+  store: ObjectStore,
+  prefix: string,
+  key: string,
+  signal?: AbortSignal,
+): Promise<GenerationEncryption | undefined> {
   if (isRawLayout(prefix, key)) return plaintext(key);
   const header = await readStoredHeader(store, key, signal);
   return header === undefined ? undefined : encryptionOfHeader(key, header);

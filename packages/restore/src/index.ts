@@ -3,6 +3,7 @@ export {
   type GenerationEncryption,
   generationEncryption,
   type ObjectOpenOptions,
+  storedEncryption,
 } from './generation-encryption.ts';
 export {
   type GranularityRun,

@@ -23,6 +23,7 @@ import {
   ObjectKeyError,
   type RestorePointTarget,
   rolledForwardManifest,
+  storedEncryption,
 } from '@x/restore';
 import type { ObjectStore } from '@x/store';
 import { decodeCommitRecord, joinParts, splitLogFrames } from './commit-record.ts';
@@ -58,7 +59,7 @@ interface LogReading extends SqliteCommitAtTimeOptions {
  * The newest commit recorded at or before `time` (ms since the epoch), or
  * `null` when no restore point holds one.
  * @throws SqliteRestoreCorruptError when a segment fails its CRC or holds no
- *   commit record, or states another encryption than its generation's snapshot.
+ *   commit record, or states another encryption than its generation's first segment.
  * @throws ObjectKeyError (`@x/restore`) when a segment it reads is encrypted
  *   and none of `options.identities` opens it.
  */
@@ -82,8 +83,14 @@ export async function sqliteCommitAtTime(
     const object = await store.get(manifestKey, signal === undefined ? {} : { signal });
     if (object === null) continue; // Deleted by retention since the listing.
     const named = parseManifest(object.body, { prefix });
-    // Every segment read is held to the encryption of its generation's snapshot.
-    const encryption = await generationEncryption(store, prefix, named, signal);
+    // Every segment read is held to one encryption, its generation's. The
+    // search reads logs only: the first segment's header says it (the
+    // snapshot's, when the restore point names no segment).
+    const first = named.segments[0]?.key;
+    const encryption =
+      first === undefined
+        ? await generationEncryption(store, prefix, named, signal)
+        : await storedEncryption(store, prefix, first, signal);
     const reading: LogReading = { ...options, ...(encryption === undefined ? {} : { encryption }) };
     // A generation also holds the chained segments shipped after its newest
     // restore point (a replicate killed before its next one): verified

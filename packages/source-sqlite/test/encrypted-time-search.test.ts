@@ -3,8 +3,8 @@
  * on a file-system store: a `.snap` snapshot and `.seg` segments of commit
  * records encrypted to two recipients, one chained segment past the
  * restore point. With an identity it answers as over plaintext; without
- * one it is `ObjectKeyError`; a segment of another encryption than the
- * snapshot's is refused as corrupt, or ends the roll-forward.
+ * one it is `ObjectKeyError`; a segment of another encryption than its
+ * generation's is refused as corrupt, or ends the roll-forward.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -206,7 +206,7 @@ describe('restore by time over encrypted segments', () => {
     }
   });
 
-  it('refuses a named segment encrypted to another recipient set than the snapshot', async () => {
+  it('refuses a named segment encrypted to another recipient set than its generation', async () => {
     const keys = await writeGeneration([alice.recipient], {
       at: 1,
       recipients: [alice.recipient, carol.recipient],
