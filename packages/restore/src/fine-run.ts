@@ -55,7 +55,10 @@ export async function fineRunOf(
     await listFineSegments(store, prefix, range.generation, options.signal)
   ).filter((fine) => fine.start >= range.start && fine.end <= range.end);
   const encryption =
-    options.encryption ?? (await generationEncryption(store, prefix, manifest, options.signal));
+    options.encryption ??
+    (candidates.length === 0
+      ? undefined
+      : await generationEncryption(store, prefix, manifest, options.signal));
   const opening = { ...options, ...(encryption === undefined ? {} : { encryption }) };
   const run: SegmentEntry[] = [];
   let cursor = range.start;

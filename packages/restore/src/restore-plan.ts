@@ -18,7 +18,11 @@ import {
 } from './generation-encryption.ts';
 import { lockedObjectsError, opens } from './object-keys.ts';
 import type { RestoreProgress } from './progress.ts';
-import { NoRestorePointError, RestorePointRejectedError } from './restore-errors.ts';
+import {
+  NoRestorePointError,
+  RestoreOptionsError,
+  RestorePointRejectedError,
+} from './restore-errors.ts';
 import { checkedPrefix, fileNameProblem, messageOf } from './restore-point-checks.ts';
 import {
   type LatestFallback,
@@ -106,11 +110,30 @@ export interface PlannedFile {
   readonly name: string;
 }
 
-/** The prefix normalized, once it and the target are checked. @throws RestoreOptionsError */
+/** The prefix normalized, once it, the target and the identities are checked. @throws RestoreOptionsError */
 export function validateOptions(prefix: string, options: RestoreChoice): string {
   const normalized = checkedPrefix(prefix);
   checkTargetOptions(normalized, options);
+  checkIdentities(options.identities);
   return normalized;
+}
+
+/**
+ * Identities checked at run time too: a caller from plain JavaScript gets
+ * a typed error naming the option, not a TypeError from deep inside.
+ */
+function checkIdentities(identities: unknown): void {
+  if (identities === undefined) return;
+  const valid =
+    Array.isArray(identities) &&
+    identities.every(
+      (identity) => typeof (identity as AgeIdentity | null)?.recipient?.text === 'string',
+    );
+  if (!valid)
+    throw new RestoreOptionsError(
+      'identities',
+      'must be an array of age identities (parseIdentity or parseIdentityFile of @x/age-envelope)',
+    );
 }
 
 /** The target the options choose: the latest state unless one is given. */

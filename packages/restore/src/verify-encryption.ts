@@ -4,8 +4,7 @@
  * and the objects of a restore point's generation must state what its
  * first object states. Headers are in clear: both hold without a key.
  */
-import type { FileEntry, Manifest } from '@x/manifest';
-import { parseSnapshotKey } from '@x/manifest';
+import { type FileEntry, type Manifest, parseSnapshotKey } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
 import {
   checkSameEncryption,

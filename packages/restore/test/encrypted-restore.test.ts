@@ -20,6 +20,7 @@ import {
   ObjectEncodingError,
   ObjectKeyError,
   RestoreError,
+  RestoreOptionsError,
 } from '../src/restore-errors.ts';
 import { planRestore } from '../src/restore-plan.ts';
 import {
@@ -177,6 +178,20 @@ describe('restore of an encrypted restore point', () => {
     expect(objects.sort()).toEqual(
       [written.snapshotKey, ...written.manifest.segments.map((s) => s.key)].sort(),
     );
+    expect(await treeOf(target)).toBeNull();
+  });
+
+  it('refuses identities that are not age identities, naming the option', async () => {
+    await writeRestorePoint(store, { recipients: [alice.recipient], named: 1 });
+    for (const identities of ['AGE-SECRET-KEY-1', [{}], [alice.recipient]]) {
+      const error = await restore(store, PREFIX, target, {
+        materializer,
+        identities: identities as never,
+      }).catch((caught: unknown) => caught);
+      expect(RestoreOptionsError.isInstance(error), String(error)).toBe(true);
+      expect(error).toMatchObject({ option: 'identities' });
+      expectNoSecret(error);
+    }
     expect(await treeOf(target)).toBeNull();
   });
 
