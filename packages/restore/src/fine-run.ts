@@ -16,10 +16,16 @@ import {
 } from '@x/manifest';
 import { getCapped, isTooLarge, listPages, type ObjectStore } from '@x/store';
 import { readSegmentObjectHeader, SegmentObjectError } from '@x/wal-segment';
+import { generationEncryption, type ObjectOpenOptions } from './generation-encryption.ts';
 import { type Candidate, firstChaining } from './roll-forward.ts';
 import { expectedPreviousCrc32 } from './segment-object-read.ts';
 
-export interface FineRunOptions {
+/**
+ * `identities` open encrypted segments; `encryption` is the generation's (read
+ * from the restore point's snapshot header when not given), which every fine
+ * segment must state too.
+ */
+export interface FineRunOptions extends ObjectOpenOptions {
   readonly signal?: AbortSignal;
   /** Counts the commits of each decoded body, checked against its header. */
   readonly createWalCutter?: (commits: number) => WalCutter;
@@ -28,8 +34,10 @@ export interface FineRunOptions {
 /**
  * The fine segments that `manifest.segments[index]` (a compacted object)
  * replaced, as checked entries in chain order, or `undefined` when it is
- * not compacted or the bucket no longer holds a whole chain of them.
- * Store errors and aborts propagate.
+ * not compacted or the bucket no longer holds a whole chain of them (a fine
+ * segment of another encryption than its generation's does not chain).
+ * Store errors, aborts and `ObjectKeyError` (none of the identities opens a
+ * fine segment) propagate.
  */
 export async function fineRunOf(
   store: ObjectStore,
@@ -46,12 +54,18 @@ export async function fineRunOf(
   const candidates = (
     await listFineSegments(store, prefix, range.generation, options.signal)
   ).filter((fine) => fine.start >= range.start && fine.end <= range.end);
+  const encryption =
+    options.encryption ??
+    (candidates.length === 0
+      ? undefined
+      : await generationEncryption(store, prefix, manifest, options.signal));
+  const opening = { ...options, ...(encryption === undefined ? {} : { encryption }) };
   const run: SegmentEntry[] = [];
   let cursor = range.start;
   let previous = links.previous;
   while (cursor < range.end) {
     const atCursor = candidates.filter((candidate) => candidate.start === cursor);
-    const chained = await firstChaining(store, prefix, manifest, atCursor, previous, options);
+    const chained = await firstChaining(store, prefix, manifest, atCursor, previous, opening);
     if (!('entry' in chained)) return undefined;
     run.push(chained.entry);
     cursor = chained.end;

@@ -1,5 +1,11 @@
 export { type FineRunOptions, fineRunOf } from './fine-run.ts';
 export {
+  type GenerationEncryption,
+  generationEncryption,
+  type ObjectOpenOptions,
+  storedEncryption,
+} from './generation-encryption.ts';
+export {
   type GranularityRun,
   granularityRuns,
   listRestorePoints,
@@ -8,9 +14,12 @@ export {
 export type { RestoreProgress, VerifyProgress } from './progress.ts';
 export { type RestoreResult, restore } from './restore.ts';
 export {
+  type IdentityGiven,
+  type LockedObject,
   NoRestorePointError,
   ObjectCorruptError,
   ObjectEncodingError,
+  ObjectKeyError,
   ObjectMissingError,
   type RestorableRange,
   RestoredStateError,

@@ -7,6 +7,7 @@
  * listing is left out, and LATEST is followed as verify follows it. Store
  * failures and aborts throw.
  */
+import type { AgeIdentity } from '@x/age-envelope';
 import {
   type Manifest,
   type ManifestFormatVersion,
@@ -201,7 +202,12 @@ async function describePoint(
 export async function listRestorePoints(
   store: ObjectStore,
   prefix: string,
-  options: { readonly signal?: AbortSignal; readonly deep?: boolean } = {},
+  options: {
+    readonly signal?: AbortSignal;
+    readonly deep?: boolean;
+    /** With `deep`: the age identities that open encrypted objects (as `verify`'s). */
+    readonly identities?: readonly AgeIdentity[];
+  } = {},
 ): Promise<RestorePointInfo[]> {
   const normalized = checkedPrefix(prefix);
   const { signal } = options;
@@ -212,11 +218,11 @@ export async function listRestorePoints(
   // Object problems per manifest key, from verify's deep pass.
   const objectProblems = new Map<string, string[]>();
   if (deep) {
-    const report = await verify(
-      store,
-      normalized,
-      signal === undefined ? { deep } : { deep, signal },
-    );
+    const report = await verify(store, normalized, {
+      deep,
+      ...(signal === undefined ? {} : { signal }),
+      ...(options.identities === undefined ? {} : { identities: options.identities }),
+    });
     for (const manifest of report.manifests) {
       // A superseded tenure is told by its own field, not as damage.
       const damage = manifest.problems.filter((problem) => problem.kind !== 'superseded-tenure');

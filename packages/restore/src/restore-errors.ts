@@ -20,6 +20,7 @@ export type RestoreErrorCode =
   | 'RESTORE_POINT_REJECTED'
   | 'OBJECT_MISSING'
   | 'OBJECT_CORRUPT'
+  | 'RESTORE_KEY_MISSING'
   | 'RESTORE_INCOMPLETE'
   | 'RESTORED_STATE_INVALID';
 
@@ -268,8 +269,9 @@ const ENCODING_MARKER = errorMarker(MARKER_NAMESPACE, 'ObjectEncodingError');
  * (bad magic, unknown version, codec or encryption, header CRC), its body
  * does not decode or decodes to another length or CRC than the header says,
  * or the header disagrees with the key or the manifest entry (kind,
- * generation, range, commits, lineage, the chain CRC of the previous object). `field` names the header
- * field, `problem` says how. Also an {@link ObjectCorruptError} (`property:
+ * generation, range, commits, lineage, the chain CRC of the previous object),
+ * or states another encryption or recipient set than its generation's first
+ * object (`encryption`). `field` names the header field, `problem` says how. Also an {@link ObjectCorruptError} (`property:
  * 'encoding'`), so callers that handle corrupt objects handle it too. Nothing
  * of it was written to the target.
  */
@@ -294,6 +296,81 @@ export class ObjectEncodingError extends ObjectCorruptError {
 
   static override isInstance(value: unknown): value is ObjectEncodingError {
     return hasErrorMarker(value, ENCODING_MARKER);
+  }
+}
+
+/** An encrypted object, with the recipients (`age1…`) whose identities open it. */
+export interface LockedObject {
+  readonly key: string;
+  readonly recipients: readonly string[];
+}
+
+/** Where an identity came from and whom it answers to: never the secret key. */
+export interface IdentityGiven {
+  readonly source: string;
+  readonly recipient: string;
+}
+
+/** Keys of one recipient set shown in a message; the rest are counted. */
+const SHOWN_KEYS = 10;
+
+function lockedList(objects: readonly LockedObject[]): string {
+  const byRecipients = new Map<string, string[]>();
+  for (const object of objects) {
+    const recipients = object.recipients.join(', ');
+    byRecipients.set(recipients, [...(byRecipients.get(recipients) ?? []), object.key]);
+  }
+  return [...byRecipients]
+    .map(([recipients, keys]) => {
+      const more = keys.length > SHOWN_KEYS ? ` and ${keys.length - SHOWN_KEYS} more` : '';
+      return `${keys.slice(0, SHOWN_KEYS).join(', ')}${more} (encrypted to ${recipients})`;
+    })
+    .join('; ');
+}
+
+const KEY_MISSING_MARKER = errorMarker(MARKER_NAMESPACE, 'ObjectKeyError');
+
+/**
+ * Encrypted objects the restore needs that none of the age identities given
+ * opens (none given, or none is one of their recipients). Names the objects,
+ * their recipients and the identities given (source and recipient, never a
+ * secret). Nothing was written to the target.
+ */
+export class ObjectKeyError extends RestoreError {
+  /** Every object found locked, with its recipients. */
+  readonly objects: readonly LockedObject[];
+  /** The recipients of those objects, sorted: an identity of any one opens the objects listing it. */
+  readonly recipients: readonly string[];
+  readonly identities: readonly IdentityGiven[];
+  /** Objects the restore needs whose headers were not read for this check (so not named). */
+  readonly unchecked: number;
+
+  constructor(
+    objects: readonly LockedObject[],
+    identities: readonly IdentityGiven[],
+    options: { unchecked?: number; cause?: unknown } = {},
+  ) {
+    const given =
+      identities.length === 0
+        ? 'no age identity was given'
+        : `identities given: ${identities.map((identity) => `${identity.recipient} from ${identity.source}`).join(', ')}`;
+    const unchecked = options.unchecked ?? 0;
+    const rest = unchecked > 0 ? `; ${unchecked} more objects were not checked` : '';
+    super(
+      `no age identity given opens ${objects.length === 1 ? 'the encrypted object' : `${objects.length} encrypted objects`} ${lockedList(objects)}${rest}; ${given}`,
+      'RESTORE_KEY_MISSING',
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
+    this.name = 'ObjectKeyError';
+    this.objects = objects;
+    this.recipients = [...new Set(objects.flatMap((object) => object.recipients))].sort();
+    this.identities = identities;
+    this.unchecked = unchecked;
+    markError(this, KEY_MISSING_MARKER);
+  }
+
+  static override isInstance(value: unknown): value is ObjectKeyError {
+    return hasErrorMarker(value, KEY_MISSING_MARKER);
   }
 }
 

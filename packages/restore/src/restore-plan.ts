@@ -4,12 +4,25 @@
  * bucket without writing anything. `restore()` acts on this choice;
  * `planRestore()` returns it (what `backupd restore --dry-run` prints).
  */
+import type { AgeIdentity } from '@x/age-envelope';
 import type { RestoreMaterializer } from '@x/engine';
-import type { FileEntry, Manifest, SegmentEntry } from '@x/manifest';
+import { type FileEntry, type Manifest, parseSnapshotKey, type SegmentEntry } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
 import { fineRunOf } from './fine-run.ts';
+import {
+  checkSameEncryption,
+  type GenerationEncryption,
+  generationEncryption,
+  isRawLayout,
+  plaintext,
+} from './generation-encryption.ts';
+import { lockedObjectsError, opens } from './object-keys.ts';
 import type { RestoreProgress } from './progress.ts';
-import { NoRestorePointError, RestorePointRejectedError } from './restore-errors.ts';
+import {
+  NoRestorePointError,
+  RestoreOptionsError,
+  RestorePointRejectedError,
+} from './restore-errors.ts';
 import { checkedPrefix, fileNameProblem, messageOf } from './restore-point-checks.ts';
 import {
   type LatestFallback,
@@ -49,6 +62,12 @@ export interface RestoreOptions {
    * `@x/source-sqlite`). Restore knows no engine, so there is no default.
    */
   readonly materializer: RestoreMaterializer;
+  /**
+   * The age identities that open encrypted objects (`parseIdentityFile` of
+   * `@x/age-envelope`): any one recipient's identity opens an object. Not
+   * needed for a plaintext restore point.
+   */
+  readonly identities?: readonly AgeIdentity[];
 }
 
 /** What a restore of the latest state applied beyond its restore point. */
@@ -91,11 +110,30 @@ export interface PlannedFile {
   readonly name: string;
 }
 
-/** The prefix normalized, once it and the target are checked. @throws RestoreOptionsError */
+/** The prefix normalized, once it, the target and the identities are checked. @throws RestoreOptionsError */
 export function validateOptions(prefix: string, options: RestoreChoice): string {
   const normalized = checkedPrefix(prefix);
   checkTargetOptions(normalized, options);
+  checkIdentities(options.identities);
   return normalized;
+}
+
+/**
+ * Identities checked at run time too: a caller from plain JavaScript gets
+ * a typed error naming the option, not a TypeError from deep inside.
+ */
+function checkIdentities(identities: unknown): void {
+  if (identities === undefined) return;
+  const valid =
+    Array.isArray(identities) &&
+    identities.every(
+      (identity) => typeof (identity as AgeIdentity | null)?.recipient?.text === 'string',
+    );
+  if (!valid)
+    throw new RestoreOptionsError(
+      'identities',
+      'must be an array of age identities (parseIdentity or parseIdentityFile of @x/age-envelope)',
+    );
 }
 
 /** The target the options choose: the latest state unless one is given. */
@@ -189,7 +227,10 @@ function planSegments(manifest: Manifest, walCommits: number): SegmentEntry[] {
 }
 
 /** Which state a restore takes: the options of {@link RestoreOptions} that choose it. */
-export type RestoreChoice = Pick<RestoreOptions, 'target' | 'signal' | 'materializer'>;
+export type RestoreChoice = Pick<
+  RestoreOptions,
+  'target' | 'signal' | 'materializer' | 'identities'
+>;
 
 /** The restore point chosen, and what of it a restore downloads. */
 export interface ChosenRestore {
@@ -203,6 +244,8 @@ export interface ChosenRestore {
   readonly walCommits: number;
   readonly files: readonly PlannedFile[];
   readonly segments: readonly SegmentEntry[];
+  /** What every object of the restore point's generation must state about its encryption. */
+  readonly encryption?: GenerationEncryption;
 }
 
 /**
@@ -217,20 +260,86 @@ export async function chooseRestore(
 ): Promise<ChosenRestore> {
   const target = targetOf(options);
   const picked = await pickRestorePoint(store, normalizedPrefix, target, options.signal);
+  const encryption = await openableEncryption(store, normalizedPrefix, picked.point, options);
+  const opening = { ...options, ...(encryption === undefined ? {} : { encryption }) };
   const { point, rolledForward } = rollsForward(target)
-    ? await rollForwardPoint(store, normalizedPrefix, picked.point, target, options)
+    ? await rollForwardPoint(store, normalizedPrefix, picked.point, target, opening)
     : { point: picked.point, rolledForward: undefined };
   const commitSeq = requestedCommit(target) ?? point.manifest.commitSeq;
   const walCommits = commitSeq - point.restorableFrom;
-  const exact = await withFineRunAtCut(store, normalizedPrefix, point, walCommits, options);
+  const exact = await withFineRunAtCut(store, normalizedPrefix, point, walCommits, opening);
+  const files = planFiles(exact, options.materializer);
+  const segments = planSegments(exact.manifest, walCommits);
+  checkRawObjects(normalizedPrefix, exact.manifest, files, segments, encryption);
   return {
     point: exact,
     ...(picked.fellBackFrom === undefined ? {} : { fellBackFrom: picked.fellBackFrom }),
     ...(rolledForward === undefined ? {} : { rolledForward }),
     commitSeq,
     walCommits,
-    files: planFiles(exact, options.materializer),
-    segments: planSegments(exact.manifest, walCommits),
+    files,
+    segments,
+    ...(encryption === undefined ? {} : { encryption }),
+  };
+}
+
+/**
+ * The encryption of the restore point's generation (its snapshot's header),
+ * once the identities given open it.
+ * @throws ObjectKeyError naming every object of the restore point found
+ *   locked, before anything is downloaded.
+ */
+async function openableEncryption(
+  store: ObjectStore,
+  prefix: string,
+  point: LoadedRestorePoint,
+  { identities = [], signal }: RestoreChoice,
+): Promise<GenerationEncryption | undefined> {
+  const encryption = await generationEncryption(store, prefix, point.manifest, signal);
+  if (encryption === undefined || opens(identities, encryption)) return encryption;
+  const keys = [...point.manifest.files, ...point.manifest.segments].map((entry) => entry.key);
+  throw await lockedObjectsError(store, prefix, encryption, keys, identities, signal);
+}
+
+/**
+ * Raw `.snapshot` and `.segment` objects are plaintext: refused in a
+ * generation that is encrypted, before anything is downloaded.
+ * @throws ObjectEncodingError (`encryption`)
+ */
+function checkRawObjects(
+  prefix: string,
+  manifest: Manifest,
+  files: readonly PlannedFile[],
+  segments: readonly SegmentEntry[],
+  encryption: GenerationEncryption | undefined,
+): void {
+  const ofGeneration = [
+    ...files
+      .map((file) => file.entry.key)
+      .filter((key) => parseSnapshotKey(prefix, key)?.generation === manifest.walGeneration),
+    ...segments.map((segment) => segment.key),
+  ];
+  for (const key of ofGeneration)
+    if (isRawLayout(prefix, key)) checkSameEncryption(plaintext(key), encryption);
+}
+
+/** The choice with the encryption of the restore point's generation. */
+type OpeningChoice = RestoreChoice & { readonly encryption?: GenerationEncryption };
+
+/** The signal, identities and generation encryption as options of the searches that read objects. */
+function openOptions(
+  signal: AbortSignal | undefined,
+  identities: readonly AgeIdentity[] | undefined,
+  encryption: GenerationEncryption | undefined,
+): {
+  signal?: AbortSignal;
+  identities?: readonly AgeIdentity[];
+  encryption?: GenerationEncryption;
+} {
+  return {
+    ...(signal === undefined ? {} : { signal }),
+    ...(identities === undefined ? {} : { identities }),
+    ...(encryption === undefined ? {} : { encryption }),
   };
 }
 
@@ -245,7 +354,7 @@ async function withFineRunAtCut(
   prefix: string,
   point: LoadedRestorePoint,
   walCommits: number,
-  { materializer, signal }: RestoreChoice,
+  { materializer, signal, identities, encryption }: OpeningChoice,
 ): Promise<LoadedRestorePoint> {
   const { segments } = point.manifest;
   let before = 0;
@@ -254,7 +363,7 @@ async function withFineRunAtCut(
     if (before + segment.frames > walCommits) {
       const run = await fineRunOf(store, prefix, point.manifest, index, {
         createWalCutter: (commits) => materializer.createWalCutter(commits),
-        ...(signal === undefined ? {} : { signal }),
+        ...openOptions(signal, identities, encryption),
       });
       if (run === undefined) return point;
       const replaced = [...segments.slice(0, index), ...run, ...segments.slice(index + 1)];
@@ -275,7 +384,7 @@ async function rollForwardPoint(
   prefix: string,
   picked: LoadedRestorePoint,
   target: RestoreTarget,
-  { materializer, signal }: RestoreChoice,
+  { materializer, signal, identities, encryption }: OpeningChoice,
 ): Promise<{ point: LoadedRestorePoint; rolledForward: RolledForward | undefined }> {
   const named = target.kind === 'restore-point';
   const found = await findRollForward(store, prefix, picked.manifest, {
@@ -283,7 +392,7 @@ async function rollForwardPoint(
     // A commit of a named restore point's generation is asked for, not the
     // newest state: its chained tail serves even when a later generation exists.
     ...(named ? { pastLaterGenerations: true } : {}),
-    ...(signal === undefined ? {} : { signal }),
+    ...openOptions(signal, identities, encryption),
   });
   const point = { ...picked, manifest: rolledForwardManifest(picked.manifest, found) };
   const rolledForward = rolledForwardOf(picked.manifest.commitSeq, found);
@@ -329,10 +438,12 @@ export interface RestorePlan {
 
 /**
  * The plan of a restore of `options.target`: the restore point, the objects
- * and bytes it downloads, the commit it lands on. Reads LATEST, manifests
- * and (for the latest state) the chained segments' listing and headers;
- * writes nothing and touches no target.
- * @throws RestoreOptionsError, NoRestorePointError, RestorePointRejectedError — as `restore()`.
+ * and bytes it downloads, the commit it lands on. Reads LATEST, manifests,
+ * the snapshot's header (who can open the restore point) and (for the
+ * latest state) the chained segments' listing and objects; writes nothing
+ * and touches no target.
+ * @throws RestoreOptionsError, NoRestorePointError, RestorePointRejectedError,
+ *   ObjectKeyError — as `restore()`.
  */
 export async function planRestore(
   store: ObjectStore,

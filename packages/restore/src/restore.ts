@@ -1,16 +1,26 @@
 /**
  * restore(): a restore point from the bucket to a directory, verified before
  * any of it is used, in this order: check the target (before the bucket is
- * read); plan the restore point and its objects (restore-plan.ts); stream
- * each object into staging inside the target, checking size, CRC-32,
- * envelope and commit counts, and cut the rebuilt WAL (a refusal removes the
- * staging, the target as it was); only then move the files into place
- * (fsync, rename, fsync the directory), the parent record last. Objects
- * stream chunk by chunk, never held whole. Guarantees: package README.
+ * read); plan the restore point and its objects (restore-plan.ts), who can
+ * open them included; stream each object into staging inside the target,
+ * checking size, CRC-32, envelope, encryption and commit counts, and cut
+ * the rebuilt WAL (a refusal removes the staging, the target as it was);
+ * only then move the files into place (fsync, rename, fsync the directory),
+ * the parent record last. Objects stream chunk by chunk, never held whole.
+ * Guarantees: package README.
  */
+import type { AgeIdentity } from '@x/age-envelope';
 import type { RestoreMaterializer } from '@x/engine';
-import type { FileEntry, ParentRecord, SegmentEntry } from '@x/manifest';
+import {
+  type FileEntry,
+  type Manifest,
+  type ParentRecord,
+  parseSegmentKey,
+  parseSnapshotKey,
+  type SegmentEntry,
+} from '@x/manifest';
 import { normalizePrefix, type ObjectStore } from '@x/store';
+import type { GenerationEncryption, ObjectOpenOptions } from './generation-encryption.ts';
 import { PROGRESS_BYTE_STEP, type RestoreProgress } from './progress.ts';
 import {
   NoRestorePointError,
@@ -96,7 +106,8 @@ export interface RestoreResult {
  *   (options, target); NoRestorePointError (nothing covers the target);
  *   RestorePointRejectedError (the manifest, or LATEST and every fallback, fails
  *   the checks); ObjectMissingError, ObjectCorruptError, ObjectEncodingError (an
- *   object); RestoreIncompleteError (moving into place failed part way: the only
+ *   object); ObjectKeyError (encrypted objects none of `options.identities`
+ *   opens, found before any download); RestoreIncompleteError (moving into place failed part way: the only
  *   case that changes the target). Store errors and aborts propagate as they are.
  */
 export async function restore(
@@ -176,15 +187,17 @@ async function restoreOnce(
   signal?.throwIfAborted();
 
   onProgress?.({ phase: 'select', bytesDone: 0, bytesTotal: 0, objectsDone: 0, objectsTotal: 0 });
-  const { point, fellBackFrom, rolledForward, commitSeq, walCommits, files, segments } =
-    await chooseRestore(store, normalizedPrefix, options);
+  const chosen = await chooseRestore(store, normalizedPrefix, options);
+  const { point, fellBackFrom, rolledForward, commitSeq, walCommits, files, segments } = chosen;
   const manifest = point.manifest;
+  const opening = openingOf(normalizedPrefix, manifest, options.identities, chosen.encryption);
 
   // Stops prefetches and parallel downloads when this restore fails.
   const internal = new AbortController();
   const download = verifiedDownloader(store, normalizedPrefix, point.key, {
     objects: [...files.map((file) => file.entry), ...segments],
     signal: signal === undefined ? internal.signal : AbortSignal.any([signal, internal.signal]),
+    opening,
     ...(onProgress === undefined ? {} : { onProgress }),
   });
 
@@ -206,15 +219,10 @@ async function restoreOnce(
         await writer.abandon();
       }
     });
-    await rebuildWal(
-      staging,
-      materializer,
-      point,
-      segments,
-      walCommits,
-      download,
-      normalizedPrefix,
-    );
+    await rebuildWal(staging, materializer, point, segments, walCommits, download, {
+      prefix: normalizedPrefix,
+      opening,
+    });
 
     let names = [...files.map((file) => file.name), materializer.walFileName];
     if (materializer.finish !== undefined) {
@@ -313,6 +321,28 @@ function checkedMaterializer(options: RestoreOptions): RestoreMaterializer {
   return materializer;
 }
 
+/**
+ * How each object is opened: with the identities given, and, for one of the
+ * restore point's generation, held to that generation's encryption.
+ */
+type Opening = (key: string) => ObjectOpenOptions;
+
+function openingOf(
+  prefix: string,
+  manifest: Manifest,
+  identities: readonly AgeIdentity[] | undefined,
+  encryption: GenerationEncryption | undefined,
+): Opening {
+  const given = identities === undefined ? {} : { identities };
+  return (key) => {
+    const generation =
+      parseSegmentKey(prefix, key)?.generation ?? parseSnapshotKey(prefix, key)?.generation;
+    return encryption !== undefined && generation === manifest.walGeneration
+      ? { ...given, encryption }
+      : given;
+  };
+}
+
 /** Downloads one object, checked, into `sink`; counts what it read for the progress reports. */
 type Downloader = ((
   expected: { key: string; size: number; crc32: string },
@@ -334,6 +364,7 @@ function verifiedDownloader(
   options: {
     readonly objects: readonly { readonly size: number }[];
     readonly signal: AbortSignal;
+    readonly opening: Opening;
     readonly onProgress?: (progress: RestoreProgress) => void;
   },
 ): Downloader {
@@ -375,7 +406,11 @@ function verifiedDownloader(
       },
     };
     if (snapshot === undefined) await downloadVerified(store, expected, sink, verified);
-    else await downloadSnapshotObject(store, normalizedPrefix, snapshot, sink, verified);
+    else
+      await downloadSnapshotObject(store, normalizedPrefix, snapshot, sink, {
+        ...verified,
+        ...options.opening(snapshot.key),
+      });
     objectsDone += 1;
     report('download', expected.key, name);
   };
@@ -440,7 +475,7 @@ async function rebuildWal(
   segments: readonly SegmentEntry[],
   walCommits: number,
   download: Downloader,
-  prefix: string,
+  { prefix, opening }: { readonly prefix: string; readonly opening: Opening },
 ): Promise<void> {
   const name = materializer.walFileName;
   const cutter = materializer.createWalCutter(walCommits);
@@ -470,6 +505,7 @@ async function rebuildWal(
       segment,
       stored,
       expectedPreviousCrc32(prefix, point.manifest, index),
+      opening(segment.key),
     );
     return { chunks: [links.body], links };
   };

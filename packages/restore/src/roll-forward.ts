@@ -22,9 +22,16 @@ import {
 } from '@x/manifest';
 import { getCapped, isTooLarge, listPages, type ObjectStore } from '@x/store';
 import { readSegmentObjectHeader, SegmentObjectError } from '@x/wal-segment';
-import { ObjectEncodingError } from './restore-errors.ts';
+import {
+  type GenerationEncryption,
+  generationEncryption,
+  generationLeadKey,
+  isRawLayout,
+  type ObjectOpenOptions,
+} from './generation-encryption.ts';
+import { ObjectEncodingError, ObjectKeyError } from './restore-errors.ts';
 import { messageOf } from './restore-point-checks.ts';
-import { decodeSegmentEntry, expectedPreviousCrc32 } from './segment-object-read.ts';
+import { decodeSegmentEntryLinks, expectedPreviousCrc32 } from './segment-object-read.ts';
 
 /** The largest object read while rolling forward: the worker's largest segment (32 MiB) and a header. */
 export const MAX_ROLL_FORWARD_OBJECT_BYTES = 32 * 1024 * 1024 + 64 * 1024;
@@ -58,7 +65,12 @@ export interface RollForward {
   readonly requests: { readonly list: number; readonly get: number };
 }
 
-export interface RollForwardOptions {
+/**
+ * `identities` open encrypted segments; `encryption` is the generation's (read
+ * from the restore point's snapshot header when not given), which every
+ * chained segment must state too.
+ */
+export interface RollForwardOptions extends ObjectOpenOptions {
   readonly signal?: AbortSignal;
   /** Counts the commits of each decoded body (a fresh cutter per segment), checked against the header. */
   readonly createWalCutter?: (commits: number) => WalCutter;
@@ -81,7 +93,10 @@ export interface Candidate {
  * The chained `.seg` segments of `manifest`'s generation past its last named
  * segment (what is checked: package README, _The latest state rolls forward_).
  * Store errors and aborts propagate as they are; nothing about the objects
- * themselves throws: a bad object ends the chain and is named in `stoppedAt`.
+ * themselves throws: a bad object ends the chain and is named in `stoppedAt`,
+ * one of another encryption than its generation's included. A segment none
+ * of the identities opens is the caller's lack, not the object's: it throws
+ * `ObjectKeyError` (stopping there would pass off an older state as the latest).
  */
 export async function findRollForward(
   store: ObjectStore,
@@ -154,6 +169,12 @@ export async function findRollForward(
       (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
   );
 
+  let encryption = options.encryption;
+  if (encryption === undefined && candidates.length > 0) {
+    encryption = await generationEncryption(store, prefix, manifest, signal);
+    const lead = generationLeadKey(prefix, manifest);
+    if (lead !== undefined && !isRawLayout(prefix, lead)) requests.get += 1;
+  }
   const segments: SegmentEntry[] = [];
   let commits = 0;
   let index = 0;
@@ -176,9 +197,14 @@ export async function findRollForward(
     const atCursor: Candidate[] = [];
     for (; index < candidates.length && candidates[index]!.start === cursor; index += 1)
       if (candidates[index]!.layout === 'object') atCursor.push(candidates[index]!);
-    const chained = await firstChaining(store, prefix, manifest, atCursor, previous, options);
+    const chained = await firstChaining(store, prefix, manifest, atCursor, previous, {
+      ...options,
+      ...(encryption === undefined ? {} : { encryption }),
+    });
     requests.get += chained.read;
     if (!('entry' in chained)) return stop(chained.key, chained.reason);
+    // Without a snapshot or segment to hold to, the chain holds to its first object.
+    encryption ??= chained.encryption;
     segments.push(chained.entry);
     commits += chained.entry.frames;
     cursor = chained.end;
@@ -199,7 +225,13 @@ export async function firstChaining(
   previous: number,
   options: RollForwardOptions,
 ): Promise<
-  | { entry: SegmentEntry; crc: number; end: number; read: number }
+  | {
+      entry: SegmentEntry;
+      crc: number;
+      end: number;
+      encryption: GenerationEncryption;
+      read: number;
+    }
   | { key: string; reason: string; read: number }
 > {
   let failure: { key: string; reason: string } | undefined;
@@ -221,7 +253,7 @@ async function checkCandidate(
   candidate: Candidate,
   previous: number,
   options: RollForwardOptions,
-): Promise<{ entry: SegmentEntry; crc: number } | string> {
+): Promise<{ entry: SegmentEntry; crc: number; encryption: GenerationEncryption } | string> {
   const cap = storedBytesCapOf(candidate);
   const found = await getCapped(
     store,
@@ -247,14 +279,16 @@ async function checkCandidate(
     frames: commits,
     lineage: manifest.lineage,
   };
-  let body: Uint8Array;
+  let decoded: ReturnType<typeof decodeSegmentEntryLinks>;
   try {
-    // Checks generation, range, lineage (the restore point's) and the chain CRC.
-    body = decodeSegmentEntry(prefix, entry, stored, previous);
+    // Checks generation, range, lineage (the restore point's), the chain CRC and encryption.
+    decoded = decodeSegmentEntryLinks(prefix, entry, stored, previous, options);
   } catch (error) {
+    if (ObjectKeyError.isInstance(error)) throw error;
     if (ObjectEncodingError.isInstance(error)) return `${error.field}: ${error.problem}`;
     return messageOf(error);
   }
+  const { body, encryption } = decoded;
   if (options.createWalCutter !== undefined) {
     const cutter = options.createWalCutter(Number.MAX_SAFE_INTEGER);
     cutter.push(body);
@@ -262,7 +296,7 @@ async function checkCandidate(
       return `its body holds ${cutter.commitsSeen} complete commits, its header says ${commits}`;
     }
   }
-  return { entry, crc: Number.parseInt(crc32, 16) };
+  return { entry, crc: Number.parseInt(crc32, 16), encryption };
 }
 
 /** `manifest` with the rolled-forward segments appended and its commit count raised by theirs. */

@@ -2,24 +2,36 @@
  * Reading a `.seg` segment (the stored-object envelope of `@x/wal-segment`)
  * the way restore and verify must: the stored bytes were already checked
  * against the manifest's size and CRC-32; here the header, the decoded body
- * and the agreement of header, key and manifest entry are checked before a
- * single decoded byte is handed on.
+ * and the agreement of header, key, manifest entry and the generation's
+ * encryption are checked before a single decoded byte is handed on. An
+ * encrypted body is opened with the age identities given.
  *
  * Guarantees: {@link decodeSegmentEntry} returns the decoded WAL bytes only
  * when every check passed; otherwise it throws {@link ObjectEncodingError}
- * naming the key and the field. Decoding is bounded by the range the key
+ * naming the key and the field, or `ObjectKeyError` when none of the
+ * identities opens it. Decoding is bounded by the range the key
  * names (a decompression bomb cannot allocate more). Limit: the object is
  * decoded whole in memory (segments are at most the worker's
  * `maxSegmentBytes`, 32 MiB by default).
  */
+import { crc32 } from 'node:zlib';
+import type { AgeIdentity } from '@x/age-envelope';
 import { type Manifest, parseSegmentKey, parseSnapshotKey, type SegmentEntry } from '@x/manifest';
 import {
   decodeSegmentObject,
   readSegmentObjectHeader,
   SegmentObjectError,
   type SegmentObjectHeader,
+  SegmentObjectKeyError,
   segmentHeaderDisagreements,
 } from '@x/wal-segment';
+import {
+  checkSameEncryption,
+  encryptionOfHeader,
+  type GenerationEncryption,
+  type ObjectOpenOptions,
+} from './generation-encryption.ts';
+import { keyErrorOf } from './object-keys.ts';
 import { ObjectEncodingError } from './restore-errors.ts';
 
 /**
@@ -37,6 +49,21 @@ export function headerMismatch(
       `the header says ${String(found)}, the ${of} says ${String(expected)}`,
     );
   };
+}
+
+/**
+ * `read()` with the envelope's refusals as restore's: {@link ObjectEncodingError}
+ * naming `key` and the field, or `ObjectKeyError` when no identity opens it.
+ */
+export function readEnvelope<T>(key: string, identities: readonly AgeIdentity[], read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (SegmentObjectKeyError.isInstance(error)) throw keyErrorOf(key, error, identities);
+    if (SegmentObjectError.isInstance(error))
+      throw new ObjectEncodingError(key, error.field, error.problem, { cause: error });
+    throw error;
+  }
 }
 
 /**
@@ -95,8 +122,9 @@ export function decodeSegmentEntry(
   segment: SegmentEntry,
   stored: Uint8Array,
   previousCrc32?: number,
+  options: ObjectOpenOptions = {},
 ): Uint8Array {
-  return decodeSegmentEntryLinks(prefix, segment, stored, previousCrc32).body;
+  return decodeSegmentEntryLinks(prefix, segment, stored, previousCrc32, options).body;
 }
 
 /** A decoded `.seg` body with the chain links its header states. */
@@ -106,8 +134,10 @@ export interface DecodedSegmentEntry {
   readonly previousCrc32: number;
   /** A compacted object's chain end (the last fine segment it replaced); `null` for a fine one. */
   readonly chainEndCrc32: number | null;
-  /** The CRC-32 of `body` (the header's, checked against the body). */
+  /** The CRC-32 of `body` (checked against the header's, or an encrypted body's binding). */
   readonly bodyCrc32: number;
+  /** What its header states about its encryption. */
+  readonly encryption: GenerationEncryption;
 }
 
 /**
@@ -154,30 +184,28 @@ function checkCompactedLength(
     );
 }
 
-/** {@link decodeSegmentEntry}, also returning the header's chain links. */
+/**
+ * {@link decodeSegmentEntry}, also returning the header's chain links. The
+ * header is checked (key, entry, chain, the generation's encryption) before
+ * the body is opened.
+ * @throws ObjectEncodingError, ObjectKeyError (none of `options.identities` opens it)
+ */
 export function decodeSegmentEntryLinks(
   prefix: string,
   segment: SegmentEntry,
   stored: Uint8Array,
   previousCrc32?: number,
+  options: ObjectOpenOptions = {},
 ): DecodedSegmentEntry {
   const range = parseSegmentKey(prefix, segment.key);
   if (range === undefined || range.layout === 'raw') {
     throw new ObjectEncodingError(segment.key, 'key', 'not a .seg segment key of this prefix');
   }
   const kind = range.layout === 'compacted' ? 'compacted' : 'segment';
-  let decoded: ReturnType<typeof decodeSegmentObject>;
-  try {
-    if (kind === 'compacted')
-      checkCompactedLength(segment.key, range, readSegmentObjectHeader(stored));
-    decoded = decodeSegmentObject(stored);
-  } catch (error) {
-    if (SegmentObjectError.isInstance(error)) {
-      throw new ObjectEncodingError(segment.key, error.field, error.problem, { cause: error });
-    }
-    throw error;
-  }
-  const { header, body } = decoded;
+  const identities = options.identities ?? [];
+  const header = readEnvelope(segment.key, identities, () => readSegmentObjectHeader(stored));
+  const encryption = encryptionOfHeader(segment.key, header);
+  checkSameEncryption(encryption, options.encryption);
   const mismatch = headerMismatch(segment.key);
   const [disagreement] = segmentHeaderDisagreements(header, {
     kind,
@@ -204,10 +232,16 @@ export function decodeSegmentEntryLinks(
       'previous object in the chain',
     );
   }
+  if (kind === 'compacted') checkCompactedLength(segment.key, range, header);
+  const { body } = readEnvelope(segment.key, identities, () =>
+    decodeSegmentObject(stored, { identities }),
+  );
   return {
     body,
     previousCrc32: header.previousCrc32,
     chainEndCrc32: header.chainEndCrc32,
-    bodyCrc32: header.bodyCrc32,
+    // An encrypted header states no CRC (its binding does, checked by the decoder).
+    bodyCrc32: header.encryption === 'none' ? header.bodyCrc32 : crc32(body),
+    encryption,
   };
 }

@@ -5,12 +5,29 @@
  * (header CRC, decoded length and CRC-32); the header is checked against key
  * and entry before the first decoded byte is handed on. Decoded chunks reach
  * the sink BEFORE the end checks: use what was staged only once this
- * resolved. A failure on either side ends the other, so neither waits.
+ * resolved. A failure on either side ends the other, so neither waits. An
+ * encrypted snapshot is opened with the age identities given, once its
+ * header passed (the generation's encryption included).
  * Memory: the decoder's read-ahead (at most 16 stored chunks), zstd's buffers.
  */
 import { type FileEntry, parseSnapshotKey } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
-import { decodeSegmentObjectStream, SegmentObjectError } from '@x/wal-segment';
+import {
+  decodeSegmentObjectStream,
+  readSegmentObjectHeader,
+  SEGMENT_OBJECT_MAX_HEADER_BYTES,
+  SegmentObjectError,
+  type SegmentObjectHeader,
+  SegmentObjectKeyError,
+  type SegmentObjectStream,
+} from '@x/wal-segment';
+import {
+  checkSameEncryption,
+  encryptionOfHeader,
+  type GenerationEncryption,
+  type ObjectOpenOptions,
+} from './generation-encryption.ts';
+import { keyErrorOf } from './object-keys.ts';
 import { ObjectEncodingError } from './restore-errors.ts';
 import { headerMismatch } from './segment-object-read.ts';
 import { downloadVerified, type VerifiedDownloadOptions } from './verified-download.ts';
@@ -97,13 +114,61 @@ class HandOver implements AsyncIterable<Uint8Array> {
   }
 }
 
+/** `stored`, its first header's worth of bytes kept in `head` as they pass. */
+function keepingHead(stored: AsyncIterable<Uint8Array>): {
+  stream: AsyncIterable<Uint8Array>;
+  head: () => Uint8Array;
+} {
+  const kept: Uint8Array[] = [];
+  let keptBytes = 0;
+  async function* stream(): AsyncGenerator<Uint8Array> {
+    for await (const chunk of stored) {
+      if (keptBytes < SEGMENT_OBJECT_MAX_HEADER_BYTES) {
+        const part = chunk.slice(0, SEGMENT_OBJECT_MAX_HEADER_BYTES - keptBytes);
+        kept.push(part);
+        keptBytes += part.byteLength;
+      }
+      yield chunk;
+    }
+  }
+  return { stream: stream(), head: () => new Uint8Array(Buffer.concat(kept)) };
+}
+
+/**
+ * The decoder of a `.snap`'s bytes, its header checked by `check` before
+ * the body is opened: also when no identity opens it, so a header that is
+ * wrong is reported as such rather than as a missing key.
+ */
+async function openSnapshot(
+  key: string,
+  stored: AsyncIterable<Uint8Array>,
+  identities: NonNullable<ObjectOpenOptions['identities']>,
+  check: (header: SegmentObjectHeader) => void,
+): Promise<SegmentObjectStream> {
+  const kept = keepingHead(stored);
+  let opened: SegmentObjectStream;
+  try {
+    opened = await decodeSegmentObjectStream(kept.stream, { identities });
+  } catch (error) {
+    if (!SegmentObjectKeyError.isInstance(error)) throw error;
+    check(readSegmentObjectHeader(kept.head()));
+    throw keyErrorOf(key, error, identities);
+  }
+  check(opened.header);
+  return opened;
+}
+
 /**
  * Downloads the `.snap` object of `entry`, checks it stored and decoded,
  * and hands the decoded bytes to `sink` in order (calls never overlap; the
  * next decoded chunk is pulled once the sink's promise settled).
  * `options.onBytes` counts stored bytes, as for any other object.
+ * Resolves to what its header states about its encryption.
  * @throws ObjectEncodingError — the envelope is invalid, does not decode to
- *   what its header says, or its header disagrees with the key or entry.
+ *   what its header says, or its header disagrees with the key, entry or
+ *   `options.encryption`.
+ * @throws ObjectKeyError — none of `options.identities` opens it (the rest
+ *   of the object is not read).
  * @throws ObjectCorruptError, ObjectMissingError — as {@link downloadVerified}.
  * Also rejects with the sink's own error, a store error or the abort reason: the first failure.
  */
@@ -112,8 +177,8 @@ export async function downloadSnapshotObject(
   prefix: string,
   entry: FileEntry,
   sink: (chunk: Uint8Array) => void | Promise<void>,
-  options: VerifiedDownloadOptions,
-): Promise<void> {
+  options: VerifiedDownloadOptions & ObjectOpenOptions,
+): Promise<GenerationEncryption> {
   const parsed = parseSnapshotKey(prefix, entry.key);
   if (parsed === undefined || parsed.layout !== 'object') {
     throw new ObjectEncodingError(entry.key, 'key', 'not a .snap snapshot key of this prefix');
@@ -141,9 +206,9 @@ export async function downloadSnapshotObject(
     },
   );
 
-  try {
-    const { header, body } = await decodeSegmentObjectStream(handOver);
-    const mismatch = headerMismatch(entry.key);
+  const mismatch = headerMismatch(entry.key);
+  let encryption: GenerationEncryption | undefined;
+  const check = (header: SegmentObjectHeader): void => {
     if (header.kind !== 'snapshot') mismatch('kind', header.kind, 'snapshot', 'key');
     if (header.generation !== parsed.generation)
       mismatch('generation', header.generation, parsed.generation, 'key');
@@ -151,6 +216,12 @@ export async function downloadSnapshotObject(
       mismatch('commits', header.commits, entry.frames, 'manifest entry');
     if (header.lineage !== entry.lineage)
       mismatch('lineage', header.lineage, entry.lineage, 'manifest entry');
+    encryption = encryptionOfHeader(entry.key, header);
+    checkSameEncryption(encryption, options.encryption);
+  };
+
+  try {
+    const { body } = await openSnapshot(entry.key, handOver, options.identities ?? [], check);
     for await (const chunk of body) {
       // The download failed: its input was cut short, nothing more is handed on.
       if (first !== undefined) break;
@@ -170,4 +241,5 @@ export async function downloadSnapshotObject(
   }
   await downloading;
   if (first !== undefined) throw first.error;
+  return encryption!;
 }

@@ -9,6 +9,7 @@
  * what the listings saw of a moving bucket. `newerRestorePoints` tells "in no
  * restore point" from "maybe in a newer one". Details: package README.
  */
+import type { AgeIdentity } from '@x/age-envelope';
 import {
   type Manifest,
   objectKey,
@@ -59,6 +60,12 @@ export interface UnnamedNewerData {
 
 export interface FindUnnamedNewerDataOptions {
   readonly signal?: AbortSignal;
+  /**
+   * With `afterRollForward`: the age identities that open the chained
+   * segments (as a restore's); without one that opens them the search
+   * throws `ObjectKeyError`.
+   */
+  readonly identities?: readonly AgeIdentity[];
   /**
    * {@link findUnnamedNewerDataAfter} only: measure from where a restore of
    * the latest state ends, after it rolled forward over the chained segments
@@ -217,6 +224,8 @@ export async function findUnnamedNewerData(
  * have deleted it since it was chosen).
  * @throws RestoreOptionsError for an invalid prefix.
  * @throws RestorePointRejectedError when the manifest is unreadable or unsafe.
+ * @throws ObjectKeyError with `afterRollForward`, when a chained segment is
+ *   encrypted and none of `options.identities` opens it.
  * Store errors and aborts propagate as they are.
  */
 export async function findUnnamedNewerDataAfter(

@@ -9,6 +9,7 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { AgeIdentity } from '@x/age-envelope';
 import type { RestoreCheck } from '@x/engine';
 import type { Manifest } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
@@ -105,7 +106,13 @@ export async function rebuildRestorePoint(
   key: string,
   rebuild: VerifyRebuild,
   scratch: string,
-  signal: AbortSignal | undefined,
+  {
+    signal,
+    identities,
+  }: {
+    readonly signal: AbortSignal | undefined;
+    readonly identities: readonly AgeIdentity[] | undefined;
+  },
 ): Promise<RebuildProblem[] | 'vanished'> {
   const directory = await mkdtemp(join(scratch, 'backupd-verify-'));
   try {
@@ -113,6 +120,7 @@ export async function rebuildRestorePoint(
       target: { kind: 'restore-point', manifestKey: key },
       materializer: rebuild.check.materializer,
       ...(signal === undefined ? {} : { signal }),
+      ...(identities === undefined ? {} : { identities }),
     });
     return [];
   } catch (error) {

@@ -9,6 +9,7 @@
  * LATEST is followed. Store failures and aborts throw: a report on a failed
  * read would be a guess.
  */
+import type { AgeIdentity } from '@x/age-envelope';
 import {
   type FileEntry,
   latestKey,
@@ -26,9 +27,10 @@ import {
   type DecodedLogObject,
   FineSegmentIndex,
 } from './compacted-cover.ts';
+import type { GenerationEncryption } from './generation-encryption.ts';
 import type { VerifyProgress } from './progress.ts';
 import { PROGRESS_BYTE_STEP } from './progress.ts';
-import { ObjectCorruptError, ObjectMissingError } from './restore-errors.ts';
+import { ObjectCorruptError, ObjectKeyError, ObjectMissingError } from './restore-errors.ts';
 import { checkedPrefix, classifiedProblems, messageOf } from './restore-point-checks.ts';
 import {
   followMovedLatest,
@@ -44,9 +46,10 @@ import {
   expectedPreviousCrc32,
   isSegmentObject,
 } from './segment-object-read.ts';
-import { downloadSnapshotObject, isSnapshotObject } from './snapshot-object-read.ts';
+import { isSnapshotObject } from './snapshot-object-read.ts';
 import { supersededMessage, supersededTenures } from './superseded-tenures.ts';
 import { downloadVerified } from './verified-download.ts';
+import { encryptionOfLocked, mixedEncryption, verifySnapshotObject } from './verify-encryption.ts';
 import {
   type RebuildCandidate,
   rebuildChoice,
@@ -67,6 +70,12 @@ export interface VerifyOptions {
    * restore per restore point rebuilt.
    */
   readonly rebuild?: VerifyRebuild;
+  /**
+   * The age identities that open encrypted objects (`deep`, `rebuild`).
+   * Without one that opens an object, `deep` still checks its size, stored
+   * CRC-32 and header, and reports it as `key-missing`.
+   */
+  readonly identities?: readonly AgeIdentity[];
   readonly signal?: AbortSignal;
   readonly onProgress?: (progress: VerifyProgress) => void;
 }
@@ -91,8 +100,14 @@ export type VerifyProblemKind =
   | 'object-missing'
   | 'object-size'
   | 'object-crc'
-  /** A `.seg` segment or `.snap` snapshot whose envelope is invalid, does not decode, or disagrees with its key or entry (`deep`). */
+  /**
+   * A `.seg` segment or `.snap` snapshot whose envelope is invalid, does not
+   * decode, disagrees with its key or entry, or states another encryption
+   * than its generation's first object (`deep`).
+   */
   | 'object-encoding'
+  /** An encrypted object none of the identities given opens (`deep`; `recipients` name who can). */
+  | 'key-missing'
   /** Two manifests record different sizes or CRCs for one key. */
   | 'object-conflict'
   /** `rebuild`: the restore of it fails (its objects verified). */
@@ -114,6 +129,8 @@ export interface VerifyProblem {
   /** For `page-hash`: the page's hash as its objects say, and as rebuilt (hex). */
   readonly expected?: string;
   readonly found?: string;
+  /** For `key-missing`: the object's recipients (`age1…`); an identity of any one opens it. */
+  readonly recipients?: readonly string[];
 }
 
 export interface ManifestVerification {
@@ -401,16 +418,16 @@ async function checkObjectsListed(
  * Returns the bytes read.
  */
 async function checkObjectsDeep(
-  store: ObjectStore,
-  prefix: string,
+  pass: PassOptions,
   claims: Map<string, ObjectClaim>,
   present: Map<string, ObjectInfo>,
   states: Map<string, ManifestState>,
-  deep: boolean,
-  counters: VerifyCounters,
-  signal: AbortSignal | undefined,
 ): Promise<number> {
+  const { store, prefix, deep, counters, signal, identities } = pass;
   let bytesRead = 0;
+  // What each header read states about its encryption: compared per restore
+  // point once every object was read.
+  const stated = new Map<string, GenerationEncryption>();
   // Chain ends of the compacted objects decoded, and the `previous` of the
   // entries right after one: compared once every object was read.
   const chainEnds = new Map<string, number>();
@@ -435,6 +452,7 @@ async function checkObjectsDeep(
         const downloadOptions = {
           manifestKey: [...claim.manifests][0] ?? '',
           ...callOptions(signal),
+          ...(identities === undefined ? {} : { identities }),
           // Stored bytes, for a `.snap` too.
           onBytes: (read: number) => {
             counters.bytesDone = before + read;
@@ -446,7 +464,11 @@ async function checkObjectsDeep(
         };
         if (claim.snapshot === undefined)
           await downloadVerified(store, claim, sink, downloadOptions);
-        else await downloadSnapshotObject(store, prefix, claim.snapshot, () => {}, downloadOptions);
+        else
+          stated.set(
+            claim.key,
+            await verifySnapshotObject(store, prefix, claim.snapshot, downloadOptions),
+          );
         const segment = claim.segment;
         if (segment !== undefined) {
           const links = decodeSegmentEntryLinks(
@@ -454,7 +476,9 @@ async function checkObjectsDeep(
             segment.entry,
             new Uint8Array(Buffer.concat(chunks)),
             segment.previousCrc32,
+            identities === undefined ? {} : { identities },
           );
+          stated.set(claim.key, links.encryption);
           if (links.chainEndCrc32 !== null) chainEnds.set(claim.key, links.chainEndCrc32);
           noteDecoded(prefix, claim, segment.entry, links, fineSegments, compactedObjects);
           if (segment.afterCompacted !== undefined)
@@ -465,7 +489,16 @@ async function checkObjectsDeep(
             });
         }
       } catch (error) {
-        if (ObjectCorruptError.isInstance(error)) {
+        if (ObjectKeyError.isInstance(error)) {
+          const locked = encryptionOfLocked(error);
+          if (locked !== undefined) stated.set(claim.key, locked);
+          blame(states, claim, {
+            kind: 'key-missing',
+            key: claim.key,
+            message: error.message,
+            recipients: error.recipients,
+          });
+        } else if (ObjectCorruptError.isInstance(error)) {
           blame(states, claim, {
             kind:
               error.property === 'crc32'
@@ -509,6 +542,11 @@ async function checkObjectsDeep(
       if (!ObjectCorruptError.isInstance(error)) throw error;
       blame(states, claim, { kind: 'object-encoding', key: claim.key, message: error.message });
     }
+  }
+  for (const state of states.values()) {
+    if (state.manifest === undefined) continue;
+    for (const refused of mixedEncryption(prefix, state.manifest, stated))
+      state.problems.push({ kind: 'object-encoding', key: refused.key, message: refused.message });
   }
   return bytesRead;
 }
@@ -671,6 +709,7 @@ interface PassOptions {
   readonly deep: boolean;
   readonly counters: VerifyCounters;
   readonly signal: AbortSignal | undefined;
+  readonly identities: readonly AgeIdentity[] | undefined;
   /** Every manifest checked so far, by key. */
   readonly states: Map<string, ManifestState>;
   /** Every object key checked so far. */
@@ -690,7 +729,7 @@ async function checkRestorePoints(pass: PassOptions, keys: readonly string[]): P
   counters.objectsTotal += claims.size;
   if (deep) for (const claim of claims.values()) counters.bytesTotal += claim.size;
   const present = await checkObjectsListed(store, claims, states, signal);
-  await checkObjectsDeep(store, prefix, claims, present, states, deep, counters, signal);
+  await checkObjectsDeep(pass, claims, present, states);
   await markVanished(store, states, signal);
   for (const [key, state] of states) pass.states.set(key, state);
   for (const key of claims.keys()) pass.checked.add(key);
@@ -717,7 +756,17 @@ export async function verify(
   const listing = await listPrefix(store, normalized, signal);
   const states = new Map<string, ManifestState>();
   const checked = new Set<string>();
-  const passOptions = { store, prefix: normalized, deep, counters, signal, states, checked };
+  const { identities } = options;
+  const passOptions = {
+    store,
+    prefix: normalized,
+    deep,
+    counters,
+    signal,
+    identities,
+    states,
+    checked,
+  };
   await checkRestorePoints(passOptions, listing.keys);
   // Phase 3e: a LATEST whose target a live writer retired while verify ran
   // is read again, and the restore point it names now is checked too (its
@@ -737,7 +786,7 @@ export async function verify(
 
   let rebuilt = 0;
   if (options.rebuild !== undefined && scratch !== undefined) {
-    const rebuildContext = { store, prefix: normalized, states, counters, signal };
+    const rebuildContext = { store, prefix: normalized, states, counters, signal, identities };
     rebuilt += await rebuildChosen(rebuildContext, keyOf(latestReading), options.rebuild, scratch);
     // A writer may retire LATEST's target while it is rebuilt: follow LATEST
     // to the restore point that replaced it and rebuild that one too.
@@ -792,13 +841,14 @@ async function rebuildChosen(
     readonly states: Map<string, ManifestState>;
     readonly counters: VerifyCounters;
     readonly signal: AbortSignal | undefined;
+    readonly identities: readonly AgeIdentity[] | undefined;
   },
   latestKey: string | null,
   rebuild: VerifyRebuild,
   scratch: string,
   only?: string,
 ): Promise<number> {
-  const { store, prefix, states, counters, signal } = context;
+  const { store, prefix, states, counters, signal, identities } = context;
   const candidates: RebuildCandidate[] = [];
   for (const state of states.values()) {
     const unchecked = state.rebuilt !== true && !state.vanished && state.problems.length === 0;
@@ -809,7 +859,10 @@ async function rebuildChosen(
   for (const key of rebuildChoice(candidates, latestKey, rebuild)) {
     counters.report('rebuild', key);
     const state = states.get(key)!;
-    const found = await rebuildRestorePoint(store, prefix, key, rebuild, scratch, signal);
+    const found = await rebuildRestorePoint(store, prefix, key, rebuild, scratch, {
+      signal,
+      identities,
+    });
     if (found === 'vanished') {
       state.vanished = true;
       continue;

@@ -28,7 +28,11 @@ export {
 } from './rebuild-database.ts';
 export type { PageHashMismatch } from './recorded-page-hashes.ts';
 export { sqliteRestoreCheck } from './restore-check.ts';
-export { type SqliteCommitAtTime, sqliteCommitAtTime } from './restore-point-at-time.ts';
+export {
+  type SqliteCommitAtTime,
+  type SqliteCommitAtTimeOptions,
+  sqliteCommitAtTime,
+} from './restore-point-at-time.ts';
 export {
   type AdoptedSidecar,
   adoptLegacySidecars,

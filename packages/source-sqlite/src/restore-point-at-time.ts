@@ -9,20 +9,25 @@
  * snapshot, so that gap falls back to the previous generation: never a newer
  * state. Rules: package README, `sqliteCommitAtTime`, _Commit times_.
  */
+import type { AgeIdentity } from '@x/age-envelope';
 import { type Manifest, parseManifest, restorableFrom, stateTimes } from '@x/manifest';
 import {
   decodeSegmentEntry,
   expectedPreviousCrc32,
   findRollForward,
   fineRunOf,
+  type GenerationEncryption,
+  generationEncryption,
   isSegmentObject,
   listRestorePoints,
+  ObjectKeyError,
   type RestorePointTarget,
   rolledForwardManifest,
+  storedEncryption,
 } from '@x/restore';
 import type { ObjectStore } from '@x/store';
 import { decodeCommitRecord, joinParts, splitLogFrames } from './commit-record.ts';
-import { corruptAs } from './sqlite-errors.ts';
+import { corruptAs, SqliteRestoreCorruptError } from './sqlite-errors.ts';
 import { commitLogCutter } from './sqlite-materializer.ts';
 
 export interface SqliteCommitAtTime {
@@ -39,18 +44,33 @@ export interface SqliteCommitAtTime {
   readonly target: RestorePointTarget;
 }
 
+export interface SqliteCommitAtTimeOptions {
+  readonly signal?: AbortSignal;
+  /** The age identities that open encrypted segments (as `restore()`'s). */
+  readonly identities?: readonly AgeIdentity[];
+}
+
+/** What reading one generation's log needs: the search's options and the generation's encryption. */
+interface LogReading extends SqliteCommitAtTimeOptions {
+  readonly encryption?: GenerationEncryption;
+}
+
 /**
  * The newest commit recorded at or before `time` (ms since the epoch), or
  * `null` when no restore point holds one.
- * @throws SqliteRestoreCorruptError when a segment fails its CRC or holds no commit record.
+ * @throws SqliteRestoreCorruptError when a segment fails its CRC or holds no
+ *   commit record, or states another encryption than its generation's first segment.
+ * @throws ObjectKeyError (`@x/restore`) when a segment it reads is encrypted
+ *   and none of `options.identities` opens it.
  */
 export async function sqliteCommitAtTime(
   store: ObjectStore,
   prefix: string,
   time: number,
-  options: { readonly signal?: AbortSignal } = {},
+  options: SqliteCommitAtTimeOptions = {},
 ): Promise<SqliteCommitAtTime | null> {
-  const points = await listRestorePoints(store, prefix, options);
+  const { signal } = options;
+  const points = await listRestorePoints(store, prefix, signal === undefined ? {} : { signal });
   const newestPerGeneration = new Map<number, (typeof points)[number]>();
   for (const point of points) {
     if (point.status !== 'ok' || point.walGeneration === undefined) continue;
@@ -60,9 +80,18 @@ export async function sqliteCommitAtTime(
   }
   const generations = [...newestPerGeneration.values()].sort((a, b) => b.commitSeq - a.commitSeq);
   for (const { manifestKey } of generations) {
-    const object = await store.get(manifestKey, options);
+    const object = await store.get(manifestKey, signal === undefined ? {} : { signal });
     if (object === null) continue; // Deleted by retention since the listing.
     const named = parseManifest(object.body, { prefix });
+    // Every segment read is held to one encryption, its generation's. The
+    // search reads logs only: the first segment's header says it (the
+    // snapshot's, when the restore point names no segment).
+    const first = named.segments[0]?.key;
+    const encryption =
+      first === undefined
+        ? await generationEncryption(store, prefix, named, signal)
+        : await storedEncryption(store, prefix, first, signal);
+    const reading: LogReading = { ...options, ...(encryption === undefined ? {} : { encryption }) };
     // A generation also holds the chained segments shipped after its newest
     // restore point (a replicate killed before its next one): verified
     // history, and what a time between that restore point and the next
@@ -70,9 +99,9 @@ export async function sqliteCommitAtTime(
     const manifest = rolledForwardManifest(
       named,
       await findRollForward(store, prefix, named, {
+        ...reading,
         createWalCutter: commitLogCutter,
         pastLaterGenerations: true,
-        ...(options.signal === undefined ? {} : { signal: options.signal }),
       }),
     );
     const snapshotTime = stateTimes(manifest).from;
@@ -80,7 +109,7 @@ export async function sqliteCommitAtTime(
     if (snapshotTime !== null && snapshotTime > time) continue;
     // No commit of this generation by then: its snapshot's state is the newest.
     const found =
-      (await lastCommitBy(store, prefix, manifest, time, options)) ??
+      (await lastCommitBy(store, prefix, manifest, time, reading)) ??
       (snapshotTime === null
         ? null
         : { commitSeq: restorableFrom(manifest), commitTime: snapshotTime });
@@ -110,7 +139,7 @@ async function lastCommitBy(
   prefix: string,
   manifest: Manifest,
   time: number,
-  options: { readonly signal?: AbortSignal },
+  reading: LogReading,
 ): Promise<{ commitSeq: number; commitTime: number } | null> {
   let commitSeq = restorableFrom(manifest);
   type Found = { commitSeq: number; commitTime: number } | null;
@@ -119,19 +148,12 @@ async function lastCommitBy(
   let chain = manifest;
   for (let index = 0; index < chain.segments.length; index += 1) {
     const segment = chain.segments[index]!;
-    const object = await store.get(segment.key, options);
-    if (object === null) break;
-    // A `.seg` segment: the log bytes are its decoded body, once header, length and CRC-32 check out.
-    const body = corruptAs(segment.key, () =>
-      isSegmentObject(prefix, segment.key)
-        ? decodeSegmentEntry(
-            prefix,
-            segment,
-            object.body,
-            expectedPreviousCrc32(prefix, chain, index),
-          )
-        : object.body,
+    const object = await store.get(
+      segment.key,
+      reading.signal === undefined ? {} : { signal: reading.signal },
     );
+    if (object === null) break;
+    const body = logBytesOf(prefix, chain, index, object.body, reading);
     const joined = joinParts([carry, body], carry.byteLength + body.byteLength);
     const split = corruptAs(segment.key, () => splitLogFrames(joined));
     const before: { commitSeq: number; found: Found } = { commitSeq, found };
@@ -150,8 +172,8 @@ async function lastCommitBy(
     const run =
       past !== null && past.commits > 1
         ? await fineRunOf(store, prefix, chain, index, {
+            ...reading,
             createWalCutter: commitLogCutter,
-            ...(options.signal === undefined ? {} : { signal: options.signal }),
           })
         : undefined;
     if (run !== undefined) {
@@ -170,4 +192,35 @@ async function lastCommitBy(
     carry = split.rest.slice();
   }
   return found;
+}
+
+/**
+ * The log bytes of `chain.segments[index]`: a `.seg` segment's decoded body,
+ * once header, length, CRC-32 and encryption check out; a raw one's bytes.
+ * A missing key is the caller's to fix, not corruption: it stays an `ObjectKeyError`.
+ */
+function logBytesOf(
+  prefix: string,
+  chain: Manifest,
+  index: number,
+  stored: Uint8Array,
+  reading: LogReading,
+): Uint8Array {
+  const segment = chain.segments[index]!;
+  if (!isSegmentObject(prefix, segment.key)) {
+    const lead = reading.encryption;
+    if (lead !== undefined && lead.encryption !== 'none')
+      throw new SqliteRestoreCorruptError(
+        segment.key,
+        `encryption: a raw .segment is plaintext, its generation's first object ${lead.key} is encrypted`,
+      );
+    return stored;
+  }
+  const previous = expectedPreviousCrc32(prefix, chain, index);
+  try {
+    return decodeSegmentEntry(prefix, segment, stored, previous, reading);
+  } catch (error) {
+    if (ObjectKeyError.isInstance(error)) throw error;
+    throw new SqliteRestoreCorruptError(segment.key, (error as Error).message, { cause: error });
+  }
 }
