@@ -8,7 +8,9 @@
  * database file, so its refusal to overwrite names the file (see
  * {@link DatabaseTargetExistsError}).
  */
+
 import { basename, dirname, join } from 'node:path';
+import type { AgeIdentity } from '@x/age-envelope';
 import {
   type LatestFallback,
   NoRestorePointError,
@@ -38,6 +40,8 @@ export interface DatabaseRestoreOptions {
   readonly force: boolean;
   readonly onProgress?: (state: ProgressState) => void;
   readonly signal?: AbortSignal;
+  /** What opens encrypted objects; none: an encrypted restore point is refused, naming its recipients. */
+  readonly identities?: readonly AgeIdentity[];
 }
 
 /**
@@ -104,8 +108,12 @@ export async function chooseByTime(
   prefix: string,
   time: number,
   signal: AbortSignal | undefined,
+  identities: readonly AgeIdentity[] = [],
 ): Promise<TimeChoice> {
-  const found = await sqliteCommitAtTime(store, prefix, time, signal ? { signal } : {});
+  const found = await sqliteCommitAtTime(store, prefix, time, {
+    ...(signal ? { signal } : {}),
+    identities,
+  });
   if (found === null) {
     throw new NoRestorePointError(
       prefix,
@@ -132,15 +140,19 @@ export async function restoreDatabase(
 ): Promise<DatabaseRestoreResult> {
   const { target } = options;
   if (target?.kind !== 'time') return restoreTarget(store, prefix, databasePath, options, target);
-  let choice = await chooseByTime(store, prefix, target.time, options.signal);
+  let choice = await chooseByTime(store, prefix, target.time, options.signal, options.identities);
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await restoreTarget(store, prefix, databasePath, options, choice.target);
     } catch (error) {
       if (attempt >= TIME_SEARCH_ATTEMPTS || !ObjectMissingError.isInstance(error)) throw error;
-      const again = await chooseByTime(store, prefix, target.time, options.signal).catch(
-        () => null,
-      );
+      const again = await chooseByTime(
+        store,
+        prefix,
+        target.time,
+        options.signal,
+        options.identities,
+      ).catch(() => null);
       if (again === null || again.target.manifestKey === error.manifestKey) throw error;
       choice = again;
     }
@@ -168,6 +180,7 @@ async function restoreTarget(
         },
       }),
       force: options.force,
+      identities: options.identities ?? [],
       ...(target === undefined ? {} : { target }),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       ...(options.signal ? { signal: options.signal } : {}),

@@ -2,6 +2,7 @@
 
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { AgeIdentity } from '@x/age-envelope';
 import {
   findUnnamedNewerDataAfter,
   holdsUnnamedNewerData,
@@ -19,6 +20,7 @@ import {
   stringOption,
   UsageError,
 } from '../cli/command.ts';
+import { commandLineIdentities } from '../encryption-settings.ts';
 import { EXIT_DATABASE_IN_USE, EXIT_OK, EXIT_REFUSED } from '../exit-codes.ts';
 import { type ProgressState, progressReporter } from '../progress-bar.ts';
 import { describeLockHolder, inspectDatabaseLock } from '../replicate/database-lock.ts';
@@ -93,6 +95,11 @@ type RestoreContext = CommandContextFor<typeof options>;
 
 async function restoreBackup(context: RestoreContext): Promise<number> {
   const { target, chosen } = checkArguments(context);
+  const identities = commandLineIdentities({
+    files: context.values['age-identity-file'],
+    env: context.env,
+    cwd: context.cwd,
+  });
   if (existsSync(target) && context.values['if-missing']) {
     print(context, `${target} exists; nothing restored (--if-missing)`);
     return EXIT_OK;
@@ -101,6 +108,7 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
     return printRestorePlan(context, target, {
       target: targetOfFlags(context.values),
       type: context.values.type,
+      identities,
     });
   // A restore over a database a live replicate backs up would replace the
   // file under its open connections and its capture (whatever the
@@ -122,6 +130,7 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
       store,
       prefix,
       target,
+      identities,
       onProgress: (state) => progress.update(state),
     });
     progress.finish();
@@ -135,7 +144,9 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
     // Only a restore of the latest promises "everything backed up"; a chosen
     // commit, time or manifest leaves newer data out on purpose.
     const newer =
-      chosen.length === 0 ? await checkNewerData(store, prefix, result.manifestKey) : undefined;
+      chosen.length === 0
+        ? await checkNewerData(store, prefix, result.manifestKey, identities)
+        : undefined;
     reportRestored(context, target, result, newer);
     if (!context.values.json) print(context, commitTimeLine(result));
     // The restore itself worked: newer data it could not include is a
@@ -197,13 +208,18 @@ async function restoreChosen(
     readonly store: ObjectStore;
     readonly prefix: string;
     readonly target: string;
+    readonly identities: readonly AgeIdentity[];
     readonly onProgress: (state: ProgressState) => void;
   },
 ): Promise<DatabaseRestoreResult> {
   const target = targetOfFlags(values);
   const common = { force: values.force ?? false, onProgress: where.onProgress };
   if ((values.type ?? 'sqlite') === 'sqlite')
-    return restoreDatabase(where.store, where.prefix, where.target, { ...common, target });
+    return restoreDatabase(where.store, where.prefix, where.target, {
+      ...common,
+      target,
+      identities: where.identities,
+    });
   if (target.kind === 'time')
     throw new UsageError(
       '--time needs commit times, which only SQLite backups record; use --commit',
@@ -314,12 +330,14 @@ async function checkNewerData(
   store: ObjectStore,
   prefix: string,
   manifestKey: string,
+  identities: readonly AgeIdentity[],
 ): Promise<NewerDataCheck> {
   try {
     const found = await findUnnamedNewerDataAfter(store, prefix, manifestKey, {
       signal: AbortSignal.timeout(120_000),
       // Called for a restore of the latest state only, which rolled forward.
       afterRollForward: true,
+      identities,
     });
     if (found === null) {
       return {

@@ -1,6 +1,8 @@
 /** `backupd restore --dry-run`: the plan of the restore the options choose, printed; nothing is written. */
+
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
+import type { AgeIdentity } from '@x/age-envelope';
 import { planRestore, type RestorePlan, type RestoreTarget } from '@x/restore';
 import { framedStoreMaterializer } from '@x/source-framed';
 import { sqliteMaterializer } from '@x/source-sqlite';
@@ -15,6 +17,7 @@ import { openUrlArgument, print, printJson, table } from './command-store.ts';
 export interface PlannedChoice {
   readonly target: DatabaseRestoreTarget;
   readonly type?: 'sqlite' | 'framed' | undefined;
+  readonly identities?: readonly AgeIdentity[];
 }
 
 /** Prints the plan (text, or JSON with `--json`) and returns exit 0; a bucket it cannot plan from throws as a restore would. */
@@ -30,9 +33,11 @@ export async function printRestorePlan(
       '--time needs commit times, which only SQLite backups record; use --commit',
     );
   const { store, prefix } = await openUrlArgument(context, 0);
-  const resolved = await resolvedTarget(store, prefix, chosen);
+  const identities = choice.identities ?? [];
+  const resolved = await resolvedTarget(store, prefix, chosen, identities);
   const plan = await planRestore(store, prefix, {
     target: resolved.target,
+    identities,
     materializer: sqlite
       ? sqliteMaterializer({ databaseName: basename(target) })
       : framedStoreMaterializer,
@@ -55,9 +60,10 @@ async function resolvedTarget(
   store: ObjectStore,
   prefix: string,
   chosen: DatabaseRestoreTarget,
+  identities: readonly AgeIdentity[],
 ): Promise<{ readonly target: RestoreTarget; readonly commitTime?: number }> {
   if (chosen.kind !== 'time') return { target: chosen };
-  return chooseByTime(store, prefix, chosen.time, undefined);
+  return chooseByTime(store, prefix, chosen.time, undefined, identities);
 }
 
 function planText(

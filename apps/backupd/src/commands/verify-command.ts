@@ -11,6 +11,7 @@ import {
   stringOption,
   UsageError,
 } from '../cli/command.ts';
+import { commandLineIdentities } from '../encryption-settings.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { expectPositionals, openUrlArgument, print, printJson } from './command-store.ts';
 
@@ -78,8 +79,14 @@ async function verifyRestorePoints(context: CommandContextFor<typeof options>): 
     throw new UsageError(`${all ? '--all' : '--scratch'} is an option of --deep: add --deep`);
   const scratch = scratchDirectory(context.values.scratch);
   const { store, prefix } = await openUrlArgument(context, 0);
+  const identities = commandLineIdentities({
+    files: context.values['age-identity-file'],
+    env: context.env,
+    cwd: context.cwd,
+  });
   const report = await verify(store, prefix, {
     deep,
+    identities,
     ...(deep
       ? {
           rebuild: {

@@ -11,6 +11,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { BackupdConfig } from '../config.ts';
+import { loadEncryptionKeys } from '../encryption-settings.ts';
 import type { Logger } from '../logger.ts';
 import { openStore } from '../open-store.ts';
 import { restoreDatabase } from '../restore-database.ts';
@@ -41,7 +42,10 @@ export async function restoreMissingDatabases(
     });
     let result: Awaited<ReturnType<typeof restoreDatabase>>;
     try {
-      result = await restoreDatabase(store, prefix, database.path, { force: false });
+      result = await restoreDatabase(store, prefix, database.path, {
+        force: false,
+        identities: loadEncryptionKeys(database.encryption, database.path).identities,
+      });
     } catch (error) {
       if (!(await isNothingBackedUp(error, store, prefix))) throw error;
       options.logger.info({
