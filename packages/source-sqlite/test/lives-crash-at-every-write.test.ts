@@ -22,12 +22,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { generateIdentity, parseIdentity, parseRecipient } from '@x/age-envelope';
 import { BackupWorker } from '@x/backup-worker';
 import { SimulatedCrashError, TestHooks } from '@x/backup-worker/testing';
 import { FakeClock } from '@x/lease';
 import { parseManifest, parseSegmentKey } from '@x/manifest';
 import { listRestorePoints, restore, verify } from '@x/restore';
 import { MemoryStore } from '@x/store';
+import { readSegmentObjectHeader } from '@x/wal-segment';
 import { describe, expect, it } from 'vitest';
 import { sqliteContentHash } from '../src/content-hash.ts';
 import { integrityCheck } from '../src/rebuild-database.ts';
@@ -44,7 +46,9 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 
 /** Compacted objects the newest restore point names. */
 async function compactedInLatest(store: MemoryStore): Promise<number> {
-  const latest = (await listRestorePoints(store, 'p')).find((point) => point.latest);
+  const latest = (await listRestorePoints(store, 'p', { identities })).find(
+    (point) => point.latest,
+  );
   if (latest === undefined) return 0;
   const manifest = parseManifest((await store.get(latest.manifestKey))!.body, { prefix: 'p' });
   return manifest.segments.filter((s) => parseSegmentKey('p', s.key)?.layout === 'compacted')
@@ -54,7 +58,13 @@ async function compactedInLatest(store: MemoryStore): Promise<number> {
 interface Life {
   readonly compactionLevels: readonly number[];
   readonly snapshotIntervalMs: number;
+  /** Encrypts to the test key, the writer holding its identity. */
+  readonly encrypted?: boolean;
 }
+
+const testKey = generateIdentity();
+const identities = [parseIdentity(testKey.identity, 'test key')];
+const encryption = { recipients: [parseRecipient(testKey.recipient)], identities };
 
 /** One run, the first life killed before its `n`-th write. */
 async function crashAt(
@@ -96,6 +106,7 @@ async function crashAt(
       snapshotIntervalMs: life.snapshotIntervalMs,
       snapshotLogFactor: 0,
       compactionLevels: life.compactionLevels,
+      ...(life.encrypted ? { encryption } : {}),
       logger: { info: record, warn: record, error: record, debug: () => {} },
       ...(hooks === undefined ? {} : { hooks }),
     });
@@ -128,13 +139,13 @@ async function crashAt(
     await settle();
     const compacted = outcome === 'completed' ? await compactedInLatest(store) : 0;
     const generations = new Set(
-      (await listRestorePoints(store, 'p')).map((point) => point.walGeneration),
+      (await listRestorePoints(store, 'p', { identities })).map((point) => point.walGeneration),
     ).size;
     // A kill leaves no record: the tap goes without the source's close.
     first.source.tap.close();
 
     const check = async (when: string) => {
-      const verified = await verify(store, 'p', { deep: true });
+      const verified = await verify(store, 'p', { deep: true, identities });
       // Every restore point verifies. LATEST may be missing only when the
       // kill came before the first one was written.
       const detail = `verify ${when} (n = ${n}): ${JSON.stringify(verified).slice(0, 1500)}`;
@@ -148,18 +159,20 @@ async function crashAt(
           verified.latest.problems.map((p) => p.kind),
           detail,
         ).toEqual(['latest-missing']);
-      for (const point of await listRestorePoints(store, 'p')) {
+      for (const point of await listRestorePoints(store, 'p', { identities })) {
         const target = join(directory, `restored-${when}-${point.commitSeq}`);
         await restore(store, 'p', target, {
           target: { kind: 'restore-point', manifestKey: point.manifestKey },
           materializer: sqliteMaterializer({ databaseName: 'app.db' }),
+          identities,
         });
         const restored = join(target, 'app.db');
         expect(integrityCheck(restored)).toBe('ok');
         expect(states.has(hashOf(restored)), `${point.manifestKey} ${when} (n = ${n})`).toBe(true);
       }
     };
-    if ((await listRestorePoints(store, 'p')).length > 0) await check('after the kill');
+    if ((await listRestorePoints(store, 'p', { identities })).length > 0)
+      await check('after the kill');
 
     commit(3);
     events.length = 0;
@@ -172,8 +185,15 @@ async function crashAt(
     const target = join(directory, 'restored-latest');
     await restore(store, 'p', target, {
       materializer: sqliteMaterializer({ databaseName: 'app.db' }),
+      identities,
     });
     expect(hashOf(join(target, 'app.db')), `latest (n = ${n})`).toBe(hashOf(path));
+    for (const object of (await store.list('p/')).objects.filter((o) =>
+      /\.(seg|snap)$/.test(o.key),
+    ))
+      expect(readSegmentObjectHeader((await store.get(object.key))!.body).encryption).toBe(
+        life.encrypted ? 'age-x25519' : 'none',
+      );
     return {
       outcome,
       compacted,
@@ -191,6 +211,11 @@ describe('crash at every write (SQLite)', () => {
     [
       'a life that compacts',
       { compactionLevels: [30_000], snapshotIntervalMs: 0 },
+      (last: Awaited<ReturnType<typeof crashAt>>) => expect(last.compacted).toBeGreaterThan(0),
+    ],
+    [
+      'a life that compacts, encrypted',
+      { compactionLevels: [30_000], snapshotIntervalMs: 0, encrypted: true },
       (last: Awaited<ReturnType<typeof crashAt>>) => expect(last.compacted).toBeGreaterThan(0),
     ],
     [
