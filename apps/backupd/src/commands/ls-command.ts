@@ -12,11 +12,14 @@ import {
   findUnnamedNewerDataAfter,
   holdsUnnamedNewerData,
   listRestorePoints,
+  ObjectKeyError,
   type RestorePointInfo,
   readLatest,
   type UnnamedNewerData,
 } from '@x/restore';
+import { AGE_IDENTITY_FILE_OPTIONS } from '../cli/age-identity-option.ts';
 import { booleanOption, type CommandContextFor, defineCommand } from '../cli/command.ts';
+import { commandLineIdentities } from '../encryption-settings.ts';
 import { EXIT_OK } from '../exit-codes.ts';
 import { formatBytes } from '../format-bytes.ts';
 import { parseStoreUrl } from '../store-url.ts';
@@ -45,13 +48,13 @@ export class BackupDirectoryMissingError extends Error {
   }
 }
 
-const options = { deep: booleanOption() } as const;
+const options = { deep: booleanOption(), ...AGE_IDENTITY_FILE_OPTIONS } as const;
 
 export const lsCommand = defineCommand({
   name: 'ls',
-  synopsis: 'ls <url> [--deep]',
+  synopsis: 'ls <url> [--deep] [--age-identity-file <file>]...',
   summary: 'list restore points',
-  usage: 'Usage: backupd ls <url> [--deep] [--json]',
+  usage: 'Usage: backupd ls <url> [--deep] [--age-identity-file <file>]... [--json]',
   description: `Lists restore points: commit, time, size, generation, lineage, which one LATEST
 names and whether LATEST is readable. STATUS says what was checked: "manifest
 checked" (the manifest passed restore's checks; its objects were not read),
@@ -112,7 +115,8 @@ between the ends (restore --commit refuses them; --time reaches them only
 if they were shipped in segments chained to a restore point below them), a
 restore point above the window that LATEST does not name, more than one
 lineage (--commit and --time reach every lineage listed), a roll-forward
-that could not be checked. Corrupt restore points are left out. With --json
+that could not be checked (encrypted segments past LATEST need
+--age-identity-file, as --deep on encrypted objects does). Corrupt restore points are left out. With --json
 the same facts are the "window" object of the LATEST entry (at the top
 level when LATEST is unusable): earliest, latest, engine, gaps, lineages,
 granularity, rows, notes and text.`,
@@ -149,9 +153,14 @@ async function listRestorePointsCommand(
   if (location.scheme === 'file' && !existsSync(location.root))
     throw new BackupDirectoryMissingError(url, location.root);
   const signal = AbortSignal.timeout(120_000);
+  const identities = commandLineIdentities({
+    files: context.values['age-identity-file'],
+    env: context.env,
+    cwd: context.cwd,
+  });
   const latest = await readLatest(store, prefix, signal);
   const deep = context.values.deep ?? false;
-  const points = await listRestorePoints(store, prefix, { signal, deep });
+  const points = await listRestorePoints(store, prefix, { signal, deep, identities });
   const named = points.find((point) => point.latest);
   const latestProblem =
     latest.state === 'invalid'
@@ -173,14 +182,18 @@ async function listRestorePointsCommand(
   const latestPoint = points.find((point) => point.latest && point.status === 'ok');
   let newer: UnnamedNewerData | null = null;
   let newerProblem: string | undefined;
+  // Encrypted segments past the restore point, and no identity to read them with.
+  let lockedRollForward = false;
   if (latestPoint !== undefined) {
     try {
       // Measured after the roll-forward a restore of the latest state does.
       newer = await findUnnamedNewerDataAfter(store, prefix, latestPoint.manifestKey, {
         signal,
         afterRollForward: true,
+        identities,
       });
     } catch (error) {
+      if (ObjectKeyError.isInstance(error) && identities.length === 0) lockedRollForward = true;
       // The listing above is still true; say that this part is unknown
       // instead of failing the whole command.
       newerProblem = error instanceof Error ? error.message : String(error);
@@ -192,7 +205,11 @@ async function listRestorePointsCommand(
     latestPoint !== undefined
       ? rolledCommits(newer, newerProblem)
       : await fallbackRolledCommits(fallback, (key) =>
-          findUnnamedNewerDataAfter(store, prefix, key, { signal, afterRollForward: true }),
+          findUnnamedNewerDataAfter(store, prefix, key, {
+            signal,
+            afterRollForward: true,
+            identities,
+          }),
         ),
   );
   if (context.values.json) {
@@ -272,7 +289,12 @@ async function listRestorePointsCommand(
     );
   // Above NEWER DATA and ROLL-FORWARD: those stay the last lines, detailing what lies past the restore point.
   print(context, windowText(restorable));
-  if (newerProblem !== undefined)
+  if (lockedRollForward)
+    print(
+      context,
+      'the segments past LATEST are encrypted: give --age-identity-file to see how far a restore of the latest state reaches',
+    );
+  else if (newerProblem !== undefined)
     print(context, `PROBLEM: could not check for data newer than LATEST: ${newerProblem}`);
   else if (newer !== null && holdsUnnamedNewerData(newer)) print(context, newerDataLine(newer));
   if (newer?.rolledForward !== undefined && newer.rolledForward.commits > 0)
