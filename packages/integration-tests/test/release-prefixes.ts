@@ -3,7 +3,8 @@
  * release (`fixtures/<set>/`, see `fixtures/README.md`) to what that
  * release's own `backupd ls` and `backupd restore` said: restored with the
  * current code to the same hashes, verified deep, listed alike, refused
- * when one stored byte changed, and continued by the current worker.
+ * when one stored byte changed, and continued by the current worker. An
+ * encrypted set is read with the committed test key it was written to.
  *
  * Each test works on a copy of the committed prefix: nothing here writes to
  * the fixture.
@@ -15,13 +16,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
-import { BackupWorker } from '@x/backup-worker';
+import { type AgeIdentity, parseIdentityFile } from '@x/age-envelope';
+import { BackupWorker, type EncryptionOptions } from '@x/backup-worker';
 import { FakeClock } from '@x/lease';
 import { parseManifest } from '@x/manifest';
 import { listRestorePoints, ObjectCorruptError, restore, verify } from '@x/restore';
 import { restoreFramedStore } from '@x/source-framed';
 import { SqliteSource, sqliteContentHash, sqliteMaterializer } from '@x/source-sqlite';
 import { FsStore } from '@x/store';
+import { readSegmentObjectHeader, type SegmentObjectHeader } from '@x/wal-segment';
 import { afterEach, describe, expect, it } from 'vitest';
 
 const BACKUPD_BIN = fileURLToPath(new URL('../../../apps/backupd/bin/backupd.js', import.meta.url));
@@ -85,7 +88,7 @@ function filesUnder(directory: string): string[] {
 }
 
 export interface ReleasePrefixSet {
-  /** The directory under `fixtures/`: `old-release`, `pre-patch-release`. */
+  /** The directory under `fixtures/`: `old-release`, `pre-patch-release`, `encrypted`. */
   readonly set: string;
   /** The commit whose code wrote the set (recorded in each expected.json). */
   readonly release: string;
@@ -93,17 +96,62 @@ export interface ReleasePrefixSet {
   readonly title: string;
   /** The key kinds each prefix holds: the layout the set pins. */
   readonly sqliteKeyKinds: readonly KeyKind[];
-  readonly framedKeyKinds: readonly KeyKind[];
+  /** Absent: the set has no framed prefix (the framed engine cannot encrypt). */
+  readonly framedKeyKinds?: readonly KeyKind[];
   /**
    * Whether the latest restore point of each prefix names a compacted
    * object, so the restores of the latest state read one.
    */
   readonly latestNamesCompacted: boolean;
+  /**
+   * The age identity file (`age-keygen`'s format) in the set's directory
+   * that opens its encrypted objects; every read and the continuing worker
+   * use it. Absent: the objects are in clear.
+   */
+  readonly identityFile?: string;
 }
 
-/** Registers the SQLite and framed suites for one set of fixture prefixes. */
+/** The age identities of a set's identity file, and the file's path. */
+export function releaseIdentities(
+  set: string,
+  identityFile: string,
+): {
+  path: string;
+  identities: AgeIdentity[];
+} {
+  const path = fileURLToPath(new URL(`../fixtures/${set}/${identityFile}`, import.meta.url));
+  return { path, identities: parseIdentityFile(readFileSync(path, 'utf8'), path) };
+}
+
+/**
+ * The header of every snapshot and log envelope (`.snap`, `.seg`, compacted
+ * ones included) under `prefix` of an `FsStore` root, by key, read through
+ * the store (its files carry a header line of their own).
+ */
+export async function envelopeHeaders(
+  root: string,
+  prefix: string,
+): Promise<Map<string, SegmentObjectHeader>> {
+  const store = new FsStore({ root });
+  const headers = new Map<string, SegmentObjectHeader>();
+  for (const file of filesUnder(join(root, prefix))) {
+    if (!/\.(seg|snap)~obj$/.test(file)) continue;
+    const key = `${prefix}/${file.slice(0, -'~obj'.length)}`;
+    headers.set(key, readSegmentObjectHeader((await store.get(key))!.body));
+  }
+  return headers;
+}
+
+/** Registers the SQLite suite, and the framed one when the set has a framed prefix, for one set. */
 export function describeReleasePrefixes(options: ReleasePrefixSet): void {
   const fixtures = fileURLToPath(new URL(`../fixtures/${options.set}/`, import.meta.url));
+  const key =
+    options.identityFile === undefined
+      ? undefined
+      : releaseIdentities(options.set, options.identityFile);
+  // Spread into every read: nothing when the set is in clear.
+  const keyOptions: { identities?: AgeIdentity[] } =
+    key === undefined ? {} : { identities: key.identities };
 
   function expected<T>(engine: 'sqlite' | 'framed'): T {
     return JSON.parse(readFileSync(join(fixtures, engine, 'expected.json'), 'utf8')) as T;
@@ -140,7 +188,9 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
       if (kind) kinds.add(kind);
     }
     const store = new FsStore({ root });
-    const latest = (await listRestorePoints(store, prefix)).find((point) => point.latest)!;
+    const latest = (await listRestorePoints(store, prefix, keyOptions)).find(
+      (point) => point.latest,
+    )!;
     const manifest = parseManifest((await store.get(latest.manifestKey))!.body, { prefix });
     return {
       kinds: [...kinds].sort(),
@@ -148,11 +198,25 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
     };
   }
 
+  /**
+   * The file names (`…~obj`) of the log objects the latest restore point
+   * names: a changed byte elsewhere (a fine segment a compacted object
+   * replaced, kept for the exact window) is not read by a restore of it.
+   */
+  async function latestSegmentKeys(store: FsStore, prefix: string): Promise<Set<string>> {
+    const latest = (await listRestorePoints(store, prefix, keyOptions)).find(
+      (point) => point.latest,
+    )!;
+    const manifest = parseManifest((await store.get(latest.manifestKey))!.body, { prefix });
+    return new Set(manifest.segments.map((segment) => `${segment.key.split('/').pop()}~obj`));
+  }
+
   it(`${options.title}: the fixtures are of ${options.release} and hold its layout`, async () => {
-    for (const [engine, kinds] of [
+    const engines: ['sqlite' | 'framed', readonly KeyKind[]][] = [
       ['sqlite', options.sqliteKeyKinds],
-      ['framed', options.framedKeyKinds],
-    ] as const) {
+    ];
+    if (options.framedKeyKinds) engines.push(['framed', options.framedKeyKinds]);
+    for (const [engine, kinds] of engines) {
       const want = expected<SqliteExpected | FramedExpected>(engine);
       expect(want.release).toBe(options.release);
       expect(await layoutOf(engine, want.prefix), engine).toEqual({
@@ -170,7 +234,7 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
       const { store } = copyOfPrefix('sqlite');
 
       const latestDir = tempDir('sqlite-latest');
-      const latest = await restore(store, want.prefix, latestDir, { materializer });
+      const latest = await restore(store, want.prefix, latestDir, { materializer, ...keyOptions });
       expect(latest.commitSeq).toBe(want.latest.commitSeq);
       expect(hashOfDatabase(join(latestDir, 'app.db'))).toEqual({
         rows: want.latest.rows,
@@ -181,6 +245,7 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
       const earlier = await restore(store, want.prefix, earlierDir, {
         target: { kind: 'commit', commitSeq: want.earlier.commitSeq },
         materializer,
+        ...keyOptions,
       });
       expect(earlier.commitSeq).toBe(want.earlier.commitSeq);
       expect(hashOfDatabase(join(earlierDir, 'app.db'))).toEqual({
@@ -191,13 +256,13 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
 
     it('verifies deep without a problem and lists the restore points that release listed', async () => {
       const { store } = copyOfPrefix('sqlite');
-      const report = await verify(store, want.prefix, { deep: true });
+      const report = await verify(store, want.prefix, { deep: true, ...keyOptions });
       expect(report.problems).toEqual([]);
       expect(report.latest.problems).toEqual([]);
       expect(report.manifests.filter((m) => m.status !== 'ok')).toEqual([]);
       expect(report.ok).toBe(true);
 
-      const points = await listRestorePoints(store, want.prefix);
+      const points = await listRestorePoints(store, want.prefix, keyOptions);
       expect(
         points.map(({ manifestKey, commitSeq, restorableFrom, walGeneration, latest, status }) => ({
           manifestKey,
@@ -219,9 +284,10 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
       for (const [name, value] of Object.entries(process.env))
         if (!/^(AWS_|AZURE_|GOOGLE_|GCLOUD_|BACKUPD_)/.test(name)) env[name] = value;
       env.BACKUPD_CPU_PRIORITY = 'normal';
+      const keyArguments = key === undefined ? [] : ['--age-identity-file', key.path];
       const result = spawnSync(
         process.execPath,
-        [BACKUPD_BIN, 'restore', `file://${root}`, target],
+        [BACKUPD_BIN, 'restore', `file://${root}`, target, ...keyArguments],
         { env, encoding: 'utf8', timeout: 60_000 },
       );
       expect(result.status, `${result.stdout}\n${result.stderr}`).toBe(0);
@@ -237,23 +303,46 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
     for (const [what, pick] of corruptible)
       it(`refuses a copy with one byte of ${what} changed, leaving the target empty`, async () => {
         const { root, store } = copyOfPrefix('sqlite');
-        corruptOneByte(anObjectFile(root, want.prefix, latestGeneration, pick));
-        const target = tempDir('sqlite-corrupt');
-        const refusal = await restore(store, want.prefix, target, { materializer }).catch(
-          (error: unknown) => error,
+        const named = await latestSegmentKeys(store, want.prefix);
+        corruptOneByte(
+          anObjectFile(
+            root,
+            want.prefix,
+            latestGeneration,
+            (name) => pick(name) && named.has(name),
+          ),
         );
+        const target = tempDir('sqlite-corrupt');
+        const refusal = await restore(store, want.prefix, target, {
+          materializer,
+          ...keyOptions,
+        }).catch((error: unknown) => error);
         expect(ObjectCorruptError.isInstance(refusal), String(refusal)).toBe(true);
         expect(readdirSync(target)).toEqual([]);
-        const report = await verify(store, want.prefix, { deep: true });
+        const report = await verify(store, want.prefix, { deep: true, ...keyOptions });
         expect(report.ok).toBe(false);
       });
 
     it('is continued by the current worker from a database restored from it', async () => {
-      const { store } = copyOfPrefix('sqlite');
+      const { root, store } = copyOfPrefix('sqlite');
       const directory = tempDir('sqlite-continue');
-      const restored = await restore(store, want.prefix, directory, { materializer });
+      const restored = await restore(store, want.prefix, directory, {
+        materializer,
+        ...keyOptions,
+      });
       const path = join(directory, 'app.db');
 
+      // An encrypted set is continued encrypted to its own recipient, so the
+      // same key reads the old objects and the new.
+      const encryption: { encryption?: EncryptionOptions } =
+        key === undefined
+          ? {}
+          : {
+              encryption: {
+                recipients: key.identities.map((identity) => identity.recipient),
+                identities: key.identities,
+              },
+            };
       const source = SqliteSource.open({ path, captureIntervalMs: 0 });
       const worker = new BackupWorker({
         store,
@@ -261,6 +350,7 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
         source,
         clock: new FakeClock(),
         manifestIntervalMs: 0,
+        ...encryption,
       });
       const application = new DatabaseSync(path, { timeout: 5000 });
       let newState: { rows: number; contentHash: string };
@@ -282,14 +372,14 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
       // The prefix now restores to the new state, under a lineage adopted from
       // the old one (its parent record names the old latest restore point).
       const again = tempDir('sqlite-continued');
-      const result = await restore(store, want.prefix, again, { materializer });
+      const result = await restore(store, want.prefix, again, { materializer, ...keyOptions });
       // A new generation counts one commit for its break (the source's
       // documented rule), then the three commits.
       expect(result.commitSeq).toBe(want.latest.commitSeq + 1 + 3);
       expect(hashOfDatabase(join(again, 'app.db'))).toEqual(newState);
       // Adopted, not overwritten: the new restore points have a lineage of
       // their own beside the old release's, which all still list as they did.
-      const points = await listRestorePoints(store, want.prefix);
+      const points = await listRestorePoints(store, want.prefix, keyOptions);
       const newest = points.find((point) => point.latest)!;
       expect(newest.lineage).toBeDefined();
       expect(newest.lineage).not.toBe(restored.lineage);
@@ -302,11 +392,25 @@ export function describeReleasePrefixes(options: ReleasePrefixSet): void {
       await restore(store, want.prefix, old, {
         target: { kind: 'commit', commitSeq: want.earlier.commitSeq },
         materializer,
+        ...keyOptions,
       });
       expect(hashOfDatabase(join(old, 'app.db')).contentHash).toBe(want.earlier.contentHash);
+      if (key !== undefined) {
+        // The new generation's snapshot and log are sealed to the set's recipient too.
+        const newObjects = [...(await envelopeHeaders(root, want.prefix))].filter(
+          ([, header]) => header.generation === newest.walGeneration,
+        );
+        expect(newObjects.length).toBeGreaterThan(0);
+        for (const [name, header] of newObjects)
+          expect(
+            [header.encryption, header.recipients.map((recipient) => recipient.text)],
+            name,
+          ).toEqual(['age-x25519', key.identities.map((identity) => identity.recipient.text)]);
+      }
     });
   });
 
+  if (options.framedKeyKinds === undefined) return;
   describe(`a framed prefix of ${options.title}`, () => {
     const want = expected<FramedExpected>('framed');
 
@@ -374,8 +478,7 @@ function restoredFiles(directory: string): Record<string, string> {
 
 /**
  * The object file of the second commit-log object `pick` accepts in
- * `walGeneration` of the copy (the FsStore keeps key `k` at `k~obj`); the
- * latest restore point names it in each set.
+ * `walGeneration` of the copy (the FsStore keeps key `k` at `k~obj`).
  */
 function anObjectFile(
   root: string,
