@@ -32,6 +32,8 @@ type Source = AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
 class PayloadSealer {
   readonly #key: Buffer;
   #pending = Buffer.alloc(0);
+  #parts: Uint8Array[] = [];
+  #queued = 0;
   #counter = 0;
   readonly start: Uint8Array;
 
@@ -49,7 +51,13 @@ class PayloadSealer {
   }
 
   push(chunk: Uint8Array): Uint8Array[] {
-    this.#pending = Buffer.concat([this.#pending, chunk]);
+    // Small pieces wait, unjoined, until a whole chunk can be sealed.
+    this.#parts.push(chunk);
+    this.#queued += chunk.length;
+    if (this.#pending.length + this.#queued <= CHUNK_BYTES) return [];
+    this.#pending = Buffer.concat([this.#pending, ...this.#parts]);
+    this.#parts = [];
+    this.#queued = 0;
     const sealed: Uint8Array[] = [];
     while (this.#pending.length > CHUNK_BYTES) {
       sealed.push(
@@ -61,7 +69,8 @@ class PayloadSealer {
   }
 
   end(): Uint8Array {
-    return sealChunk(this.#key, this.#counter, true, this.#pending);
+    const rest = Buffer.concat([this.#pending, ...this.#parts]);
+    return sealChunk(this.#key, this.#counter, true, rest);
   }
 
   /** The whole age file of `plaintext`, written into one buffer (nothing may have been pushed). */
@@ -143,6 +152,20 @@ export async function* decryptStream(
     pending = Buffer.concat([pending, next.value]);
     return true;
   };
+  // Reads until `wanted` bytes are pending (or the input ends), joining them once.
+  const fill = async (wanted: number): Promise<void> => {
+    const parts: Uint8Array[] = [pending];
+    let length = pending.length;
+    while (length < wanted && !ended) {
+      const next = await input.next();
+      if (next.done) ended = true;
+      else {
+        parts.push(next.value);
+        length += next.value.length;
+      }
+    }
+    if (parts.length > 1) pending = Buffer.concat(parts, length);
+  };
 
   let header: ParsedHeader | null = null;
   while (header === null) {
@@ -154,7 +177,7 @@ export async function* decryptStream(
   }
   const fileKey = openHeader(header, identities);
   pending = pending.subarray(header.length);
-  while (pending.length < NONCE_BYTES && (await readMore()));
+  await fill(NONCE_BYTES);
   if (pending.length < NONCE_BYTES)
     throw new AgeError('AGE_PAYLOAD_INVALID', 'the age payload ends before its nonce');
   const key = payloadKey(fileKey, pending.subarray(0, NONCE_BYTES));
@@ -162,7 +185,7 @@ export async function* decryptStream(
 
   for (let counter = 0; ; counter++) {
     // One byte past a full chunk tells whether this chunk is the last.
-    while (pending.length <= SEALED_CHUNK_BYTES && !ended) await readMore();
+    await fill(SEALED_CHUNK_BYTES + 1);
     const last = pending.length <= SEALED_CHUNK_BYTES;
     const sealed = pending.subarray(0, Math.min(pending.length, SEALED_CHUNK_BYTES));
     pending = pending.subarray(sealed.length);
