@@ -138,9 +138,13 @@ export function openBody(
   return { encoded: plaintext.subarray(0, split), binding: plaintext.subarray(split) };
 }
 
+/** Decrypted bytes handed on per piece: large pieces keep zstd's and the writer's calls few. */
+const OPENED_PIECE_BYTES = 1024 * 1024;
+
 /**
- * The decrypted stream of an encrypted body without its binding; `binding()`
- * gives the binding once the stream has ended.
+ * The decrypted stream of an encrypted body without its binding, in pieces
+ * of about {@link OPENED_PIECE_BYTES}; `binding()` gives the binding once
+ * the stream has ended.
  */
 export function openBodyStream(
   sealed: AsyncIterable<Uint8Array>,
@@ -149,12 +153,23 @@ export function openBodyStream(
   let held = new Uint8Array(0);
   let ended = false;
   async function* encoded(): AsyncGenerator<Uint8Array> {
-    for await (const chunk of decryptStream(sealed, identities)) {
-      const joined = new Uint8Array(Buffer.concat([held, chunk]));
+    let parts: Uint8Array[] = [];
+    let length = 0;
+    const take = (): Uint8Array => {
+      const joined = new Uint8Array(Buffer.concat([held, ...parts], held.length + length));
+      parts = [];
+      length = 0;
       const split = Math.max(0, joined.length - BINDING_BYTES);
-      if (split > 0) yield joined.subarray(0, split);
       held = joined.subarray(split);
+      return joined.subarray(0, split);
+    };
+    for await (const chunk of decryptStream(sealed, identities)) {
+      parts.push(chunk);
+      length += chunk.length;
+      if (length >= OPENED_PIECE_BYTES) yield take();
     }
+    const rest = take();
+    if (rest.length > 0) yield rest;
     ended = true;
   }
   return {
