@@ -220,3 +220,20 @@ describe('encrypted envelopes (age-x25519)', () => {
     expect(new Uint8Array(zstdDecompressSync(plaintext))).toEqual(plain);
   });
 });
+
+describe('what encryption costs in stored bytes', () => {
+  it('adds a fixed age header, 16 bytes per 64 KiB and 32 bytes per recipient to an object', () => {
+    for (const length of [100, 65_536, 1_000_000]) {
+      const plain = body(length);
+      const clear = encodeSegmentObject(plain, fields(length), { level: 3 });
+      for (const recipients of [[alice.recipient], [alice.recipient, bob.recipient]]) {
+        const sealed = encodeSegmentObject(plain, fields(length), { level: 3, recipients });
+        const compressed = clear.length - readSegmentObjectHeader(clear).headerBytes;
+        const chunks = Math.max(1, Math.ceil((compressed + 44) / 65_536));
+        // Per recipient: 33 header bytes (count byte aside) and a 98-byte age stanza.
+        const fixed = 1 + 22 + 16 + 48 + 44 + recipients.length * (32 + 98);
+        expect(sealed.length - clear.length).toBe(fixed + 16 * chunks);
+      }
+    }
+  });
+});
