@@ -9,12 +9,7 @@
  * is one row in settings/database-settings.ts or settings/other-settings.ts.
  */
 import { parse as parseYaml } from 'yaml';
-import {
-  AGE_RECIPIENTS_VARIABLE,
-  encryptionFromEnvironment,
-  framedRecipientsProblem,
-  unusedRecipientsVariable,
-} from './settings/encryption.ts';
+import { encryptionFromEnvironment, unusedRecipientsVariable } from './settings/encryption.ts';
 import {
   cpuPriorityFromEnvironment,
   type Env,
@@ -98,8 +93,6 @@ export function singleDatabaseConfig(
   const document = { databases: [entry], ...(options.listen ? { listen: options.listen } : {}) };
   const config = validateConfig(document, options.baseDir, problems);
   const encryption = encryptionFromEnvironment(options.env, options.baseDir, problems);
-  if (database.type === 'framed' && (encryption?.recipients.length ?? 0) > 0)
-    problems.push(framedRecipientsProblem(AGE_RECIPIENTS_VARIABLE));
   // Only this mode's one database takes the variables (a config file writes `${VAR}`).
   const encrypted =
     config && encryption

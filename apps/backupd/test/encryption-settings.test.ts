@@ -212,13 +212,11 @@ describe('the one-database environment', () => {
     ]);
   });
 
-  it('refuses recipients for a framed store directory', () => {
+  it('takes recipients for a framed store directory, as for SQLite', () => {
     const recipient = generateIdentity().recipient;
-    expect(problemsOf(() => singleConfig({ BACKUPD_AGE_RECIPIENTS: recipient }, 'framed'))).toEqual(
-      [
-        'BACKUPD_AGE_RECIPIENTS: a framed store directory cannot be encrypted (type sqlite only); remove the recipients',
-      ],
-    );
+    const config = singleConfig({ BACKUPD_AGE_RECIPIENTS: recipient }, 'framed');
+    expect(config.databases[0]!.type).toBe('framed');
+    expect(config.databases[0]!.encryption?.recipients.map((r) => r.text)).toEqual([recipient]);
   });
 
   it('refuses BACKUPD_AGE_RECIPIENTS beside a config file that encrypts nothing, and takes it where the file reads it', () => {
@@ -425,20 +423,16 @@ describe('the refusals, each naming its setting', () => {
     ]);
   });
 
-  it('recipients for a framed store directory; its identity files are accepted', () => {
+  it('recipients and identity files for a framed store directory, as for SQLite', () => {
     const recipient = generateIdentity().recipient;
     const framed = (encryption: string) =>
       `databases:\n  - path: store\n    type: framed\n    url: ${URL_}\n    encryption:\n${encryption}`;
     expect(
-      problemsOf(() =>
-        parseConfig(framed(`      ageRecipients: [${recipient}]\n`), {
-          env: {},
-          baseDir: directory,
-        }),
-      ),
-    ).toEqual([
-      `${at}.ageRecipients: a framed store directory cannot be encrypted (type sqlite only); remove the recipients`,
-    ]);
+      parseConfig(framed(`      ageRecipients: [${recipient}]\n`), {
+        env: {},
+        baseDir: directory,
+      }).databases[0]!.encryption?.recipients.map((r) => r.text),
+    ).toEqual([recipient]);
     writtenKey('framed.txt');
     expect(
       parseConfig(framed('      ageIdentityFile: framed.txt\n'), { env: {}, baseDir: directory })

@@ -9,6 +9,7 @@ import type { BackupSource, DurablePosition } from '@x/engine';
 import { type Clock, DEFAULT_TTL_S, newInstanceId, systemClock } from '@x/lease';
 import {
   type Manifest,
+  parseArchiveKey,
   parseArchiveName,
   parseSegmentGenerationPrefix,
   parseVersionedGeneration,
@@ -16,12 +17,7 @@ import {
 import { LogCompaction } from './compaction.ts';
 import { compactionLevelsProblem } from './compaction-plan.ts';
 import type { WorkerContext } from './context.ts';
-import {
-  encryptionOptionsProblem,
-  encryptionUnsupported,
-  encryptionUnsupportedBy,
-  invalidEncryption,
-} from './encryption-options.ts';
+import { encryptionOptionsProblem, invalidEncryption } from './encryption-options.ts';
 import { BackupError, messageOf, ShutdownAbandonedError, WorkerPanicError } from './errors.ts';
 import { continueGeneration } from './generation-continuation.ts';
 import {
@@ -570,9 +566,6 @@ export class BackupWorker {
     this.#hooks?.beforeStep?.();
     if (this.#refused) throw this.#refused;
     const source = await this.#source.ensureOpen({ signal: this.#runAbort.signal });
-    // An opened source is seen here first (`openSource`): refused before it ships anything.
-    const unsealable = this.#context.keys.encrypts ? encryptionUnsupportedBy(source) : null;
-    if (unsealable !== null) throw this.#refuseEncryption(unsealable);
     let failure: unknown = null;
     try {
       await this.#stepInner();
@@ -796,21 +789,18 @@ export class BackupWorker {
       if (latest.lineage === lineage)
         for (const file of latest.files) {
           const n = parseArchiveName(file.name);
+          // A sealed archive's stored size is not the file's: known once opened.
+          const raw = parseArchiveKey(prefix, file.key)?.layout === 'raw';
           if (n !== undefined)
-            this.#tenure.archives.set(n, { length: file.size, entry: file, verified: false });
+            this.#tenure.archives.set(n, {
+              length: raw ? file.size : null,
+              entry: file,
+              verified: false,
+            });
         }
     }
     this.#tenure.generations = generations;
     this.#tenure.nextGeneration = highest + 1;
-  }
-
-  /** Refuse an engine `encryption` cannot seal, for the life of this worker. */
-  #refuseEncryption(why: string): BackupError {
-    this.#logger.error('backup.encryption_refused', { reason: why });
-    this.#health.lineage = why;
-    this.#health.lineageRefusalKind = 'encryption-unsupported';
-    this.#refused = encryptionUnsupported(why);
-    return this.#refused;
   }
 
   /** Refuse the prefix for the life of this worker. */
@@ -823,16 +813,11 @@ export class BackupWorker {
   }
 }
 
-/**
- * The keys of the worker's objects, from a checked `encryption` option; an
- * engine given open that `encryption` cannot seal is refused here already.
- */
+/** The keys of the worker's objects, from a checked `encryption` option. */
 function objectKeysOf(options: BackupWorkerOptions): ObjectKeys {
-  const { encryption, source } = options;
+  const { encryption } = options;
   if (encryption === undefined) return new ObjectKeys(undefined);
   const problem = encryptionOptionsProblem(encryption);
   if (problem !== undefined) throw invalidEncryption(problem);
-  const unsealable = source === undefined ? null : encryptionUnsupportedBy(source);
-  if (unsealable !== null) throw encryptionUnsupported(unsealable);
   return new ObjectKeys(encryption);
 }

@@ -1,11 +1,10 @@
 /**
- * What the `encryption` option accepts, and which engines it can be used
- * with. Messages name recipients by their public `age1…` text and
- * identities by position and source, never by a secret.
+ * What the `encryption` option accepts. Messages name recipients by their
+ * public `age1…` text and identities by position and source, never by a
+ * secret.
  */
 import { createPublicKey, KeyObject } from 'node:crypto';
 import { type AgeRecipient, recipientFromPublicKey } from '@x/age-envelope';
-import type { BackupSource } from '@x/engine';
 import { BackupError } from './errors.ts';
 import { type EncryptionOptions, MAX_ENCRYPTION_RECIPIENTS } from './worker-options.ts';
 
@@ -67,24 +66,7 @@ function identityProblem(value: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * Why `source`'s engine cannot be encrypted, or `null`: archives, chain and
- * side files are stored as they are, outside the sealed envelope, so an
- * engine declaring them (the framed store) would leave database content in
- * clear.
- */
-export function encryptionUnsupportedBy(source: BackupSource): string | null {
-  if ((source.chainFileNames?.length ?? 0) === 0 && (source.sideFileNames?.length ?? 0) === 0)
-    return null;
-  return `encryption is not implemented for the engine of ${source.description} (its archives, chain and side files are not sealed envelopes): remove the encryption option or use the SQLite engine`;
-}
-
 /** The options error for `encryption`, as the worker's other options report theirs. */
 export function invalidEncryption(problem: string): BackupError {
   return new BackupError(`invalid ${problem}`);
-}
-
-/** The refusal of an engine `encryption` cannot seal. */
-export function encryptionUnsupported(why: string): BackupError {
-  return new BackupError(why, { code: 'ENCRYPTION_UNSUPPORTED' });
 }

@@ -21,7 +21,6 @@ const NAMES = {
   RESTORE_POINT_READ: 'RestorePointReadError',
   SIMULATED_CRASH: 'SimulatedCrashError',
   SHUTDOWN: 'ShutdownAbandonedError',
-  ENCRYPTION_UNSUPPORTED: 'BackupError',
 } as const;
 
 export type BackupErrorCode = keyof typeof NAMES;
@@ -50,9 +49,7 @@ export interface BackupErrorOptions {
  * another writer, the lease is dropped), `OPERATION_TIMEOUT`, `WRITE_FENCED`
  * (the lease stopped allowing writes), `BUCKET_STATE` (the bucket holds
  * something the worker cannot use), `COMPACTION_INPUT` (an input does not
- * hold what its entry says: the run stays), `ENCRYPTION_UNSUPPORTED` (the
- * engine writes objects the `encryption` option cannot seal), and the
- * subclasses' codes.
+ * hold what its entry says: the run stays), and the subclasses' codes.
  */
 export class BackupError extends Error {
   readonly code: BackupErrorCode;

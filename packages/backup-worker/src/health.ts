@@ -89,11 +89,9 @@ export interface PermanentRefusal {
   /**
    * `lineage`: the prefix holds another database's backup; `prefix-unusable`:
    * no restore point in it reads and passes the checks (LATEST cannot be
-   * repaired); `preconditions-ignored`: the service gives no exclusion;
-   * `encryption-unsupported`: the `encryption` option was given for an
-   * engine whose objects it cannot seal (the framed store).
+   * repaired); `preconditions-ignored`: the service gives no exclusion.
    */
-  readonly kind: 'lineage' | 'prefix-unusable' | 'preconditions-ignored' | 'encryption-unsupported';
+  readonly kind: 'lineage' | 'prefix-unusable' | 'preconditions-ignored';
   /** The same text as the health reason. */
   readonly reason: string;
 }
@@ -140,10 +138,10 @@ export class HealthTracker {
   deferral: string | null = null;
   /** Why a lease keeps this worker from uploading, while it does. */
   lease: string | null = null;
-  /** Why the worker refused the prefix (or, `encryption-unsupported`, its engine); permanent. */
+  /** Why the worker refused the prefix; permanent. */
   lineage: string | null = null;
   /** What kind of refusal {@link lineage} is. */
-  lineageRefusalKind: 'lineage' | 'prefix-unusable' | 'encryption-unsupported' = 'lineage';
+  lineageRefusalKind: 'lineage' | 'prefix-unusable' = 'lineage';
   /** Why the last lease attempt failed closed: the service ignores preconditions. Cleared when a lease is taken. */
   preconditionsIgnored: string | null = null;
   stopped: string | null = null;

@@ -364,6 +364,8 @@ export class ManifestWriter {
     });
     await this.#deleteAll(doomed, (key) => {
       tenure.sideKeysWritten.delete(key);
+      for (const [content, entry] of tenure.sealedSide)
+        if (entry.key === key) tenure.sealedSide.delete(content);
       tenure.compactedAway.delete(key);
     });
     // Retired for good: its prefix is listed once, not at every retention.

@@ -194,25 +194,22 @@ export class Requests {
   }
 
   /**
-   * Stream a snapshot or archive to `key` in bounded memory; return its
-   * entry. The key carries a generation this worker allocated, so one already
-   * there is another writer's: checked absent first, and created
-   * conditionally at completion where the store can. The deadline applies to
-   * progress: it is re-armed at every chunk. `counter` counts the frames
-   * (archives); otherwise the entry has `frames`.
-   */
-  /**
-   * Uploads `file` create-if-absent under `key` and returns its manifest
-   * entry (size and CRC-32 of the bytes stored). With `envelope`, the stored
-   * object is the file in the object envelope of `@x/wal-segment` (kind
-   * snapshot, zstd; sealed to `envelope.recipients` when any). The file is read once, compressed in memory as it is
-   * read, while the compressed body stays within
-   * {@link IN_MEMORY_ENVELOPE_BYTES}: the read (and whatever the source holds
-   * for it: a SQLite snapshot pins its reader) ends before the upload
-   * starts. A larger one is read a second time, compressed as it streams
-   * up; if that read differs from the first, the upload fails (a
-   * `SegmentObjectError`, field `body`) before the object is complete, so no
-   * object whose header lies is ever stored.
+   * Uploads `file` create-if-absent under `key` (a key with a generation
+   * this worker allocated, so one already there is another writer's: checked
+   * absent first, created conditionally at completion where the store can)
+   * and returns its manifest entry (size and CRC-32 of the bytes stored).
+   * The deadline applies to progress: it is re-armed at every chunk.
+   * `counter` counts the frames of a raw file as it streams; otherwise the
+   * entry has `frames`. With `envelope`, the stored object is the file in
+   * the object envelope of `@x/wal-segment` (kind `envelope.kind`, zstd;
+   * sealed to `envelope.recipients` when any; `frames` is its commits). The
+   * file is read once, compressed in memory as it is read, while the
+   * compressed body stays within {@link IN_MEMORY_ENVELOPE_BYTES}: the read
+   * (and whatever the source holds for it: a SQLite snapshot pins its
+   * reader) ends before the upload starts. A larger one is read a second
+   * time, compressed as it streams up; if that read differs from the first,
+   * the upload fails (a `SegmentObjectError`, field `body`) before the
+   * object is complete, so no object whose header lies is ever stored.
    */
   async putFile(
     file: OpenedFile,
@@ -220,7 +217,11 @@ export class Requests {
     counter: FrameCounting | null,
     frames: number,
     lineage: string,
-    envelope?: { readonly generation: number; readonly recipients: readonly AgeRecipient[] },
+    envelope?: {
+      readonly kind: 'snapshot' | 'file';
+      readonly generation: number;
+      readonly recipients: readonly AgeRecipient[];
+    },
   ): Promise<FileEntry> {
     const { store, conditional, hooks, partSize } = this.#options;
     const { conflict } = this.#options.callbacks;
@@ -228,9 +229,13 @@ export class Requests {
       (await this.request(`HEAD ${key}`, false, (signal) => store.head(key, { signal }))) !== null
     )
       throw conflict(`${key} already exists`, key);
+    if (envelope !== undefined && counter !== null)
+      throw new BackupError(
+        `${key}: an envelope states its commits before the upload, give frames`,
+      );
     const fields = (length: number) => ({
       codec: 'zstd' as const,
-      kind: 'snapshot' as const,
+      kind: envelope?.kind ?? 'snapshot',
       generation: envelope?.generation ?? 0,
       start: 0,
       end: length,

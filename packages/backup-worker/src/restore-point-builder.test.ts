@@ -15,7 +15,11 @@ function tenureWithGeneration(): Tenure {
   tenure.archives.set(1, { length: 1, entry: entry('wal.1.archive', 4), verified: true });
   tenure.archives.set(9, { length: 1, entry: entry('wal.9.archive', 100), verified: true });
   tenure.baseArchives = [1, 2];
-  tenure.side.set('roles.json', { identity: 'i', entry: entry('roles.json', 0) });
+  tenure.side.set('roles.json', {
+    identity: 'i',
+    content: 'roles.json/c',
+    entry: entry('roles.json', 0),
+  });
   tenure.current = {
     number: 7,
     key: { engineGeneration: 'g1', snapshot: 's', wal: 'w' },
@@ -71,7 +75,11 @@ describe('buildRestorePoint', () => {
 
   it("refuses a restore point naming another lineage's object", () => {
     const tenure = tenureWithGeneration();
-    tenure.side.set('keys.json', { identity: 'k', entry: entry('keys.json', 0, 'other') });
+    tenure.side.set('keys.json', {
+      identity: 'k',
+      content: 'keys.json/c',
+      entry: entry('keys.json', 0, 'other'),
+    });
     expect(() => buildRestorePoint('db', tenure, 0, 4)).toThrow(/lineage/);
   });
 

@@ -7,7 +7,10 @@
  * step defers otherwise, so nothing half-read is uploaded. A generation number
  * is burned when allocated: a failed attempt's objects belong to a generation
  * no manifest will name. Archives are reused only when number, length and CRC
- * match. Segment envelope and entries: package README (`maxSegmentBytes`).
+ * match (sealed: when the bucket's copy opens to the local bytes and is sealed
+ * to exactly this worker's recipients). With `encryption`, archives, chain
+ * and side files are sealed too, as whole-file envelopes under `.bko` keys.
+ * Segment envelope and entries: package README (`maxSegmentBytes`).
  */
 import type {
   DurablePosition,
@@ -18,21 +21,23 @@ import type {
 } from '@x/engine';
 import {
   archiveKey,
+  archiveObjectKey,
   Crc32,
   crc32Hex,
   type FileEntry,
+  parseArchiveKey,
   segmentObjectKey,
-  sideKey,
   snapshotObjectKey,
 } from '@x/manifest';
 import { encodeSegmentObjectAsync, SegmentObjectError } from '@x/wal-segment';
 import type { WorkerContext } from './context.ts';
-import { encryptionUnsupported } from './encryption-options.ts';
 import { BackupError } from './errors.ts';
 import { keyOf, sameWalKey } from './health.ts';
 import type { ManifestWriter } from './manifest-writer.ts';
 import { sameEnvelopeContent } from './same-envelope-content.ts';
-import { type Generation, noteShippedTime } from './tenure.ts';
+import { type ArchiveContent, archiveContent, sealedArchiveHolds } from './sealed-archive.ts';
+import { sideContentOf, sideFileEntry } from './side-file-entry.ts';
+import { type Generation, type KnownArchive, noteShippedTime } from './tenure.ts';
 import { unchangedBetween } from './unchanged-between.ts';
 
 export interface ShipperOptions {
@@ -97,14 +102,6 @@ export class Shipper {
     const { tenure, prefix, requests } = this.#ctx;
     const opened = await this.#ctx.source.openRestorePoint();
     try {
-      // Archives and chain files are stored as they are: never in clear beside sealed objects.
-      if (
-        this.#ctx.keys.encrypts &&
-        ((opened.archives?.length ?? 0) > 0 || (opened.chainFiles?.length ?? 0) > 0)
-      )
-        throw encryptionUnsupported(
-          `encryption is not implemented for the engine of ${this.#ctx.source.description}: its restore point has archives or chain files`,
-        );
       const after = await this.#ctx.source.observe();
       const positionAfter = await this.#ctx.source.durablePosition();
       if (
@@ -126,7 +123,7 @@ export class Shipper {
       const present = await this.#uploadArchives(opened.archives ?? [], number);
       const chain: FileEntry[] = [];
       for (const file of opened.chainFiles ?? [])
-        chain.push(await this.#putSide(file.name, file.bytes));
+        chain.push(await sideFileEntry(this.#ctx, file.name, file.bytes));
       const floor = opened.floor ?? 0;
       let archiveFrames = 0;
       for (const n of present) archiveFrames += tenure.archives.get(n)?.entry.frames ?? 0;
@@ -145,7 +142,7 @@ export class Shipper {
             null,
             opened.snapshotCommits,
             tenure.ownLineage(),
-            { generation: number, recipients: this.#ctx.keys.recipients },
+            { kind: 'snapshot', generation: number, recipients: this.#ctx.keys.recipients },
           );
         } catch (error) {
           if (!SegmentObjectError.isInstance(error) || error.field !== 'body') throw error;
@@ -186,27 +183,30 @@ export class Shipper {
 
   /**
    * Upload the archives of a new restore point, reusing each one the bucket
-   * already holds with the same number, length and CRC. Returns their
-   * numbers in chain order.
+   * already holds with the same number and content, stored as this worker
+   * stores archives (raw in clear, sealed to its recipients when it
+   * encrypts). Returns their numbers in chain order.
    */
   async #uploadArchives(archives: readonly OpenedArchive[], generation: number): Promise<number[]> {
-    const { tenure, prefix, requests, source } = this.#ctx;
+    const { tenure, prefix, requests, source, keys } = this.#ctx;
     const present: number[] = [];
     for (const archive of archives) {
       const known = tenure.archives.get(archive.number);
-      let reusable = false;
-      if (known && known.length === archive.size) {
-        if (known.verified) reusable = true;
-        else {
-          // Seeded from the bucket: the same number and length are not the
-          // same bytes until the CRC says so.
-          const crc = new Crc32();
-          for await (const chunk of archive.read({ signal: this.#runSignal() })) crc.update(chunk);
-          reusable = crc.hex() === known.entry.crc32;
-        }
-      }
-      if (known && reusable) known.verified = true;
-      else {
+      if (known !== undefined && (await this.#holds(known, archive)))
+        tenure.archives.set(archive.number, { ...known, length: archive.size, verified: true });
+      else if (keys.encrypts) {
+        // The header states the frames before the body: counted first.
+        const content = await this.#readArchive(archive);
+        const entry = await requests.putFile(
+          archive,
+          archiveObjectKey(prefix, generation, archive.number),
+          null,
+          content.frames,
+          tenure.ownLineage(),
+          { kind: 'file', generation, recipients: keys.recipients },
+        );
+        tenure.archives.set(archive.number, { length: archive.size, entry, verified: true });
+      } else {
         const entry = await requests.putFile(
           archive,
           archiveKey(prefix, generation, archive.number),
@@ -221,23 +221,24 @@ export class Shipper {
     return present;
   }
 
-  async #putSide(name: string, bytes: Uint8Array): Promise<FileEntry> {
-    const crc32 = crc32Hex(bytes);
-    const key = sideKey(this.#ctx.prefix, name, crc32, bytes.byteLength);
-    // Content-addressed: a key this tenure wrote (and retention has not
-    // deleted since) already holds exactly these bytes.
-    if (!this.#ctx.tenure.sideKeysWritten.has(key)) {
-      await this.#ctx.requests.putImmutable(key, bytes, crc32);
-      this.#ctx.tenure.sideKeysWritten.add(key);
+  /** Whether the bucket's archive `known` holds `archive`'s bytes, stored as this worker stores archives. */
+  async #holds(known: KnownArchive, archive: OpenedArchive): Promise<boolean> {
+    const sealed = parseArchiveKey(this.#ctx.prefix, known.entry.key)?.layout === 'object';
+    if (sealed !== this.#ctx.keys.encrypts) return false;
+    if (known.length !== null && known.length !== archive.size) return false;
+    if (known.verified) return true;
+    // Seeded from the bucket: the same number and length are not the same
+    // bytes until the CRC (sealed: the opened copy) says so.
+    if (!sealed) {
+      const crc = new Crc32();
+      for await (const chunk of archive.read({ signal: this.#runSignal() })) crc.update(chunk);
+      return crc.hex() === known.entry.crc32;
     }
-    return {
-      name,
-      key,
-      size: bytes.byteLength,
-      crc32,
-      frames: 0,
-      lineage: this.#ctx.tenure.ownLineage(),
-    };
+    return sealedArchiveHolds(this.#ctx, known.entry, await this.#readArchive(archive));
+  }
+
+  #readArchive(archive: OpenedArchive): Promise<ArchiveContent> {
+    return archiveContent(archive, this.#ctx.source.frameCounter(), this.#runSignal());
   }
 
   /**
@@ -255,15 +256,14 @@ export class Shipper {
         continue;
       }
       if (read.bytes === null) continue;
-      const crc32 = crc32Hex(read.bytes);
-      const key = sideKey(this.#ctx.prefix, name, crc32, read.bytes.byteLength);
+      const content = sideContentOf(name, read.bytes);
       let entry: FileEntry;
-      if (known && known.entry.key === key) entry = known.entry;
+      if (known && known.content === content) entry = known.entry;
       else {
         this.#ctx.tenure.manifestDirty = true;
-        entry = await this.#putSide(name, read.bytes);
+        entry = await sideFileEntry(this.#ctx, name, read.bytes);
       }
-      this.#ctx.tenure.side.set(name, { identity: read.identity, entry });
+      this.#ctx.tenure.side.set(name, { identity: read.identity, content, entry });
     }
   }
 

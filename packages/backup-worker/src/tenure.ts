@@ -50,9 +50,13 @@ export function chainBytes(generation: Generation): number {
 }
 
 export interface KnownArchive {
-  readonly length: number;
+  /**
+   * The archive file's length, when known: a raw archive's stored size, or
+   * what this tenure stored or checked; `null` for a sealed one not opened yet.
+   */
+  readonly length: number | null;
   readonly entry: FileEntry;
-  /** The local file is known to hold these bytes (uploaded by this tenure, or CRC-checked). */
+  /** The local file is known to hold these bytes (uploaded by this tenure, or checked). */
   verified: boolean;
 }
 
@@ -98,6 +102,14 @@ export class Tenure {
   readonly compactedAway = new Map<string, number>();
   /** Side-file keys this tenure wrote (or found with the same content), not deleted since. */
   readonly sideKeysWritten = new Set<string>();
+  /**
+   * Sealed side and chain files this tenure wrote or opened, by name and
+   * content (`sideContentOf`), not deleted since: their keys name the
+   * stored bytes, which a new sealing changes (side-file-entry.ts).
+   */
+  readonly sealedSide = new Map<string, FileEntry>();
+  /** Keys of sealed side files of the newest restore point already opened for reuse. */
+  readonly sealedSideOpened = new Set<string>();
   nextGeneration = 0;
   /** Generation numbers with objects in the bucket that retention has not retired. */
   generations = new Set<number>();
@@ -105,7 +117,8 @@ export class Tenure {
   snapshot: FileEntry | null = null;
   readonly archives = new Map<number, KnownArchive>();
   baseArchives: number[] = [];
-  readonly side = new Map<string, { identity: string; entry: FileEntry }>();
+  /** The side files of the restore point, by name: their identity, content (`sideContentOf`) and entry. */
+  readonly side = new Map<string, { identity: string; content: string; entry: FileEntry }>();
   manifestDirty = false;
   lastManifestAt: number | null = null;
   /** Monotonic ms of this tenure's last retention pass (manifest-writer.ts); `null` before the first. */

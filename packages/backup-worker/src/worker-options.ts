@@ -207,10 +207,9 @@ export interface BackupWorkerOptions {
    */
   readonly leaseOwnRecord?: 'continue' | 'reclaim';
   /**
-   * Encrypts every snapshot and log object to age recipients. Only for
-   * engines whose objects are all envelopes (SQLite); an engine with
-   * archives, chain or side files (the framed store) is refused. Default:
-   * none (objects in clear).
+   * Encrypts every object that carries database content to age recipients:
+   * snapshots and log objects, and an engine's archives, chain and side
+   * files (sealed whole under `.bko` keys). Default: none (objects in clear).
    */
   readonly encryption?: EncryptionOptions;
   /**

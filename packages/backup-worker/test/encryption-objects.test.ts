@@ -2,8 +2,7 @@
  * The `encryption` option: every snapshot and log segment is sealed to the
  * operator's recipients (and, without an identity of theirs, to the
  * worker's tenure key), opens with the operator's identity and with no
- * other; manifests and LATEST stay JSON in clear. Invalid options, and an
- * engine whose objects are not all envelopes (the framed store), are
+ * other; manifests and LATEST stay JSON in clear. Invalid options are
  * refused by typed errors that show no secret key.
  */
 import { crc32Hex, parseManifest, parseManifestKey } from '@x/manifest';
@@ -228,39 +227,5 @@ describe('the encryption option is checked at construction', () => {
     expect(() =>
       construct({ recipients: many.slice(0, MAX_ENCRYPTION_RECIPIENTS) })(),
     ).not.toThrow();
-  });
-
-  it('refuses an engine with chain or side files (the framed store), at construction or when opened', async () => {
-    const operator = operatorKey();
-    class FramedLikeSource extends TestSource {
-      readonly chainFileNames = ['wal.genesis', 'wal.floor'];
-      readonly sideFileNames = ['backup.lineage'];
-    }
-    const encryption = { recipients: [operator.recipient] };
-    let atConstruction: unknown;
-    try {
-      testWorker(new MemoryStore(), new FramedLikeSource(db), [], { encryption });
-    } catch (error) {
-      atConstruction = error;
-    }
-    expect(BackupError.hasCode(atConstruction, 'ENCRYPTION_UNSUPPORTED')).toBe(true);
-    expect((atConstruction as Error).message).toContain('encryption is not implemented');
-
-    // Without the option, the same engine is backed up as before.
-    expect(() => testWorker(new MemoryStore(), new FramedLikeSource(db), [])).not.toThrow();
-
-    // Opened by the worker (`openSource`): refused before anything is written, for good.
-    const store = new MemoryStore();
-    const events: LoggedEvent[] = [];
-    const worker = testWorker(store, new FramedLikeSource(db), events, {
-      source: undefined,
-      openSource: async () => new FramedLikeSource(db),
-      encryption,
-    });
-    await expect(worker.runOnce()).rejects.toMatchObject({ code: 'ENCRYPTION_UNSUPPORTED' });
-    await expect(worker.runOnce()).rejects.toMatchObject({ code: 'ENCRYPTION_UNSUPPORTED' });
-    expect((await store.list(`${PREFIX}/`)).objects).toEqual([]);
-    expect(worker.health().refusal).toMatchObject({ kind: 'encryption-unsupported' });
-    expect(events.map((event) => event.event)).toEqual(['backup.encryption_refused']);
   });
 });

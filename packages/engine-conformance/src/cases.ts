@@ -1,14 +1,15 @@
 /**
  * The engine conformance cases. Each runs the real worker and the real
- * restore against an in-memory bucket and fails with an assertion naming
- * what differed; none imports a test runner.
+ * restore against an in-memory bucket (in clear, or with the engine's
+ * `encryption`) and fails with an assertion naming what differed; none
+ * imports a test runner.
  */
 
 import { deepStrictEqual, ok, rejects, strictEqual } from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BackupWorker } from '@x/backup-worker';
+import { BackupWorker, type EncryptionOptions } from '@x/backup-worker';
 import { SimulatedCrashError, TestHooks } from '@x/backup-worker/testing';
 import type { BackupSource } from '@x/engine';
 import { FakeClock } from '@x/lease';
@@ -36,6 +37,7 @@ export interface EngineCase {
 }
 
 function newWorker(
+  engine: EngineUnderTest,
   store: MemoryStore,
   source: BackupSource,
   clock: FakeClock,
@@ -50,8 +52,34 @@ function newWorker(
     compactionLevels: [],
     snapshotIntervalMs: 0,
     snapshotLogFactor: 0,
+    ...(engine.encryption === undefined ? {} : { encryption: engine.encryption }),
     ...(hooks === undefined ? {} : { hooks }),
   });
+}
+
+/** The identities restore and listing take for `engine`'s encryption. */
+function identitiesOf(engine: EngineUnderTest): {
+  identities?: NonNullable<EncryptionOptions['identities']>;
+} {
+  const identities = engine.encryption?.identities;
+  return identities === undefined ? {} : { identities };
+}
+
+/** `BKO1`, then (at offset 8) encryption 1, `age-x25519`: a sealed object envelope. */
+function isSealed(bytes: Uint8Array): boolean {
+  return Buffer.from(bytes.subarray(0, 4)).toString('latin1') === 'BKO1' && bytes[8] === 1;
+}
+
+/** With encryption on: every object but manifests, `LATEST` and the lease is sealed. */
+async function checkSealed(engine: EngineUnderTest, store: MemoryStore): Promise<void> {
+  if (engine.encryption === undefined) return;
+  const clear = /^engine\/(manifest\/.*|LATEST|LEASE)$/;
+  const listed = await store.list(`${PREFIX}/`);
+  ok(listed.objects.length > 0, 'the bucket holds objects');
+  for (const { key } of listed.objects) {
+    if (clear.test(key)) continue;
+    ok(isSealed((await store.get(key))!.body), `${key} is sealed (encryption age-x25519)`);
+  }
 }
 
 /** Restores `target` into a fresh directory and returns the engine's reading of it. */
@@ -65,6 +93,7 @@ async function restoredState(
     const result = await restore(store, PREFIX, directory, {
       materializer: engine.materializer,
       target,
+      ...identitiesOf(engine),
     });
     return { state: await engine.restoredState(directory), commitSeq: result.commitSeq };
   } finally {
@@ -103,7 +132,7 @@ const captureAndRestore: EngineCase = {
     await withFixture(engine, async (fixture) => {
       const store = new MemoryStore();
       const source = await fixture.openSource();
-      const worker = newWorker(store, source, new FakeClock());
+      const worker = newWorker(engine, store, source, new FakeClock());
       await worker.runOnce();
       const base = (await source.durablePosition()).commitCount;
       ok(base !== null, 'the engine counts its commits');
@@ -116,6 +145,7 @@ const captureAndRestore: EngineCase = {
         }
         await worker.runOnce();
       }
+      await checkSealed(engine, store);
       const latest = await restoredState(engine, store);
       strictEqual(latest.state, await fixture.state(), 'the latest restore equals the engine');
       strictEqual(latest.commitSeq, base + 12, 'twelve commits after the base were captured');
@@ -142,14 +172,14 @@ const crashBetweenWrites: EngineCase = {
         hooks.failAfterWrites(writes);
         const first = await fixture.openSource();
         try {
-          await shipSteps(fixture, newWorker(store, first, clock, hooks), 4);
+          await shipSteps(fixture, newWorker(engine, store, first, clock, hooks), 4);
           completed = true;
         } catch (error) {
           if (!SimulatedCrashError.isInstance(error)) throw error;
         }
         await fixture.kill(first);
         const second = await fixture.openSource();
-        await shipSteps(fixture, newWorker(store, second, clock), 1);
+        await shipSteps(fixture, newWorker(engine, store, second, clock), 1);
         const latest = await restoredState(engine, store);
         strictEqual(
           latest.state,
@@ -173,15 +203,16 @@ const restartContinuation: EngineCase = {
       const store = new MemoryStore();
       const clock = new FakeClock();
       const first = await fixture.openSource();
-      await shipSteps(fixture, newWorker(store, first, clock), 3);
+      await shipSteps(fixture, newWorker(engine, store, first, clock), 3);
       const before = await restoredState(engine, store);
       await fixture.close(first);
       const second = await fixture.openSource();
-      await shipSteps(fixture, newWorker(store, second, clock), 3);
+      await shipSteps(fixture, newWorker(engine, store, second, clock), 3);
       const after = await restoredState(engine, store);
       strictEqual(after.state, await fixture.state(), 'the second life ships what it found');
       ok(after.commitSeq > before.commitSeq, 'the commit count continues');
-      const points = await listRestorePoints(store, PREFIX);
+      await checkSealed(engine, store);
+      const points = await listRestorePoints(store, PREFIX, identitiesOf(engine));
       const lineages = new Set(points.map((point) => point.lineage));
       deepStrictEqual(lineages.size, 1, 'both lives write one lineage');
       const earlier = await restoredState(engine, store, {
@@ -200,10 +231,13 @@ const corruptObjectRefused: EngineCase = {
     await withFixture(engine, async (fixture) => {
       const store = new MemoryStore();
       const source = await fixture.openSource();
-      await shipSteps(fixture, newWorker(store, source, new FakeClock()), 3);
+      await shipSteps(fixture, newWorker(engine, store, source, new FakeClock()), 3);
       await fixture.close(source);
       // Every object a restore of the latest state downloads.
-      const plan = await planRestore(store, PREFIX, { materializer: engine.materializer });
+      const plan = await planRestore(store, PREFIX, {
+        materializer: engine.materializer,
+        ...identitiesOf(engine),
+      });
       const named = plan.objects.map((object) => object.key);
       ok(named.length > 1, 'a restore downloads a snapshot and log objects');
       for (const key of named) {

@@ -26,6 +26,14 @@ export interface EngineUnderTest {
   readonly materializer: RestoreMaterializer;
   /** The state of what a restore wrote into `directory`, comparable with `EngineFixture.state()`. */
   restoredState(directory: string): string | Promise<string>;
+  /**
+   * When given, every case backs up with this `encryption` and restores
+   * with its identities (at least one must open what it seals), and the
+   * bucket must hold every object but manifests, `LATEST` and the lease
+   * sealed. Absent: in clear.
+   */
+  readonly encryption?: EncryptionOptions;
 }
 
+import type { EncryptionOptions } from '@x/backup-worker';
 import type { BackupSource, RestoreMaterializer } from '@x/engine';

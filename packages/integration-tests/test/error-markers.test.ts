@@ -35,6 +35,7 @@ const released: { module: object; namespace: string; classes: string[] }[] = [
       'ObjectMissingError',
       'ObjectCorruptError',
       'ObjectEncodingError',
+      'ObjectKeyError',
       'RestoreIncompleteError',
       'RestoredStateError',
     ],

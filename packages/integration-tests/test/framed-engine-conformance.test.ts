@@ -1,11 +1,14 @@
 /**
- * The framed store engine runs the engine conformance suite; a meta-test
+ * The framed store engine runs the engine conformance suite, in clear and
+ * encrypted (its archives, chain and side files sealed too); a meta-test
  * shows the suite fails an engine whose restore drops a commit.
  */
 
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { generateIdentity, parseIdentity, parseRecipient } from '@x/age-envelope';
+import type { EncryptionOptions } from '@x/backup-worker';
 import type { RestoreMaterializer } from '@x/engine';
 import { type EngineUnderTest, runEngineConformance } from '@x/engine-conformance';
 import { describeEngineConformance } from '@x/engine-conformance/vitest';
@@ -45,9 +48,13 @@ async function framedState(directory: string): Promise<string> {
   });
 }
 
-function framedEngine(materializer: RestoreMaterializer): EngineUnderTest {
+function framedEngine(
+  materializer: RestoreMaterializer,
+  encryption?: EncryptionOptions,
+): EngineUnderTest {
   return {
     materializer,
+    ...(encryption === undefined ? {} : { encryption }),
     restoredState: framedState,
     async createFixture() {
       const directory = await mkdtemp(join(tmpdir(), 'framed-conformance-'));
@@ -69,6 +76,15 @@ function framedEngine(materializer: RestoreMaterializer): EngineUnderTest {
 }
 
 describeEngineConformance('framed store', framedEngine(framedStoreMaterializer));
+
+const operator = generateIdentity();
+describeEngineConformance(
+  'framed store, encrypted',
+  framedEngine(framedStoreMaterializer, {
+    recipients: [parseRecipient(operator.recipient)],
+    identities: [parseIdentity(operator.identity, 'operator key')],
+  }),
+);
 
 describe('engine conformance meta', () => {
   it('fails an engine whose restore cuts one commit short', async () => {

@@ -3,7 +3,9 @@ export { KeyLayoutError, ManifestError } from './errors.ts';
 export {
   archiveKey,
   archiveName,
+  archiveObjectKey,
   compactedSegmentKey,
+  type FileLayout,
   isLatestKey,
   isPlainName,
   KEY_NUMBER_DIGITS,
@@ -33,6 +35,7 @@ export {
   segmentKey,
   segmentObjectKey,
   sideKey,
+  sideObjectKey,
   snapshotKey,
   snapshotObjectKey,
 } from './keys.ts';

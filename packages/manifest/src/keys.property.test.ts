@@ -21,6 +21,7 @@ import { KeyLayoutError } from './errors.ts';
 import {
   archiveKey,
   archiveName,
+  archiveObjectKey,
   isPlainName,
   latestKey,
   MAX_KEY_BYTES,
@@ -42,6 +43,7 @@ import {
   segmentKey,
   segmentObjectKey,
   sideKey,
+  sideObjectKey,
   snapshotKey,
   snapshotObjectKey,
 } from './keys.ts';
@@ -277,7 +279,11 @@ function rebuild(prefix: string, parsed: ParsedKey): string {
         parsed.frames,
       );
     case 'archive':
-      return archiveKey(prefix, parsed.generation, parsed.n);
+      return (parsed.layout === 'object' ? archiveObjectKey : archiveKey)(
+        prefix,
+        parsed.generation,
+        parsed.n,
+      );
     case 'segment':
       return (parsed.layout === 'object' ? segmentObjectKey : segmentKey)(
         prefix,
@@ -286,7 +292,12 @@ function rebuild(prefix: string, parsed: ParsedKey): string {
         parsed.end,
       );
     case 'side':
-      return sideKey(prefix, parsed.name, parsed.crc32, parsed.size);
+      return (parsed.layout === 'object' ? sideObjectKey : sideKey)(
+        prefix,
+        parsed.name,
+        parsed.crc32,
+        parsed.size,
+      );
   }
 }
 
@@ -360,8 +371,17 @@ describe('key layout, property-tested', () => {
 
           const archive = fits('archiveKey', () => archiveKey(prefix, a, b));
           if (archive !== undefined) {
-            expect(parseArchiveKey(prefix, archive)).toEqual({ generation: a, n: b });
-            expect(parseKey(prefix, archive)).toEqual({ kind: 'archive', generation: a, n: b });
+            expect(parseArchiveKey(prefix, archive)).toEqual({
+              generation: a,
+              n: b,
+              layout: 'raw',
+            });
+            expect(parseKey(prefix, archive)).toEqual({
+              kind: 'archive',
+              generation: a,
+              n: b,
+              layout: 'raw',
+            });
           }
 
           const [start, end] = b < c ? [b, c] : c < b ? [c, b] : [b, b + 1];
@@ -396,8 +416,19 @@ describe('key layout, property-tested', () => {
 
           const side = fits('sideKey', () => sideKey(prefix, name, crc, c));
           if (side !== undefined) {
-            expect(parseSideKey(prefix, side)).toEqual({ name, crc32: crc, size: c });
-            expect(parseKey(prefix, side)).toEqual({ kind: 'side', name, crc32: crc, size: c });
+            expect(parseSideKey(prefix, side)).toEqual({
+              name,
+              crc32: crc,
+              size: c,
+              layout: 'raw',
+            });
+            expect(parseKey(prefix, side)).toEqual({
+              kind: 'side',
+              name,
+              crc32: crc,
+              size: c,
+              layout: 'raw',
+            });
           }
 
           const listed = attempt(() => segmentGenerationPrefix(prefix, a));
@@ -548,9 +579,11 @@ describe('key layout, property-tested', () => {
         () => snapshotKey(prefix, 1, 2),
         () => snapshotObjectKey(prefix, 1, 2),
         () => archiveKey(prefix, MAX, 0),
+        () => archiveObjectKey(prefix, MAX, 0),
         () => segmentKey(prefix, 1, 2, 3),
         () => segmentObjectKey(prefix, 1, 2, 3),
         () => sideKey(prefix, 'roles.json', '0badf00d', 3),
+        () => sideObjectKey(prefix, 'roles.json', '0badf00d', 3),
         () => segmentGenerationPrefix(prefix, 7),
       );
       return fc.oneof(
@@ -623,7 +656,11 @@ describe('key layout, property-tested', () => {
           }
           const parsed = parseKey(prefix, key);
           if (parsed !== undefined) {
-            tally.add(parsed.kind === 'segment' ? `${parsed.kind} ${parsed.layout}` : parsed.kind);
+            tally.add(
+              parsed.kind === 'segment' || parsed.kind === 'archive' || parsed.kind === 'side'
+                ? `${parsed.kind} ${parsed.layout}`
+                : parsed.kind,
+            );
             expect(rebuild(prefix, parsed)).toBe(key);
             expect(isStoreKey(key)).toBe(true);
           }
@@ -648,10 +685,12 @@ describe('key layout, property-tested', () => {
       'latest',
       'manifest',
       'snapshot',
-      'archive',
+      'archive raw',
+      'archive object',
       'segment raw',
       'segment object',
-      'side',
+      'side raw',
+      'side object',
       'generation prefix',
     ])
       expect(tally.get(kind), kind).toBeGreaterThan(5);

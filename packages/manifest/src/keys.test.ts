@@ -4,6 +4,7 @@ import { KeyLayoutError } from './errors.ts';
 import {
   archiveKey,
   archiveName,
+  archiveObjectKey,
   isPlainName,
   latestKey,
   manifestKey,
@@ -23,6 +24,7 @@ import {
   segmentKey,
   segmentObjectKey,
   sideKey,
+  sideObjectKey,
   snapshotKey,
   snapshotObjectKey,
 } from './keys.ts';
@@ -106,7 +108,14 @@ describe('key layout', () => {
           expect(parseArchiveKey(prefix, archiveKey(prefix, a, b))).toEqual({
             generation: a,
             n: b,
+            layout: 'raw',
           });
+          expect(parseArchiveKey(prefix, archiveObjectKey(prefix, a, b))).toEqual({
+            generation: a,
+            n: b,
+            layout: 'object',
+          });
+          expect(parseVersionedGeneration(prefix, archiveObjectKey(prefix, a, b))).toBe(a);
           expect(parseVersionedGeneration(prefix, snapshotKey(prefix, a, b))).toBe(a);
           expect(parseVersionedGeneration(prefix, archiveKey(prefix, a, b))).toBe(a);
           const [start, end] = b < c ? [b, c] : c < b ? [c, b] : [b, b + 1];
@@ -136,6 +145,13 @@ describe('key layout', () => {
             name,
             crc32: crc,
             size: c,
+            layout: 'raw',
+          });
+          expect(parseSideKey(prefix, sideObjectKey(prefix, name, crc, c))).toEqual({
+            name,
+            crc32: crc,
+            size: c,
+            layout: 'object',
           });
           expect(parseArchiveName(archiveName(a))).toBe(a);
           expect(parseKey(prefix, latestKey(prefix))).toEqual({ kind: 'latest' });

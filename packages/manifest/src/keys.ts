@@ -137,6 +137,19 @@ export function archiveKey(prefix: string, generation: number, n: number): strin
 }
 
 /**
+ * `${prefix}/archives/{generation}/wal.{n}.archive.bko`: archived WAL file
+ * `n` stored whole in the object envelope of `@x/wal-segment` (kind `file`),
+ * as an encrypted backup stores it. {@link archiveKey} is the raw layout; both
+ * parse with {@link parseArchiveKey}.
+ */
+export function archiveObjectKey(prefix: string, generation: number, n: number): string {
+  checkPrefix(prefix);
+  checkNumber('generation', generation);
+  checkNumber('n', n);
+  return checkResult(`${prefix}/archives/${pad20(generation)}/wal.${pad20(n)}.archive.bko`);
+}
+
+/**
  * `${prefix}/wal/{generation}/{start}-{end}.segment`: bytes `start..end` of
  * the generation's WAL file. A segment is never empty: `start < end`.
  */
@@ -261,6 +274,23 @@ export function sideKey(prefix: string, name: string, crc32hex: string, size: nu
 }
 
 /**
+ * `${prefix}/side/{name}/{crc32}-{size}.bko`: a side or chain file stored
+ * whole in the object envelope of `@x/wal-segment` (kind `file`), as an
+ * encrypted backup stores it. Unlike {@link sideKey}, `crc32` and `size` are
+ * those of the stored bytes, not of the file: a key in clear that named the
+ * file's own CRC-32 would confirm a guess of its content. Both parse with
+ * {@link parseSideKey}.
+ */
+export function sideObjectKey(
+  prefix: string,
+  name: string,
+  storedCrc32hex: string,
+  storedSize: number,
+): string {
+  return checkResult(`${sideKey(prefix, name, storedCrc32hex, storedSize)}.bko`);
+}
+
+/**
  * `${prefix}/${relative}`: any path under the prefix, for listing (`manifest/`,
  * `snapshots/`, `side/`). `relative` is one or more `/`-separated segments,
  * none empty, `.` or `..`; one trailing `/` is kept (a listing prefix).
@@ -307,12 +337,12 @@ function relativeTo(prefix: string, key: string): string | undefined {
 
 const MANIFEST_PATTERN = /^manifest\/([0-9]{20})\.json$/;
 const SNAPSHOT_PATTERN = /^snapshots\/([0-9]{20})-([0-9]{20})\.(snapshot|snap)$/;
-const ARCHIVE_PATTERN = /^archives\/([0-9]{20})\/wal\.([0-9]{20})\.archive$/;
+const ARCHIVE_PATTERN = /^archives\/([0-9]{20})\/wal\.([0-9]{20})\.archive(\.bko)?$/;
 const SEGMENT_PATTERN = /^wal\/([0-9]{20})\/([0-9]{20})-([0-9]{20})\.(segment|seg)$/;
 const COMPACTED_PATTERN =
   /^wal\/([0-9]{20})\/([0-9]{20})-([0-9]{20})\.L([1-9])\.([0-9]{20})-([0-9]{20})\.seg$/;
 const SEGMENT_GENERATION_PATTERN = /^wal\/([0-9]{20})\/$/;
-const SIDE_PATTERN = /^side\/([^/]+)\/([0-9a-f]{8})-([0-9]{20})$/;
+const SIDE_PATTERN = /^side\/([^/]+)\/([0-9a-f]{8})-([0-9]{20})(\.bko)?$/;
 
 /** Parses every captured group as a padded number; undefined if any is out of range. */
 function numbers(match: RegExpExecArray | null, count: number): number[] | undefined {
@@ -356,15 +386,31 @@ export function parseSnapshotKey(
   return { generation: values[0]!, frames: values[1]!, layout };
 }
 
-/** The generation and archive number an archive key names, or undefined. */
+/**
+ * How an archive, chain or side file is stored: `raw` (the file's bytes as
+ * they are) or `object` (`.bko`: the object envelope, kind `file`).
+ */
+export type FileLayout = 'raw' | 'object';
+
+/**
+ * The generation, archive number and layout an archive key names —
+ * `.archive` ({@link archiveKey}, `raw`) or `.archive.bko`
+ * ({@link archiveObjectKey}, `object`) — or undefined.
+ */
 export function parseArchiveKey(
   prefix: string,
   key: string,
-): { generation: number; n: number } | undefined {
+): { generation: number; n: number; layout: FileLayout } | undefined {
   const relative = relativeTo(prefix, key);
   if (relative === undefined) return undefined;
-  const values = numbers(ARCHIVE_PATTERN.exec(relative), 2);
-  return values === undefined ? undefined : { generation: values[0]!, n: values[1]! };
+  const match = ARCHIVE_PATTERN.exec(relative);
+  const values = numbers(match, 2);
+  if (values === undefined) return undefined;
+  return {
+    generation: values[0]!,
+    n: values[1]!,
+    layout: match![3] === undefined ? 'raw' : 'object',
+  };
 }
 
 /**
@@ -413,11 +459,16 @@ export function parseSegmentGenerationPrefix(prefix: string, listed: string): nu
   return numbers(SEGMENT_GENERATION_PATTERN.exec(`${relative}/`), 1)?.[0];
 }
 
-/** The name, CRC-32 (8 lowercase hex) and size a side-file key names, or undefined. */
+/**
+ * The name, CRC-32 (8 lowercase hex), size and layout a side-file key names
+ * — {@link sideKey} (`raw`: the file's CRC-32 and size) or
+ * {@link sideObjectKey} (`object`: the stored envelope's) — or undefined.
+ * Either way `crc32` and `size` are those of the stored bytes.
+ */
 export function parseSideKey(
   prefix: string,
   key: string,
-): { name: string; crc32: string; size: number } | undefined {
+): { name: string; crc32: string; size: number; layout: FileLayout } | undefined {
   const relative = relativeTo(prefix, key);
   if (relative === undefined) return undefined;
   const match = SIDE_PATTERN.exec(relative);
@@ -425,7 +476,7 @@ export function parseSideKey(
   const name = match[1]!;
   const size = parsePad20(match[3]!);
   if (!isPlainName(name) || size === undefined) return undefined;
-  return { name, crc32: match[2]!, size };
+  return { name, crc32: match[2]!, size, layout: match[4] === undefined ? 'raw' : 'object' };
 }
 
 /**
@@ -442,9 +493,9 @@ export type ParsedKey =
   | { kind: 'latest' }
   | { kind: 'manifest'; commitSeq: number }
   | { kind: 'snapshot'; generation: number; frames: number; layout: SegmentLayout }
-  | { kind: 'archive'; generation: number; n: number }
+  | { kind: 'archive'; generation: number; n: number; layout: FileLayout }
   | ({ kind: 'segment' } & ParsedSegmentKey)
-  | { kind: 'side'; name: string; crc32: string; size: number };
+  | { kind: 'side'; name: string; crc32: string; size: number; layout: FileLayout };
 
 /** Which kind of layout key `key` is under `prefix`, with its values; undefined for anything else. */
 export function parseKey(prefix: string, key: string): ParsedKey | undefined {

@@ -5,11 +5,13 @@ import { KeyLayoutError, ManifestError } from './errors.ts';
 import {
   archiveKey,
   archiveName,
+  archiveObjectKey,
   isPlainName,
   manifestKey,
   segmentKey,
   segmentObjectKey,
   sideKey,
+  sideObjectKey,
   snapshotKey,
 } from './keys.ts';
 import {
@@ -575,6 +577,25 @@ describe('manifest', () => {
     const parsed = parseManifest(serializeManifest(mixed, { prefix: PREFIX }), { prefix: PREFIX });
     expect(parsed.segments[1]).toEqual(stored);
     expect(parsed.commitSeq).toBe(manifest.commitSeq);
+  });
+
+  it('accepts .bko archive and side-file objects, a side key naming the stored CRC-32 and size', () => {
+    const manifest = example();
+    const archive = { ...manifest.files[1]!, key: archiveObjectKey(PREFIX, 3, 2), size: 211 };
+    const side = {
+      ...manifest.files[2]!,
+      key: sideObjectKey(PREFIX, 'roles.json', '0badf00d', 190),
+      size: 190,
+      crc32: '0badf00d',
+    };
+    const sealed: Manifest = { ...manifest, files: [manifest.files[0]!, archive, side] };
+    const parsed = parseManifest(serializeManifest(sealed, { prefix: PREFIX }), { prefix: PREFIX });
+    expect(parsed.files).toEqual(sealed.files);
+    const otherCrc = JSON.stringify({
+      ...JSON.parse(serializeManifest(sealed, { prefix: PREFIX })),
+      files: [manifest.files[0], archive, { ...side, crc32: crc32Hex(new Uint8Array(1)) }],
+    });
+    expect(() => parseManifest(otherCrc, { prefix: PREFIX })).toThrow(/key's CRC-32/);
   });
 
   it('refuses numbers that are not plain non-negative decimal integers, or beyond 2^53 - 1', () => {

@@ -1,13 +1,21 @@
 /**
- * One generation, one encryption: the writer encrypts every snapshot and
- * segment of a generation to one recipient set, or none of them, and starts
- * a new generation to change that. So every object of a generation must
- * state what its first object (its snapshot, else its first segment) states;
- * one that differs (plaintext among encrypted objects, the reverse, other
- * recipients) was not written with it and is refused as `encryption`.
+ * One generation, one encryption: the writer encrypts every object of a
+ * restore point (snapshot, segments, and the archives, chain and side files
+ * it names, whichever generation uploaded them) to one recipient set, or
+ * none of them, and starts a new generation to change that. So every object
+ * a restore point names must state what its first object (its snapshot,
+ * else its first segment, else its first file) states; one that differs
+ * (plaintext among encrypted objects, the reverse, other recipients) was not
+ * written with it and is refused as `encryption`.
  */
 import type { AgeIdentity } from '@x/age-envelope';
-import { type Manifest, parseSegmentKey, parseSnapshotKey } from '@x/manifest';
+import {
+  type Manifest,
+  parseArchiveKey,
+  parseSegmentKey,
+  parseSideKey,
+  parseSnapshotKey,
+} from '@x/manifest';
 import type { ObjectStore } from '@x/store';
 import type { ObjectEncryption, SegmentObjectHeader } from '@x/wal-segment';
 import { ObjectEncodingError } from './restore-errors.ts';
@@ -38,7 +46,7 @@ export function encryptionOfHeader(key: string, header: SegmentObjectHeader): Ge
   };
 }
 
-/** A raw `.snapshot` or `.segment` (earlier releases' layout): plaintext. */
+/** An object of a raw layout (see {@link isRawLayout}): plaintext. */
 export function plaintext(key: string): GenerationEncryption {
   return { key, encryption: 'none', recipients: [] };
 }
@@ -72,26 +80,41 @@ export function checkSameEncryption(
 
 /**
  * The object whose encryption `manifest`'s generation holds to: its
- * snapshot, else its first segment; `undefined` when it names neither.
+ * snapshot, else its first segment, else its first file; `undefined` when
+ * it names nothing.
  */
 export function generationLeadKey(prefix: string, manifest: Manifest): string | undefined {
   const snapshot = manifest.files.find(
     (file) => parseSnapshotKey(prefix, file.key)?.generation === manifest.walGeneration,
   );
-  return snapshot?.key ?? manifest.segments[0]?.key;
+  return snapshot?.key ?? manifest.segments[0]?.key ?? manifest.files[0]?.key;
 }
 
-/** The layout a snapshot or segment key names; `undefined` for any other key. */
+/** Every object `manifest` names, files first: each must state its generation's encryption. */
+export function restorePointKeys(manifest: Manifest): string[] {
+  return [...manifest.files, ...manifest.segments].map((entry) => entry.key);
+}
+
+/** The layout a snapshot, segment, archive or side-file key names; `undefined` for any other key. */
 function layoutOf(prefix: string, key: string): string | undefined {
-  return (parseSnapshotKey(prefix, key) ?? parseSegmentKey(prefix, key))?.layout;
+  return (
+    parseSnapshotKey(prefix, key) ??
+    parseSegmentKey(prefix, key) ??
+    parseArchiveKey(prefix, key) ??
+    parseSideKey(prefix, key)
+  )?.layout;
 }
 
-/** True for a key of an earlier release's raw layout (`.snapshot`, `.segment`). */
+/**
+ * True for a key of a raw layout, the file's bytes as they are: an earlier
+ * release's `.snapshot` and `.segment`, and the archives and side files of
+ * a backup in clear.
+ */
 export function isRawLayout(prefix: string, key: string): boolean {
   return layoutOf(prefix, key) === 'raw';
 }
 
-/** True for a key of an object stored in the envelope (`.snap`, `.seg`): it has a header. */
+/** True for a key of an object stored in the envelope (`.snap`, `.seg`, `.bko`): it has a header. */
 export function isEnvelopeKey(prefix: string, key: string): boolean {
   const layout = layoutOf(prefix, key);
   return layout === 'object' || layout === 'compacted';

@@ -1,3 +1,9 @@
+export {
+  downloadFileObject,
+  downloadSnapshotObject,
+  isFileObject,
+  isSnapshotObject,
+} from './file-object-read.ts';
 export { type FineRunOptions, fineRunOf } from './fine-run.ts';
 export {
   type GenerationEncryption,
@@ -68,7 +74,6 @@ export {
   expectedPreviousCrc32,
   isSegmentObject,
 } from './segment-object-read.ts';
-export { downloadSnapshotObject, isSnapshotObject } from './snapshot-object-read.ts';
 export {
   type SupersededTenure,
   supersededMessage,

@@ -6,7 +6,7 @@
  */
 import type { AgeIdentity } from '@x/age-envelope';
 import type { RestoreMaterializer } from '@x/engine';
-import { type FileEntry, type Manifest, parseSnapshotKey, type SegmentEntry } from '@x/manifest';
+import type { FileEntry, Manifest, SegmentEntry } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
 import { fineRunOf } from './fine-run.ts';
 import {
@@ -15,6 +15,7 @@ import {
   generationEncryption,
   isRawLayout,
   plaintext,
+  restorePointKeys,
 } from './generation-encryption.ts';
 import { lockedObjectsError, opens } from './object-keys.ts';
 import type { RestoreProgress } from './progress.ts';
@@ -270,7 +271,7 @@ export async function chooseRestore(
   const exact = await withFineRunAtCut(store, normalizedPrefix, point, walCommits, opening);
   const files = planFiles(exact, options.materializer);
   const segments = planSegments(exact.manifest, walCommits);
-  checkRawObjects(normalizedPrefix, exact.manifest, files, segments, encryption);
+  checkRawObjects(normalizedPrefix, files, segments, encryption);
   return {
     point: exact,
     ...(picked.fellBackFrom === undefined ? {} : { fellBackFrom: picked.fellBackFrom }),
@@ -297,29 +298,30 @@ async function openableEncryption(
 ): Promise<GenerationEncryption | undefined> {
   const encryption = await generationEncryption(store, prefix, point.manifest, signal);
   if (encryption === undefined || opens(identities, encryption)) return encryption;
-  const keys = [...point.manifest.files, ...point.manifest.segments].map((entry) => entry.key);
-  throw await lockedObjectsError(store, prefix, encryption, keys, identities, signal);
+  throw await lockedObjectsError(
+    store,
+    prefix,
+    encryption,
+    restorePointKeys(point.manifest),
+    identities,
+    signal,
+  );
 }
 
 /**
- * Raw `.snapshot` and `.segment` objects are plaintext: refused in a
- * generation that is encrypted, before anything is downloaded.
+ * Objects of a raw layout (`.snapshot`, `.segment`, a raw archive or side
+ * file) are plaintext: refused in a generation that is encrypted, before
+ * anything is downloaded.
  * @throws ObjectEncodingError (`encryption`)
  */
 function checkRawObjects(
   prefix: string,
-  manifest: Manifest,
   files: readonly PlannedFile[],
   segments: readonly SegmentEntry[],
   encryption: GenerationEncryption | undefined,
 ): void {
-  const ofGeneration = [
-    ...files
-      .map((file) => file.entry.key)
-      .filter((key) => parseSnapshotKey(prefix, key)?.generation === manifest.walGeneration),
-    ...segments.map((segment) => segment.key),
-  ];
-  for (const key of ofGeneration)
+  const keys = [...files.map((file) => file.entry.key), ...segments.map((segment) => segment.key)];
+  for (const key of keys)
     if (isRawLayout(prefix, key)) checkSameEncryption(plaintext(key), encryption);
 }
 

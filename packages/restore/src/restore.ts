@@ -11,15 +11,9 @@
  */
 import type { AgeIdentity } from '@x/age-envelope';
 import type { RestoreMaterializer } from '@x/engine';
-import {
-  type FileEntry,
-  type Manifest,
-  type ParentRecord,
-  parseSegmentKey,
-  parseSnapshotKey,
-  type SegmentEntry,
-} from '@x/manifest';
+import type { FileEntry, ParentRecord, SegmentEntry } from '@x/manifest';
 import { normalizePrefix, type ObjectStore } from '@x/store';
+import { downloadFileObject, isFileObject } from './file-object-read.ts';
 import type { GenerationEncryption, ObjectOpenOptions } from './generation-encryption.ts';
 import { PROGRESS_BYTE_STEP, type RestoreProgress } from './progress.ts';
 import {
@@ -52,7 +46,6 @@ import {
   expectedPreviousCrc32,
   isSegmentObject,
 } from './segment-object-read.ts';
-import { downloadSnapshotObject, isSnapshotObject } from './snapshot-object-read.ts';
 import {
   type CommitPlan,
   checkCommit,
@@ -190,7 +183,7 @@ async function restoreOnce(
   const chosen = await chooseRestore(store, normalizedPrefix, options);
   const { point, fellBackFrom, rolledForward, commitSeq, walCommits, files, segments } = chosen;
   const manifest = point.manifest;
-  const opening = openingOf(normalizedPrefix, manifest, options.identities, chosen.encryption);
+  const opening = openingOf(options.identities, chosen.encryption);
 
   // Stops prefetches and parallel downloads when this restore fails.
   const internal = new AbortController();
@@ -206,13 +199,13 @@ async function restoreOnce(
     await inParallel(files, PARALLEL_FILES, async (file) => {
       const writer = await createStagedFile(staging, file.name);
       try {
-        // A `.snap` snapshot is decoded into the staged file as it streams;
-        // the file is used only once every check of it passed.
+        // A file object (`.snap`, `.bko`) is decoded into the staged file as
+        // it streams; the file is used only once every check of it passed.
         await download(
           file.entry,
           file.name,
           (chunk) => writer.write(chunk),
-          isSnapshotObject(normalizedPrefix, file.entry.key) ? file.entry : undefined,
+          isFileObject(normalizedPrefix, file.entry.key) ? file.entry : undefined,
         );
         await writer.finish();
       } finally {
@@ -322,25 +315,21 @@ function checkedMaterializer(options: RestoreOptions): RestoreMaterializer {
 }
 
 /**
- * How each object is opened: with the identities given, and, for one of the
- * restore point's generation, held to that generation's encryption.
+ * How each object is opened: with the identities given, held to the
+ * encryption of the restore point's generation (every object it names
+ * states that one, see generation-encryption.ts).
  */
 type Opening = (key: string) => ObjectOpenOptions;
 
 function openingOf(
-  prefix: string,
-  manifest: Manifest,
   identities: readonly AgeIdentity[] | undefined,
   encryption: GenerationEncryption | undefined,
 ): Opening {
-  const given = identities === undefined ? {} : { identities };
-  return (key) => {
-    const generation =
-      parseSegmentKey(prefix, key)?.generation ?? parseSnapshotKey(prefix, key)?.generation;
-    return encryption !== undefined && generation === manifest.walGeneration
-      ? { ...given, encryption }
-      : given;
+  const options = {
+    ...(identities === undefined ? {} : { identities }),
+    ...(encryption === undefined ? {} : { encryption }),
   };
+  return () => options;
 }
 
 /** Downloads one object, checked, into `sink`; counts what it read for the progress reports. */
@@ -348,7 +337,7 @@ type Downloader = ((
   expected: { key: string; size: number; crc32: string },
   name: string,
   sink: (chunk: Uint8Array) => void | Promise<void>,
-  /** A file entry whose key is a `.snap`: its decoded bytes go to `sink`. */
+  /** A file entry whose key is a file object (`.snap`, `.bko`): its decoded bytes go to `sink`. */
   snapshot?: FileEntry,
 ) => Promise<void>) & {
   readonly bytesDone: number;
@@ -407,7 +396,7 @@ function verifiedDownloader(
     };
     if (snapshot === undefined) await downloadVerified(store, expected, sink, verified);
     else
-      await downloadSnapshotObject(store, normalizedPrefix, snapshot, sink, {
+      await downloadFileObject(store, normalizedPrefix, snapshot, sink, {
         ...verified,
         ...options.opening(snapshot.key),
       });

@@ -17,9 +17,9 @@ import {
 import { type GetStreamResult, MemoryStore, type ObjectStore } from '@x/store';
 import { encodeSegmentObject, readSegmentObjectHeader } from '@x/wal-segment';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { downloadSnapshotObject, isSnapshotObject } from './file-object-read.ts';
 import { restore } from './restore.ts';
 import { ObjectCorruptError, ObjectEncodingError } from './restore-errors.ts';
-import { downloadSnapshotObject, isSnapshotObject } from './snapshot-object-read.ts';
 import { verify } from './verify.ts';
 
 const PREFIX = 'p';

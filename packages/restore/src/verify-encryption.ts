@@ -1,11 +1,12 @@
 /**
- * verify's share of the encryption rules (generation-encryption.ts): a
- * `.snap` no identity opens is still read whole for its size and CRC-32,
- * and the objects of a restore point's generation must state what its
- * first object states. Headers are in clear: both hold without a key.
+ * verify's share of the encryption rules (generation-encryption.ts): a file
+ * object (`.snap`, `.bko`) no identity opens is still read whole for its
+ * size and CRC-32, and the objects a restore point names must state what
+ * its first object states. Headers are in clear: both hold without a key.
  */
-import { type FileEntry, type Manifest, parseSnapshotKey } from '@x/manifest';
+import type { FileEntry, Manifest } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
+import { downloadFileObject } from './file-object-read.ts';
 import {
   checkSameEncryption,
   type GenerationEncryption,
@@ -13,24 +14,24 @@ import {
   isRawLayout,
   type ObjectOpenOptions,
   plaintext,
+  restorePointKeys,
 } from './generation-encryption.ts';
 import { ObjectEncodingError, ObjectKeyError } from './restore-errors.ts';
-import { downloadSnapshotObject } from './snapshot-object-read.ts';
 import { downloadVerified, type VerifiedDownloadOptions } from './verified-download.ts';
 
 /**
- * Reads a `.snap` as restore does, its decoded bytes discarded. One no
+ * Reads a file object as restore does, its decoded bytes discarded. One no
  * identity opens is read again whole for its size and CRC-32, then its
  * `ObjectKeyError` is thrown.
  */
-export async function verifySnapshotObject(
+export async function verifyFileObject(
   store: ObjectStore,
   prefix: string,
   entry: FileEntry,
   options: VerifiedDownloadOptions & ObjectOpenOptions,
 ): Promise<GenerationEncryption> {
   try {
-    return await downloadSnapshotObject(store, prefix, entry, () => {}, options);
+    return await downloadFileObject(store, prefix, entry, () => {}, options);
   } catch (error) {
     if (!ObjectKeyError.isInstance(error)) throw error;
     await downloadVerified(store, entry, () => {}, options);
@@ -47,9 +48,9 @@ export function encryptionOfLocked(error: ObjectKeyError): GenerationEncryption 
 }
 
 /**
- * The objects of `manifest`'s generation that state another encryption than
- * its first object, from `stated` (what each header read said); objects not
- * read are not judged.
+ * The objects `manifest` names that state another encryption than its
+ * generation's first object, from `stated` (what each header read said);
+ * objects not read are not judged.
  */
 export function mixedEncryption(
   prefix: string,
@@ -60,12 +61,7 @@ export function mixedEncryption(
   const lead = generationLeadKey(prefix, manifest);
   const expected = lead === undefined ? undefined : stateOf(lead);
   if (expected === undefined) return [];
-  const keys = [
-    ...manifest.files
-      .map((file) => file.key)
-      .filter((key) => parseSnapshotKey(prefix, key)?.generation === manifest.walGeneration),
-    ...manifest.segments.map((segment) => segment.key),
-  ];
+  const keys = restorePointKeys(manifest);
   const refused: ObjectEncodingError[] = [];
   for (const key of keys) {
     const found = stateOf(key);

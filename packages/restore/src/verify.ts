@@ -27,6 +27,7 @@ import {
   type DecodedLogObject,
   FineSegmentIndex,
 } from './compacted-cover.ts';
+import { isFileObject } from './file-object-read.ts';
 import type { GenerationEncryption } from './generation-encryption.ts';
 import type { VerifyProgress } from './progress.ts';
 import { PROGRESS_BYTE_STEP } from './progress.ts';
@@ -46,10 +47,9 @@ import {
   expectedPreviousCrc32,
   isSegmentObject,
 } from './segment-object-read.ts';
-import { isSnapshotObject } from './snapshot-object-read.ts';
 import { supersededMessage, supersededTenures } from './superseded-tenures.ts';
 import { downloadVerified } from './verified-download.ts';
-import { encryptionOfLocked, mixedEncryption, verifySnapshotObject } from './verify-encryption.ts';
+import { encryptionOfLocked, mixedEncryption, verifyFileObject } from './verify-encryption.ts';
 import {
   type RebuildCandidate,
   rebuildChoice,
@@ -101,9 +101,10 @@ export type VerifyProblemKind =
   | 'object-size'
   | 'object-crc'
   /**
-   * A `.seg` segment or `.snap` snapshot whose envelope is invalid, does not
-   * decode, disagrees with its key or entry, or states another encryption
-   * than its generation's first object (`deep`).
+   * A `.seg` segment, `.snap` snapshot or `.bko` archive or side file whose
+   * envelope is invalid, does not decode, disagrees with its key or entry,
+   * or states another encryption than its generation's first object
+   * (`deep`).
    */
   | 'object-encoding'
   /** An encrypted object none of the identities given opens (`deep`; `recipients` name who can). */
@@ -187,8 +188,8 @@ interface ObjectClaim {
     readonly previousCrc32: number | undefined;
     readonly afterCompacted?: string;
   };
-  /** For a `.snap` snapshot: its file entry (as the first manifest naming it says). */
-  readonly snapshot?: FileEntry;
+  /** For a file object (`.snap`, `.bko`): its file entry (as the first manifest naming it says). */
+  readonly fileObject?: FileEntry;
 }
 
 interface ManifestState {
@@ -350,8 +351,8 @@ function claimObjects(
                 },
               }
             : {}),
-          ...(fileEntries.has(entry) && isSnapshotObject(prefix, entry.key)
-            ? { snapshot: entry as FileEntry }
+          ...(fileEntries.has(entry) && isFileObject(prefix, entry.key)
+            ? { fileObject: entry as FileEntry }
             : {}),
         });
       } else if (claim.size !== entry.size || claim.crc32 !== entry.crc32) {
@@ -445,15 +446,15 @@ async function checkObjectsDeep(
       const chunks: Uint8Array[] = [];
       try {
         // Only a `.seg` segment is held (to decode it); everything else streams
-        // through the CRC check in constant memory — a `.snap` snapshot also
-        // through its decoder, its decoded bytes discarded.
+        // through the CRC check in constant memory — a file object (`.snap`,
+        // `.bko`) also through its decoder, its decoded bytes discarded.
         const sink =
           claim.segment === undefined ? () => {} : (chunk: Uint8Array) => void chunks.push(chunk);
         const downloadOptions = {
           manifestKey: [...claim.manifests][0] ?? '',
           ...callOptions(signal),
           ...(identities === undefined ? {} : { identities }),
-          // Stored bytes, for a `.snap` too.
+          // Stored bytes, for a file object too.
           onBytes: (read: number) => {
             counters.bytesDone = before + read;
             if (read - reported >= PROGRESS_BYTE_STEP) {
@@ -462,12 +463,12 @@ async function checkObjectsDeep(
             }
           },
         };
-        if (claim.snapshot === undefined)
+        if (claim.fileObject === undefined)
           await downloadVerified(store, claim, sink, downloadOptions);
         else
           stated.set(
             claim.key,
-            await verifySnapshotObject(store, prefix, claim.snapshot, downloadOptions),
+            await verifyFileObject(store, prefix, claim.fileObject, downloadOptions),
           );
         const segment = claim.segment;
         if (segment !== undefined) {

@@ -1,12 +1,15 @@
 /**
- * The stored-object envelope (`BKO1`): a header, then a commit-log segment's
- * or a snapshot's bytes encoded by the codec the header names. The byte
- * layout is in docs/format.md. A compacted object
+ * The stored-object envelope (`BKO1`): a header, then a commit-log segment's,
+ * a snapshot's or a whole file's bytes encoded by the codec the header
+ * names. The byte layout is in docs/format.md. A compacted object
  * (kind 2) stands for log bytes `start..end` and at least 2 commits merged by
  * the engine, so its decoded length is a field of its own; its `previous` is
  * what its first input named, and its chain end (the stored CRC-32 of the last
  * fine segment it covers) is what the next object names as `previous`. Kinds
- * 1 and 3 are written as they were before kind 2 existed. Decoding checks
+ * 1 and 3 are written as they were before kind 2 existed. A file (kind 4) is
+ * any other file of a restore point stored whole (an encrypted backup's
+ * archives, chain and side files): start 0, end its length, no `previous`;
+ * it may be empty. Decoding checks
  * everything before it returns a body, and caps zstd's output at the header's
  * length; calls are synchronous and whole-object, for segments of a few MiB.
  */
@@ -58,7 +61,7 @@ export const SEGMENT_OBJECT_MAX_HEADER_BYTES = 4096;
 export const SEGMENT_OBJECT_DEFAULT_ZSTD_LEVEL = 3;
 
 export type ObjectCodec = 'identity' | 'zstd';
-export type SegmentObjectKind = 'segment' | 'compacted' | 'snapshot';
+export type SegmentObjectKind = 'segment' | 'compacted' | 'snapshot' | 'file';
 
 export interface SegmentObjectHeader {
   readonly version: 1;
@@ -113,12 +116,23 @@ export type SegmentObjectFields = Omit<
 
 const CODEC_VALUES: Record<ObjectCodec, number> = { identity: 0, zstd: 1 };
 const CODEC_NAMES: Record<number, ObjectCodec> = { 0: 'identity', 1: 'zstd' };
-const KIND_VALUES: Record<SegmentObjectKind, number> = { segment: 1, compacted: 2, snapshot: 3 };
+const KIND_VALUES: Record<SegmentObjectKind, number> = {
+  segment: 1,
+  compacted: 2,
+  snapshot: 3,
+  file: 4,
+};
 const KIND_NAMES: Record<number, SegmentObjectKind> = {
   1: 'segment',
   2: 'compacted',
   3: 'snapshot',
+  4: 'file',
 };
+
+/** Kinds that stand for a whole file: they start at 0, chain to nothing and may be empty. */
+function isWholeFile(kind: SegmentObjectKind): boolean {
+  return kind === 'snapshot' || kind === 'file';
+}
 /** Bytes a compacted object's header adds after the lineage: decoded length, chain end. */
 const COMPACTED_FIELDS_BYTES = 12;
 const LINEAGE_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
@@ -179,17 +193,17 @@ function checkRanges(
   commits: number,
 ): void {
   if (end < start) throw new SegmentObjectError('end', `less than start (${start})`);
-  if (kind !== 'snapshot' && end === start) {
+  if (!isWholeFile(kind) && end === start) {
     throw new SegmentObjectError('end', `equal to start (${start}): a segment is never empty`);
   }
   if (kind === 'compacted' && commits < 2) {
     throw new SegmentObjectError('commits', `${commits}: a compacted object covers at least 2`);
   }
-  if (kind === 'snapshot' && start !== 0) {
-    throw new SegmentObjectError('start', 'not 0 for a snapshot');
+  if (isWholeFile(kind) && start !== 0) {
+    throw new SegmentObjectError('start', `not 0 for a ${kind}`);
   }
-  if (kind === 'snapshot' && previous !== 0) {
-    throw new SegmentObjectError('previousCrc32', 'not 0 for a snapshot');
+  if (isWholeFile(kind) && previous !== 0) {
+    throw new SegmentObjectError('previousCrc32', `not 0 for a ${kind}`);
   }
 }
 

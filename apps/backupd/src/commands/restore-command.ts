@@ -226,7 +226,11 @@ async function restoreChosen(
     );
   // The framed store records no commit times.
   return {
-    ...(await restoreFramedStore(where.store, where.prefix, where.target, { ...common, target })),
+    ...(await restoreFramedStore(where.store, where.prefix, where.target, {
+      ...common,
+      target,
+      identities: where.identities,
+    })),
     commitTime: null,
   };
 }

@@ -200,11 +200,6 @@ export function unusedRecipientsVariable(
   );
 }
 
-/** A framed store directory is not encrypted (its engine refuses recipients). */
-export function framedRecipientsProblem(at: string): string {
-  return `${at}: a framed store directory cannot be encrypted (type sqlite only); remove the recipients`;
-}
-
 function nonEmpty(text: string | undefined): string | undefined {
   return text === undefined || text.trim() === '' ? undefined : text;
 }

@@ -8,7 +8,7 @@ import { describe } from '../duration.ts';
 import { parseStoreUrl, type StoreLocation, StoreUrlError } from '../store-url.ts';
 import { DATABASE_SETTINGS, settingsOf } from './database-settings.ts';
 import { isMapping } from './document.ts';
-import { framedRecipientsProblem, validateEncryption } from './encryption.ts';
+import { validateEncryption } from './encryption.ts';
 import { ENCRYPTION_SETTINGS, keysAt } from './other-settings.ts';
 import type {
   BackupdConfig,
@@ -104,8 +104,6 @@ function validateDatabase(
   const urls = validateUrls(entry, path, type, problems);
   const settings = validateSettings(entry, path, problems);
   const encryption = validateEncryption(entry.encryption, `${path}.encryption`, baseDir, problems);
-  if (type === 'framed' && (encryption?.recipients.length ?? 0) > 0)
-    problems.push(framedRecipientsProblem(`${path}.encryption.ageRecipients`));
   if (problems.length > before) return undefined;
   return { path: databasePath, type, urls, ...settings, ...(encryption ? { encryption } : {}) };
 }

@@ -4,10 +4,12 @@
  * with its size and CRC), `LATEST` names one of them, and a restore point's
  * content is the source's at its commit (see `framed-engine.ts`).
  */
+import type { AgeIdentity } from '@x/age-envelope';
 import {
   crc32Hex,
   latestKey,
   type Manifest,
+  parseArchiveKey,
   parseArchiveName,
   parseLatest,
   parseManifest,
@@ -57,6 +59,11 @@ export async function verifyManifestObjects(
   return bodies;
 }
 
+/** What a check needs to open sealed objects; none: every object must be in clear. */
+export interface OpenOptions {
+  readonly identities?: readonly AgeIdentity[];
+}
+
 /**
  * The restore point's content equals the test engine's state at its commit:
  * frames `commit-{floor+1}` … `commit-{commitSeq}` in order (archives, then
@@ -67,14 +74,22 @@ export async function checkRestorePointContent(
   store: ObjectStore,
   prefix: string,
   manifest: Manifest,
+  open: OpenOptions = {},
 ): Promise<void> {
   const bodies = await verifyManifestObjects(store, manifest);
   const archives = manifest.files
     .filter((f) => parseArchiveName(f.name) !== undefined)
     .sort((a, b) => parseArchiveName(a.name)! - parseArchiveName(b.name)!);
   const payloads: string[] = [];
-  for (const archive of archives)
-    payloads.push(...framePayloads(bodies.get(archive.key)!, archive.key));
+  for (const archive of archives) {
+    const stored = bodies.get(archive.key)!;
+    // A `.archive.bko` object: the archive is its decoded body.
+    const bytes =
+      parseArchiveKey(prefix, archive.key)?.layout === 'object'
+        ? decodeSegmentObject(stored, open).body
+        : stored;
+    payloads.push(...framePayloads(bytes, archive.key));
+  }
   const beforeWal = manifest.oldestCommitSeq + payloads.length;
   const snapshot = manifest.files.find((f) => f.name === 'snapshot.bin');
   if (snapshot) {
@@ -82,7 +97,7 @@ export async function checkRestorePointContent(
     // A `.snap` object: the snapshot is its decoded body.
     const image =
       parseSnapshotKey(prefix, snapshot.key)?.layout === 'object'
-        ? decodeSegmentObject(stored).body
+        ? decodeSegmentObject(stored, open).body
         : stored;
     const text = new TextDecoder().decode(image);
     if (text !== `snapshot-at-${beforeWal}`)
@@ -99,7 +114,7 @@ export async function checkRestorePointContent(
     let body = bodies.get(segment.key)!;
     if (parsed.layout === 'object') {
       // A `.seg` object: its frames are the decoded body, for exactly the key's range.
-      const decoded = decodeSegmentObject(body);
+      const decoded = decodeSegmentObject(body, open);
       if (decoded.header.start !== parsed.start || decoded.header.end !== parsed.end)
         throw new Error(
           `${segment.key}: header range ${decoded.header.start}-${decoded.header.end}`,
@@ -129,7 +144,7 @@ export async function checkRestorePointContent(
 export async function checkBucket(
   store: ObjectStore,
   prefix: string,
-  options: { content?: boolean } = {},
+  options: { content?: boolean } & OpenOptions = {},
 ): Promise<BucketCheck> {
   const listed = await store.list(`${prefix}/manifest/`);
   const manifests = new Map<string, Manifest>();
@@ -138,7 +153,7 @@ export async function checkBucket(
     if (body === null) throw new Error(`${object.key} vanished`);
     const manifest = parseManifest(body.body, { prefix });
     verifyLineage(manifest);
-    if (options.content) await checkRestorePointContent(store, prefix, manifest);
+    if (options.content) await checkRestorePointContent(store, prefix, manifest, options);
     else await verifyManifestObjects(store, manifest);
     manifests.set(object.key, manifest);
   }

@@ -2,7 +2,7 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BackupWorker } from '@x/backup-worker';
+import { BackupWorker, type EncryptionOptions } from '@x/backup-worker';
 import { SimulatedCrashError, TestHooks } from '@x/backup-worker/testing';
 import { FakeClock } from '@x/lease';
 import { FramedDirSource, restoreFramedStore } from '@x/source-framed';
@@ -14,12 +14,18 @@ import type { StoreCase } from './stores.ts';
 
 export const RETAIN = 2;
 
+/** How the scenario's workers store objects: in clear, or with `encryption` (restored with its identities). */
+export interface ScenarioOptions {
+  readonly encryption?: EncryptionOptions;
+}
+
 export function newWorker(
   store: ObjectStore,
   prefix: string,
   engine: FramedTestEngine,
   clock = new FakeClock(),
   hooks?: TestHooks,
+  options: ScenarioOptions = {},
 ): BackupWorker {
   return new BackupWorker({
     store,
@@ -29,7 +35,16 @@ export function newWorker(
     manifestIntervalMs: 0,
     retain: RETAIN,
     ...(hooks ? { hooks } : {}),
+    ...(options.encryption === undefined ? {} : { encryption: options.encryption }),
   });
+}
+
+/** The identities that open what `options` seals (none in clear). */
+function openOptionsOf(options: ScenarioOptions): {
+  identities?: NonNullable<EncryptionOptions['identities']>;
+} {
+  const identities = options.encryption?.identities;
+  return identities === undefined ? {} : { identities };
 }
 
 /**
@@ -72,30 +87,42 @@ export async function runScenario(
   return 'completed';
 }
 
-/** After a crash at write n: the bucket verifies, a new worker completes, LATEST is the source. */
-export async function crashAt(storeCase: StoreCase, n: number): Promise<'completed' | 'crashed'> {
+/**
+ * After a crash at write n: the bucket verifies, a new worker completes,
+ * LATEST is the source. `inspect` looks at the bucket once the second worker
+ * completed (the stored form of its objects).
+ */
+export async function crashAt(
+  storeCase: StoreCase,
+  n: number,
+  options: ScenarioOptions & {
+    inspect?: (store: ObjectStore, prefix: string) => Promise<void>;
+  } = {},
+): Promise<'completed' | 'crashed'> {
   const { store, prefix, close } = await storeCase.open();
   const directory = await mkdtemp(join(tmpdir(), 'backup-worker-crash-'));
+  const open = openOptionsOf(options);
   try {
     const engine = await FramedTestEngine.create(directory);
     const hooks = new TestHooks();
-    const first = newWorker(store, prefix, engine, new FakeClock(), hooks);
+    const first = newWorker(store, prefix, engine, new FakeClock(), hooks, options);
     hooks.failAfterWrites(n);
     const outcome = await runScenario(first, engine);
     // Every manifest left behind verifies, and LATEST names one of them.
-    await checkBucket(store, prefix, { content: true });
+    await checkBucket(store, prefix, { content: true, ...open });
     // A new worker resumes and completes.
-    const second = newWorker(store, prefix, engine);
+    const second = newWorker(store, prefix, engine, new FakeClock(), undefined, options);
     await second.runOnce();
-    const after = await checkBucket(store, prefix, { content: true });
+    const after = await checkBucket(store, prefix, { content: true, ...open });
     expect(after.latest).not.toBeNull();
     const latest = after.manifests.get(after.latest!)!;
     expect(latest.commitSeq).toBe(engine.durableCommits);
-    await checkRestorePointContent(store, prefix, latest);
+    await checkRestorePointContent(store, prefix, latest, open);
     // Retention ran: at most RETAIN of this lineage's manifests remain.
     expect(after.manifests.size).toBeLessThanOrEqual(RETAIN);
     // A restore of LATEST equals the source at that commit, file for file.
-    await expectRestoreEqualsSource(store, prefix, engine, after.latest!);
+    await expectRestoreEqualsSource(store, prefix, engine, after.latest!, open);
+    await options.inspect?.(store, prefix);
     return outcome;
   } finally {
     await rm(directory, { recursive: true, force: true });
@@ -114,12 +141,14 @@ export async function expectRestoreEqualsSource(
   prefix: string,
   engine: FramedTestEngine,
   manifestKey: string,
+  open: { identities?: NonNullable<EncryptionOptions['identities']> } = {},
 ): Promise<void> {
   const target = await mkdtemp(join(tmpdir(), 'backup-worker-restored-'));
   try {
     const result = await restoreFramedStore(store, prefix, target, {
       target: { kind: 'restore-point', manifestKey },
       force: true,
+      ...open,
     });
     expect(result.manifestKey).toBe(manifestKey);
     expect(result.commitSeq).toBe(engine.durableCommits);

@@ -1,16 +1,18 @@
 /**
- * Reads a `.snap` snapshot (envelope kind snapshot) for restore and verify in
- * bounded memory, since it can be GiBs: the stored bytes stream through
- * {@link downloadVerified} (size, CRC-32) and `decodeSegmentObjectStream`
- * (header CRC, decoded length and CRC-32); the header is checked against key
- * and entry before the first decoded byte is handed on. Decoded chunks reach
- * the sink BEFORE the end checks: use what was staged only once this
- * resolved. A failure on either side ends the other, so neither waits. An
- * encrypted snapshot is opened with the age identities given, once its
- * header passed (the generation's encryption included).
+ * Reads a file stored in the envelope — a `.snap` snapshot (kind snapshot),
+ * or an encrypted backup's `.bko` archive, chain or side file (kind file) —
+ * for restore and verify in bounded memory, since one can be GiBs: the
+ * stored bytes stream through {@link downloadVerified} (size, CRC-32) and
+ * `decodeSegmentObjectStream` (header CRC, decoded length and CRC-32); the
+ * header is checked against key and entry before the first decoded byte is
+ * handed on. Decoded chunks reach the sink BEFORE the end checks: use what
+ * was staged only once this resolved. A failure on either side ends the
+ * other, so neither waits. An encrypted object is opened with the age
+ * identities given, once its header passed (the generation's encryption
+ * included).
  * Memory: the decoder's read-ahead (at most 16 stored chunks), zstd's buffers.
  */
-import { type FileEntry, parseSnapshotKey } from '@x/manifest';
+import { type FileEntry, parseArchiveKey, parseSideKey, parseSnapshotKey } from '@x/manifest';
 import type { ObjectStore } from '@x/store';
 import {
   decodeSegmentObjectStream,
@@ -19,6 +21,7 @@ import {
   SegmentObjectError,
   type SegmentObjectHeader,
   SegmentObjectKeyError,
+  type SegmentObjectKind,
   type SegmentObjectStream,
 } from '@x/wal-segment';
 import {
@@ -35,6 +38,30 @@ import { downloadVerified, type VerifiedDownloadOptions } from './verified-downl
 /** True when `key` is a snapshot stored in the envelope (`.snap`), which must be decoded. */
 export function isSnapshotObject(prefix: string, key: string): boolean {
   return parseSnapshotKey(prefix, key)?.layout === 'object';
+}
+
+/** What the header of a file object must state, from its key. */
+interface FileObjectExpectation {
+  readonly kind: SegmentObjectKind;
+  /** A snapshot's or archive's key generation; 0 for a side or chain file, which has none. */
+  readonly generation: number;
+}
+
+function expectationOf(prefix: string, key: string): FileObjectExpectation | undefined {
+  const snapshot = parseSnapshotKey(prefix, key);
+  if (snapshot?.layout === 'object') return { kind: 'snapshot', generation: snapshot.generation };
+  const archive = parseArchiveKey(prefix, key);
+  if (archive?.layout === 'object') return { kind: 'file', generation: archive.generation };
+  if (parseSideKey(prefix, key)?.layout === 'object') return { kind: 'file', generation: 0 };
+  return undefined;
+}
+
+/**
+ * True when `key` is a file of a restore point stored in the envelope
+ * (`.snap`, or an archive or side file's `.bko`), which must be decoded.
+ */
+export function isFileObject(prefix: string, key: string): boolean {
+  return expectationOf(prefix, key) !== undefined;
 }
 
 /** The decoder stopped reading (it failed, or its input is not wanted any more). */
@@ -135,11 +162,11 @@ function keepingHead(stored: AsyncIterable<Uint8Array>): {
 }
 
 /**
- * The decoder of a `.snap`'s bytes, its header checked by `check` before
+ * The decoder of a file object's bytes, its header checked by `check` before
  * the body is opened: also when no identity opens it, so a header that is
  * wrong is reported as such rather than as a missing key.
  */
-async function openSnapshot(
+async function openFileObject(
   key: string,
   stored: AsyncIterable<Uint8Array>,
   identities: NonNullable<ObjectOpenOptions['identities']>,
@@ -159,9 +186,26 @@ async function openSnapshot(
 }
 
 /**
- * Downloads the `.snap` object of `entry`, checks it stored and decoded,
- * and hands the decoded bytes to `sink` in order (calls never overlap; the
- * next decoded chunk is pulled once the sink's promise settled).
+ * {@link downloadFileObject} for a `.snap` snapshot only.
+ * @throws ObjectEncodingError (`key`) for any other key; as {@link downloadFileObject}.
+ */
+export async function downloadSnapshotObject(
+  store: ObjectStore,
+  prefix: string,
+  entry: FileEntry,
+  sink: (chunk: Uint8Array) => void | Promise<void>,
+  options: VerifiedDownloadOptions & ObjectOpenOptions,
+): Promise<GenerationEncryption> {
+  if (!isSnapshotObject(prefix, entry.key))
+    throw new ObjectEncodingError(entry.key, 'key', 'not a .snap snapshot key of this prefix');
+  return downloadFileObject(store, prefix, entry, sink, options);
+}
+
+/**
+ * Downloads the file object of `entry` (see {@link isFileObject}), checks
+ * it stored and decoded, and hands the decoded bytes to `sink` in order
+ * (calls never overlap; the next decoded chunk is pulled once the sink's
+ * promise settled).
  * `options.onBytes` counts stored bytes, as for any other object.
  * Resolves to what its header states about its encryption.
  * @throws ObjectEncodingError — the envelope is invalid, does not decode to
@@ -172,16 +216,20 @@ async function openSnapshot(
  * @throws ObjectCorruptError, ObjectMissingError — as {@link downloadVerified}.
  * Also rejects with the sink's own error, a store error or the abort reason: the first failure.
  */
-export async function downloadSnapshotObject(
+export async function downloadFileObject(
   store: ObjectStore,
   prefix: string,
   entry: FileEntry,
   sink: (chunk: Uint8Array) => void | Promise<void>,
   options: VerifiedDownloadOptions & ObjectOpenOptions,
 ): Promise<GenerationEncryption> {
-  const parsed = parseSnapshotKey(prefix, entry.key);
-  if (parsed === undefined || parsed.layout !== 'object') {
-    throw new ObjectEncodingError(entry.key, 'key', 'not a .snap snapshot key of this prefix');
+  const expected = expectationOf(prefix, entry.key);
+  if (expected === undefined) {
+    throw new ObjectEncodingError(
+      entry.key,
+      'key',
+      'not a .snap snapshot or .bko archive or side-file key of this prefix',
+    );
   }
   options.signal?.throwIfAborted();
   const stop = new AbortController();
@@ -209,9 +257,9 @@ export async function downloadSnapshotObject(
   const mismatch = headerMismatch(entry.key);
   let encryption: GenerationEncryption | undefined;
   const check = (header: SegmentObjectHeader): void => {
-    if (header.kind !== 'snapshot') mismatch('kind', header.kind, 'snapshot', 'key');
-    if (header.generation !== parsed.generation)
-      mismatch('generation', header.generation, parsed.generation, 'key');
+    if (header.kind !== expected.kind) mismatch('kind', header.kind, expected.kind, 'key');
+    if (header.generation !== expected.generation)
+      mismatch('generation', header.generation, expected.generation, 'key');
     if (header.commits !== entry.frames)
       mismatch('commits', header.commits, entry.frames, 'manifest entry');
     if (header.lineage !== entry.lineage)
@@ -221,7 +269,7 @@ export async function downloadSnapshotObject(
   };
 
   try {
-    const { body } = await openSnapshot(entry.key, handOver, options.identities ?? [], check);
+    const { body } = await openFileObject(entry.key, handOver, options.identities ?? [], check);
     for await (const chunk of body) {
       // The download failed: its input was cut short, nothing more is handed on.
       if (first !== undefined) break;
