@@ -101,7 +101,7 @@ export const ENCRYPTION_SETTINGS: readonly OtherSetting[] = [
     keys: ['encryption.ageIdentityFile'],
     level: 'database',
     variable: environmentVariable('ageIdentityFile'),
-    commandLine: '--age-identity-file (restore, verify)',
+    commandLine: '--age-identity-file (restore, verify, ls)',
     field: 'encryption.identityFiles',
     help: "age identity files (as age-keygen writes them) that open encrypted objects: a first boot's restore, a writer's read-back",
     goesTo: '`BackupWorker` `encryption.identities`; restore and verify `identities`',
