@@ -3,7 +3,8 @@
  * and a `static isInstance`, so a check survives two installed copies.
  */
 
-function hasMarker(value: unknown, marker: symbol): boolean {
+/** Whether `value` carries `marker`: an error class's check that survives two installed copies. */
+export function hasMarker(value: unknown, marker: symbol): boolean {
   return (
     typeof value === 'object' &&
     value !== null &&

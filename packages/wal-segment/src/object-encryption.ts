@@ -14,6 +14,7 @@ import {
   decryptSync,
   encryptSync,
 } from '@x/age-envelope';
+import { hasMarker } from './errors.ts';
 
 export type ObjectEncryption = 'none' | 'age-x25519';
 
@@ -24,14 +25,6 @@ const BINDING_MAGIC = 0x184d2a5b;
 const BINDING_CONTENT_BYTES = 32 + 4;
 /** Bytes the binding frame adds to the plaintext. */
 export const BINDING_BYTES = 8 + BINDING_CONTENT_BYTES;
-
-function hasMarker(value: unknown, marker: symbol): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as Record<symbol, unknown>)[marker] === true
-  );
-}
 
 const KEY_ERROR_MARKER = Symbol.for('x.wal-segment.error.SegmentObjectKeyError');
 

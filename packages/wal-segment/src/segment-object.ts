@@ -22,6 +22,7 @@ import {
   zstdDecompressSync,
 } from 'node:zlib';
 import { type AgeIdentity, type AgeRecipient, recipientFromPublicKey } from '@x/age-envelope';
+import { hasMarker } from './errors.ts';
 import {
   bindingFrame,
   checkIdentities,
@@ -33,14 +34,6 @@ import {
   SegmentObjectKeyError,
   sealBody,
 } from './object-encryption.ts';
-
-function hasMarker(value: unknown, marker: symbol): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as Record<symbol, unknown>)[marker] === true
-  );
-}
 
 /** `BKO1`: the first four bytes of every envelope. */
 export const SEGMENT_OBJECT_MAGIC: Uint8Array = Uint8Array.of(0x42, 0x4b, 0x4f, 0x31);
