@@ -202,14 +202,10 @@ export class Requests {
    * `counter` counts the frames of a raw file as it streams; otherwise the
    * entry has `frames`. With `envelope`, the stored object is the file in
    * the object envelope of `@x/wal-segment` (kind `envelope.kind`, zstd;
-   * sealed to `envelope.recipients` when any; `frames` is its commits). The
-   * file is read once, compressed in memory as it is read, while the
-   * compressed body stays within {@link IN_MEMORY_ENVELOPE_BYTES}: the read
-   * (and whatever the source holds for it: a SQLite snapshot pins its
-   * reader) ends before the upload starts. A larger one is read a second
-   * time, compressed as it streams up; if that read differs from the first,
-   * the upload fails (a `SegmentObjectError`, field `body`) before the
-   * object is complete, so no object whose header lies is ever stored.
+   * sealed to `envelope.recipients` when any; `frames` is its commits),
+   * built in memory up to {@link IN_MEMORY_ENVELOPE_BYTES}, else read twice
+   * (docs/format.md, _Writing a snapshot_: a second read that differs fails
+   * the upload before the object is complete).
    */
   async putFile(
     file: OpenedFile,
