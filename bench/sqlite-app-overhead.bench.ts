@@ -14,7 +14,8 @@
  * - `commits/s alone`, `p99 commit ms alone` and `p99 commit ms with`;
  * - `uploaded MB`: what the prefix holds after the phase and a graceful
  *   stop (the snapshot, the commit log, restore points; nothing is deleted
- *   inside the default window);
+ *   inside the default window), and the same ÷ the commits made beside
+ *   backupd (`uploaded B per commit`, which does not move with the rate);
  * - `restore s`: `backupd restore` of the latest state afterwards, a
  *   process of its own; the restored database must hold every commit the
  *   application made;
@@ -163,6 +164,10 @@ async function onePair(
   measured[`${synchronous} p99 commit ms with`] = lowerIsBetter(withBackupd.p99Ms, 'ms');
   measured[`${synchronous} worst commit ms with`] = lowerIsBetter(withBackupd.maxMs, 'ms');
   measured[`${synchronous} uploaded MB`] = lowerIsBetter(uploaded / 1e6, 'MB');
+  measured[`${synchronous} uploaded B per commit`] = lowerIsBetter(
+    uploaded / withBackupd.commits,
+    'B',
+  );
   measured[`${synchronous} restore s`] = lowerIsBetter(seconds, 's');
   if (cpuSeconds !== null)
     measured[`${synchronous} backupd CPU µs per commit`] = lowerIsBetter(

@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { decrypt, decryptStream, encrypt, encryptStream } from './envelope.ts';
+import {
+  decrypt,
+  decryptStream,
+  decryptSync,
+  encrypt,
+  encryptStream,
+  encryptSync,
+} from './envelope.ts';
 import { AgeError, type AgeErrorCode } from './errors.ts';
 import { generateIdentity, parseIdentity, parseRecipient } from './keys.ts';
 
@@ -121,5 +128,40 @@ describe('encrypt and decrypt', () => {
     const a = await encrypt(Buffer.from('same'), [recipient]);
     const b = await encrypt(Buffer.from('same'), [recipient]);
     expect(Buffer.from(a).equals(Buffer.from(b))).toBe(false);
+  });
+
+  it('encryptSync seals parts as one plaintext after a prefix, and decryptSync opens it', () => {
+    const plaintext = randomBytes(3 * 65_536 + 7);
+    const prefix = Buffer.from('header bytes');
+    for (const cuts of [[], [1], [65_535, 65_536], [65_536, 65_537, 131_072, 196_000], [7, 8, 9]]) {
+      const parts = [0, ...cuts, plaintext.length]
+        .slice(1)
+        .map((end, index, ends) => plaintext.subarray(index === 0 ? 0 : ends[index - 1], end));
+      const sealed = encryptSync(parts, [recipient], { prefix });
+      expect(Buffer.from(sealed.subarray(0, prefix.length)).equals(prefix)).toBe(true);
+      const opened = decryptSync(sealed.subarray(prefix.length), [identity]);
+      expect(Buffer.from(opened).equals(plaintext), `cut at ${cuts}`).toBe(true);
+    }
+  });
+
+  it('decryptSync refuses the payload cut or extended at any byte near a chunk end', () => {
+    const sealed = encryptSync(randomBytes(2 * 65_536 + 20), [recipient]);
+    const payloadEnd = sealed.length;
+    const firstChunkEnd = headerLength(sealed) + 16 + 65_536 + 16;
+    for (const length of [
+      ...Array.from({ length: 40 }, (_, index) => firstChunkEnd - 20 + index),
+      ...Array.from({ length: 40 }, (_, index) => payloadEnd - 39 + index),
+    ]) {
+      if (length === payloadEnd) continue;
+      const cut = sealed.subarray(0, length);
+      expect(() => decryptSync(cut, [identity]), `${length} bytes`).toThrow(AgeError);
+      try {
+        decryptSync(cut, [identity]);
+      } catch (error) {
+        expect((error as AgeError).code, `${length} bytes`).toBe('AGE_PAYLOAD_INVALID');
+      }
+    }
+    const extended = Buffer.concat([sealed, Buffer.from([1, 2, 3])]);
+    expect(() => decryptSync(extended, [identity])).toThrow(/does not authenticate/);
   });
 });

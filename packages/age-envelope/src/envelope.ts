@@ -11,6 +11,7 @@ import {
   CHUNK_BYTES,
   NONCE_BYTES,
   openChunk,
+  openChunkInto,
   payloadKey,
   sealChunk,
   sealChunkInto,
@@ -24,6 +25,28 @@ const SEALED_CHUNK_BYTES = CHUNK_BYTES + TAG_BYTES;
 
 type Source = AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
 
+/** A plaintext given whole, or as parts read in order (never joined). */
+export type Plaintext = Uint8Array | readonly Uint8Array[];
+
+/** Takes the first `length` bytes off `parts` (splitting one if needed), leaving the rest. */
+function takeBytes(parts: Uint8Array[], length: number): Uint8Array[] {
+  const taken: Uint8Array[] = [];
+  let wanted = length;
+  while (wanted > 0) {
+    const part = parts[0] as Uint8Array;
+    if (part.length <= wanted) {
+      taken.push(part);
+      parts.shift();
+      wanted -= part.length;
+    } else {
+      taken.push(part.subarray(0, wanted));
+      parts[0] = part.subarray(wanted);
+      wanted = 0;
+    }
+  }
+  return taken;
+}
+
 /**
  * Seals a plaintext given piece by piece: the header and nonce first, then
  * each full 64 KiB chunk once more data follows it (the last chunk carries
@@ -31,7 +54,6 @@ type Source = AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
  */
 class PayloadSealer {
   readonly #key: Buffer;
-  #pending = Buffer.alloc(0);
   #parts: Uint8Array[] = [];
   #queued = 0;
   #counter = 0;
@@ -51,37 +73,41 @@ class PayloadSealer {
   }
 
   push(chunk: Uint8Array): Uint8Array[] {
-    // Small pieces wait, unjoined, until a whole chunk can be sealed.
     this.#parts.push(chunk);
     this.#queued += chunk.length;
-    if (this.#pending.length + this.#queued <= CHUNK_BYTES) return [];
-    this.#pending = Buffer.concat([this.#pending, ...this.#parts]);
-    this.#parts = [];
-    this.#queued = 0;
     const sealed: Uint8Array[] = [];
-    while (this.#pending.length > CHUNK_BYTES) {
-      sealed.push(
-        sealChunk(this.#key, this.#counter++, false, this.#pending.subarray(0, CHUNK_BYTES)),
-      );
-      this.#pending = this.#pending.subarray(CHUNK_BYTES);
+    while (this.#queued > CHUNK_BYTES) {
+      const pieces = takeBytes(this.#parts, CHUNK_BYTES);
+      this.#queued -= CHUNK_BYTES;
+      sealed.push(sealChunk(this.#key, this.#counter++, false, pieces));
     }
     return sealed;
   }
 
   end(): Uint8Array {
-    const rest = Buffer.concat([this.#pending, ...this.#parts]);
-    return sealChunk(this.#key, this.#counter, true, rest);
+    const pieces = this.#parts;
+    this.#parts = [];
+    this.#queued = 0;
+    return sealChunk(this.#key, this.#counter, true, pieces);
   }
 
-  /** The whole age file of `plaintext`, written into one buffer (nothing may have been pushed). */
-  sealWhole(plaintext: Uint8Array): Uint8Array {
-    const chunks = Math.max(1, Math.ceil(plaintext.length / CHUNK_BYTES));
-    const out = new Uint8Array(this.start.length + plaintext.length + chunks * TAG_BYTES);
-    out.set(this.start, 0);
-    let at = this.start.length;
+  /**
+   * `prefix`, then the whole age file of `plaintext`, in one buffer (nothing
+   * may have been pushed).
+   */
+  sealWhole(plaintext: readonly Uint8Array[], prefix: Uint8Array): Uint8Array {
+    const length = plaintext.reduce((sum, part) => sum + part.length, 0);
+    const chunks = Math.max(1, Math.ceil(length / CHUNK_BYTES));
+    const out = new Uint8Array(prefix.length + this.start.length + length + chunks * TAG_BYTES);
+    out.set(prefix, 0);
+    out.set(this.start, prefix.length);
+    let at = prefix.length + this.start.length;
+    const parts = [...plaintext];
+    let left = length;
     for (let index = 0; index < chunks; index++) {
-      const piece = plaintext.subarray(index * CHUNK_BYTES, (index + 1) * CHUNK_BYTES);
-      at = sealChunkInto(this.#key, index, index === chunks - 1, piece, out, at);
+      const pieces = takeBytes(parts, Math.min(CHUNK_BYTES, left));
+      left -= Math.min(CHUNK_BYTES, left);
+      at = sealChunkInto(this.#key, index, index === chunks - 1, pieces, out, at);
     }
     return out;
   }
@@ -101,13 +127,19 @@ export async function* encryptStream(
   yield sealer.end();
 }
 
-/** {@link encrypt} without waiting: the whole age file of `plaintext`. */
+/**
+ * {@link encrypt} without waiting: the whole age file of `plaintext`, after
+ * `options.prefix` when given (so a caller's own header and the age file
+ * share one buffer).
+ */
 export function encryptSync(
-  plaintext: Uint8Array,
+  plaintext: Plaintext,
   recipients: readonly AgeRecipient[],
+  options: { prefix?: Uint8Array } = {},
 ): Uint8Array {
   const sealer = new PayloadSealer(recipients);
-  return sealer.sealWhole(plaintext);
+  const parts = plaintext instanceof Uint8Array ? [plaintext] : plaintext;
+  return sealer.sealWhole(parts, options.prefix ?? new Uint8Array(0));
 }
 
 /** The file key the header wraps for one of `identities`. */
@@ -235,18 +267,23 @@ export function decryptSync(
     throw new AgeError('AGE_PAYLOAD_INVALID', 'the age payload ends before its nonce');
   const key = payloadKey(fileKey, ciphertext.subarray(offset, offset + NONCE_BYTES));
   offset += NONCE_BYTES;
-  const plain: Uint8Array[] = [];
+  const sealedBytes = ciphertext.length - offset;
+  const chunks = Math.max(1, Math.ceil(sealedBytes / SEALED_CHUNK_BYTES));
+  if (sealedBytes - (chunks - 1) * SEALED_CHUNK_BYTES < TAG_BYTES)
+    throw new AgeError('AGE_PAYLOAD_INVALID', `age payload chunk ${chunks - 1} is cut short`);
+  const plain = new Uint8Array(sealedBytes - chunks * TAG_BYTES);
+  let written = 0;
   for (let counter = 0; ; counter++) {
     const last = ciphertext.length - offset <= SEALED_CHUNK_BYTES;
     const end = last ? ciphertext.length : offset + SEALED_CHUNK_BYTES;
-    const chunk = openChunk(key, counter, last, ciphertext.subarray(offset, end));
-    if (last && chunk.length === 0 && counter > 0)
+    const before = written;
+    written = openChunkInto(key, counter, last, ciphertext.subarray(offset, end), plain, written);
+    if (last && written === before && counter > 0)
       throw new AgeError(
         'AGE_PAYLOAD_INVALID',
         `age payload chunk ${counter} is an empty last chunk`,
       );
-    plain.push(chunk);
     offset = end;
-    if (last) return new Uint8Array(Buffer.concat(plain));
+    if (last) return plain;
   }
 }

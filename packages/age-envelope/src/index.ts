@@ -6,6 +6,7 @@ export {
   encrypt,
   encryptStream,
   encryptSync,
+  type Plaintext,
 } from './envelope.ts';
 export { AgeError, type AgeErrorCode } from './errors.ts';
 export {

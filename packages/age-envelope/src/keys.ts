@@ -46,9 +46,27 @@ export function rawPublicKey(key: KeyObject): Uint8Array {
   return new Uint8Array(key.export({ format: 'der', type: 'spki' }).subarray(SPKI_PREFIX.length));
 }
 
+const recipientKeys = new WeakMap<AgeRecipient, KeyObject>();
+
+/** A recipient's public key as a key object, made once per recipient: every object wraps to it. */
+export function recipientKeyObject(recipient: AgeRecipient): KeyObject {
+  let key = recipientKeys.get(recipient);
+  if (key === undefined) {
+    key = publicKeyObject(recipient.publicKey);
+    recipientKeys.set(recipient, key);
+  }
+  return key;
+}
+
 /** X25519 of `privateKey` and `publicKey`; refuses the all-zero result of a low-order point. */
-export function sharedSecret(privateKey: KeyObject, publicKey: Uint8Array): Uint8Array | null {
-  const secret = diffieHellman({ privateKey, publicKey: publicKeyObject(publicKey) });
+export function sharedSecret(
+  privateKey: KeyObject,
+  publicKey: Uint8Array | KeyObject,
+): Uint8Array | null {
+  const secret = diffieHellman({
+    privateKey,
+    publicKey: publicKey instanceof Uint8Array ? publicKeyObject(publicKey) : publicKey,
+  });
   return secret.every((byte) => byte === 0) ? null : new Uint8Array(secret);
 }
 

@@ -22,18 +22,27 @@ function chunkNonce(counter: number, last: boolean): Buffer {
   return nonce;
 }
 
-export function sealChunk(key: Buffer, counter: number, last: boolean, plain: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(plain.length + TAG_BYTES);
-  sealChunkInto(key, counter, last, plain, out, 0);
+/** The plaintext of one chunk: pieces read in order, never joined. */
+export type ChunkPieces = readonly Uint8Array[];
+
+export function sealChunk(
+  key: Buffer,
+  counter: number,
+  last: boolean,
+  pieces: ChunkPieces,
+): Buffer {
+  const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
+  const out = Buffer.allocUnsafe(length + TAG_BYTES);
+  sealChunkInto(key, counter, last, pieces, out, 0);
   return out;
 }
 
-/** Seals `plain` into `out` at `offset` (`plain.length + TAG_BYTES` bytes); returns the end. */
+/** Seals `pieces` into `out` at `offset` (their length + `TAG_BYTES` bytes); returns the end. */
 export function sealChunkInto(
   key: Buffer,
   counter: number,
   last: boolean,
-  plain: Uint8Array,
+  pieces: ChunkPieces,
   out: Uint8Array,
   offset: number,
 ): number {
@@ -41,11 +50,32 @@ export function sealChunkInto(
     authTagLength: TAG_BYTES,
   });
   let at = offset;
-  for (const part of [cipher.update(plain), cipher.final(), cipher.getAuthTag()]) {
+  const write = (part: Uint8Array) => {
     out.set(part, at);
     at += part.length;
-  }
+  };
+  for (const piece of pieces) write(cipher.update(piece));
+  write(cipher.final());
+  write(cipher.getAuthTag());
   return at;
+}
+
+/**
+ * Opens one sealed chunk into `out` at `offset` (its length − `TAG_BYTES`
+ * bytes); returns the end.
+ * @throws AgeError `AGE_PAYLOAD_INVALID` naming the chunk.
+ */
+export function openChunkInto(
+  key: Buffer,
+  counter: number,
+  last: boolean,
+  sealed: Uint8Array,
+  out: Uint8Array,
+  offset: number,
+): number {
+  const plain = openChunk(key, counter, last, sealed);
+  out.set(plain, offset);
+  return offset + plain.length;
 }
 
 /** @throws AgeError `AGE_PAYLOAD_INVALID` naming the chunk. */

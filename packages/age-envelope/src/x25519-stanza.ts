@@ -6,7 +6,13 @@
  */
 import { createCipheriv, createDecipheriv, generateKeyPairSync, hkdfSync } from 'node:crypto';
 import { fromBase64, type Stanza, toBase64 } from './header.ts';
-import { type AgeIdentity, type AgeRecipient, rawPublicKey, sharedSecret } from './keys.ts';
+import {
+  type AgeIdentity,
+  type AgeRecipient,
+  rawPublicKey,
+  recipientKeyObject,
+  sharedSecret,
+} from './keys.ts';
 
 const STANZA_TYPE = 'X25519';
 const INFO = 'age-encryption.org/v1/X25519';
@@ -21,7 +27,7 @@ function wrapKey(secret: Uint8Array, share: Uint8Array, recipient: Uint8Array): 
 export function wrapFileKey(fileKey: Uint8Array, recipient: AgeRecipient): Stanza {
   const ephemeral = generateKeyPairSync('x25519');
   const share = rawPublicKey(ephemeral.publicKey);
-  const secret = sharedSecret(ephemeral.privateKey, recipient.publicKey);
+  const secret = sharedSecret(ephemeral.privateKey, recipientKeyObject(recipient));
   // Only a low-order public key gives zero, and parseRecipient's keys come from age-keygen.
   if (secret === null) throw new Error('X25519 recipient is a low-order point');
   const cipher = createCipheriv(

@@ -105,15 +105,19 @@ export function checkIdentities(
     );
 }
 
-export function sealBody(
-  encoded: Uint8Array,
-  binding: Uint8Array,
+/**
+ * The whole object: `header`, then the age file of the encoded body (given
+ * as parts, never joined) followed by its binding.
+ */
+export function sealObject(
+  header: Uint8Array,
+  encoded: readonly Uint8Array[],
+  bodyCrc32: number,
   recipients: readonly AgeRecipient[],
 ): Uint8Array {
-  const plaintext = new Uint8Array(encoded.length + binding.length);
-  plaintext.set(encoded, 0);
-  plaintext.set(binding, encoded.length);
-  return encryptSync(plaintext, recipients);
+  return encryptSync([...encoded, bindingFrame(header, bodyCrc32)], recipients, {
+    prefix: header,
+  });
 }
 
 /** What opening failed on, as a message for the `body` field. */

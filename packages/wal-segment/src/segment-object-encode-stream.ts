@@ -15,7 +15,7 @@
 import { pipeline, Readable } from 'node:stream';
 import { crc32, createZstdCompress } from 'node:zlib';
 import { encryptStream } from '@x/age-envelope';
-import { bindingFrame, sealBody } from './object-encryption.ts';
+import { bindingFrame, sealObject } from './object-encryption.ts';
 import {
   encodeSegmentObjectHeader,
   planSegmentObject,
@@ -180,12 +180,7 @@ export async function encodeSegmentObjectInMemory(
   if (overflow) return { length, crc32: crc, stored: null };
   const header = encodeSegmentObjectHeader({ ...planned, bodyCrc32: crc });
   if (planned.recipients.length === 0) return { length, crc32: crc, stored: [header, ...output] };
-  const sealed = sealBody(
-    new Uint8Array(Buffer.concat(output)),
-    bindingFrame(header, crc),
-    planned.recipients,
-  );
-  return { length, crc32: crc, stored: [header, sealed] };
+  return { length, crc32: crc, stored: [sealObject(header, output, crc, planned.recipients)] };
 }
 
 /** Resolves at the stream's `drain`, or at once when it was destroyed (an overflow). */

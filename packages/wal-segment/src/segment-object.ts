@@ -24,7 +24,6 @@ import {
 import { type AgeIdentity, type AgeRecipient, recipientFromPublicKey } from '@x/age-envelope';
 import { hasMarker } from './errors.ts';
 import {
-  bindingFrame,
   checkIdentities,
   MAX_OBJECT_RECIPIENTS,
   type ObjectEncryption,
@@ -32,7 +31,7 @@ import {
   openProblem,
   readBinding,
   SegmentObjectKeyError,
-  sealBody,
+  sealObject,
 } from './object-encryption.ts';
 
 /** `BKO1`: the first four bytes of every envelope. */
@@ -373,13 +372,11 @@ export function zstdOptions(plan: SegmentObjectPlan): ZstdOptions {
 
 function assembleSegmentObject(plan: SegmentObjectPlan, encoded: Uint8Array): Uint8Array {
   const header = encodeSegmentObjectHeader(plan);
-  const body =
-    plan.recipients.length > 0
-      ? sealBody(encoded, bindingFrame(header, plan.bodyCrc32), plan.recipients)
-      : encoded;
-  const out = new Uint8Array(header.length + body.length);
+  if (plan.recipients.length > 0)
+    return sealObject(header, [encoded], plan.bodyCrc32, plan.recipients);
+  const out = new Uint8Array(header.length + encoded.length);
   out.set(header, 0);
-  out.set(body, header.length);
+  out.set(encoded, header.length);
   return out;
 }
 
