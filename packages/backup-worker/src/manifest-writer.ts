@@ -40,6 +40,7 @@ import {
   retentionRuns,
   retiringGenerations,
   selectManifests,
+  unnamedSideObjects,
 } from './retention-plan.ts';
 
 function isRefusal(error: unknown): boolean {
@@ -307,6 +308,10 @@ export class ManifestWriter {
             restorableFrom: restorableFrom(oldest),
             createdAt: oldest.createdAt,
           };
+    if (!tenure.sideSwept && !selection.doubt) {
+      await this.#deleteUnnamedSideObjects(selection);
+      tenure.sideSwept = true;
+    }
     const compactedAway = exactWindowSplit({
       prefix,
       compactedAway: tenure.compactedAway,
@@ -375,6 +380,34 @@ export class ManifestWriter {
     }
     for (const [n, archive] of tenure.archives)
       if (!generations.referenced.has(archive.entry.key)) tenure.archives.delete(n);
+  }
+
+  /**
+   * Once per tenure: the side objects an earlier writer left unnamed
+   * ({@link unnamedSideObjects}). Costs one LIST of `side/`, only for a
+   * source that writes side files.
+   */
+  async #deleteUnnamedSideObjects(selection: ReturnType<typeof selectManifests>): Promise<void> {
+    const { prefix, requests, tenure, source, logger } = this.#ctx;
+    const ownSideNames = new Set([
+      ...(source.sideFileNames ?? []),
+      ...(source.chainFileNames ?? []),
+    ]);
+    if (ownSideNames.size === 0) return;
+    const listed = await requests.list(`${prefix}/side/`);
+    const held = new Set(tenure.sideKeysWritten);
+    for (const entry of tenure.sealedSide.values()) held.add(entry.key);
+    for (const { entry } of tenure.side.values()) held.add(entry.key);
+    const unnamed = unnamedSideObjects({
+      prefix,
+      listed: listed.objects.map((object) => object.key),
+      ownSideNames,
+      selection,
+      held,
+    });
+    if (unnamed.length === 0) return;
+    await this.#deleteAll(unnamed, () => {});
+    logger.info('backup.unnamed_side_objects_deleted', { count: unnamed.length });
   }
 
   /**

@@ -8,7 +8,12 @@
  * that no kept manifest names, never LATEST or LEASE; on doubt it keeps. Every
  * rule and its reason: docs/decisions/2026-12-06-retention-rules.md.
  */
-import { type Manifest, parseSegmentKey, parseVersionedGeneration } from '@x/manifest';
+import {
+  type Manifest,
+  parseSegmentKey,
+  parseSideKey,
+  parseVersionedGeneration,
+} from '@x/manifest';
 import { BackupError } from './errors.ts';
 import {
   DEFAULT_COMPACTION_LEVELS_MS,
@@ -266,6 +271,39 @@ export function baseObjectsMayBeUnnamed(
         parseVersionedGeneration(prefix, f.key) !== undefined && !generations.referenced.has(f.key),
     ),
   );
+}
+
+/**
+ * Side objects of this source's names that no manifest names and this
+ * tenure does not hold: what an earlier writer uploaded before a crash kept
+ * its restore point from being written. In clear a later upload of the same
+ * bytes lands on the same key; sealed, it never does, so without this they
+ * would stay forever. Only earlier tenures leave such objects, and the
+ * lease fenced them before this one began.
+ */
+export function unnamedSideObjects(input: {
+  readonly prefix: string;
+  /** Keys listed under `side/`. */
+  readonly listed: readonly string[];
+  readonly ownSideNames: ReadonlySet<string>;
+  readonly selection: ManifestSelection;
+  /** Side keys this tenure wrote or reuses. */
+  readonly held: ReadonlySet<string>;
+}): string[] {
+  const { prefix, selection } = input;
+  if (selection.doubt) return [];
+  const named = new Set<string>(selection.foreign);
+  for (const { manifest } of [...selection.kept, ...selection.dropped])
+    for (const f of manifest.files) named.add(f.key);
+  return input.listed.filter((key) => {
+    const side = parseSideKey(prefix, key);
+    return (
+      side !== undefined &&
+      input.ownSideNames.has(side.name) &&
+      !named.has(key) &&
+      !input.held.has(key)
+    );
+  });
 }
 
 /**

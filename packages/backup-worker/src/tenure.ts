@@ -108,6 +108,8 @@ export class Tenure {
    * stored bytes, which a new sealing changes (side-file-entry.ts).
    */
   readonly sealedSide = new Map<string, FileEntry>();
+  /** Whether this tenure's retention has deleted the side objects earlier writers left unnamed. */
+  sideSwept = false;
   /** Keys of sealed side files of the newest restore point already opened for reuse. */
   readonly sealedSideOpened = new Set<string>();
   nextGeneration = 0;

@@ -26,6 +26,7 @@ import {
   parseManifest,
   parseSideKey,
   serializeManifest,
+  sideKey,
   sideObjectKey,
 } from '@x/manifest';
 import { listRestorePoints, ObjectEncodingError, ObjectKeyError, verify } from '@x/restore';
@@ -287,5 +288,63 @@ describe('a restart of an encrypting worker', () => {
         file.key,
       ).toBe('raw');
     await expectRestoreEqualsSource(store, PREFIX, engine, key);
+  });
+});
+
+describe('side objects an earlier writer left unnamed', () => {
+  /** What a writer killed between a side upload and its manifest leaves behind. */
+  async function leaveOrphans(store: MemoryStore) {
+    const sealed = encodeSegmentObject(
+      new TextEncoder().encode('{"roles":["crashed"]}'),
+      {
+        codec: 'zstd',
+        kind: 'file',
+        generation: 0,
+        start: 0,
+        end: 21,
+        commits: 0,
+        previousCrc32: 0,
+        lineage: 'x',
+      },
+      { recipients: [operator.recipient] },
+    );
+    const orphans = {
+      sealed: sideObjectKey(PREFIX, 'roles.json', crc32Hex(sealed), sealed.byteLength),
+      raw: sideKey(PREFIX, 'roles.json', '0badc0de', 7),
+      notOurs: sideObjectKey(PREFIX, 'notes.txt', '0badc0de', 7),
+    };
+    await store.put(orphans.sealed, sealed);
+    await store.put(orphans.raw, new TextEncoder().encode('crashed'));
+    await store.put(orphans.notOurs, new TextEncoder().encode('crashed'));
+    return orphans;
+  }
+
+  it('are deleted by the next writer’s first retention pass; named ones and other names stay', async () => {
+    const { engine, store } = await backedUp();
+    const orphans = await leaveOrphans(store);
+    await engine.commit(1);
+    await worker(store, engine, sealedTo(operator)).runOnce();
+    expect(await store.get(orphans.sealed)).toBeNull();
+    expect(await store.get(orphans.raw)).toBeNull();
+    expect(await store.get(orphans.notOurs)).not.toBeNull();
+    const named = new Set<string>();
+    for (const { key } of (await store.list(`${PREFIX}/manifest/`)).objects)
+      for (const file of parseManifest((await store.get(key))!.body, { prefix: PREFIX }).files)
+        named.add(file.key);
+    for (const key of named) expect(await store.get(key), key).not.toBeNull();
+    const { key } = await latestManifest(store);
+    await expectRestoreEqualsSource(store, PREFIX, engine, key, {
+      identities: [operator.identity],
+    });
+  });
+
+  it('stay while a manifest under the prefix cannot be read', async () => {
+    const { engine, store } = await backedUp();
+    const orphans = await leaveOrphans(store);
+    await store.put(`${PREFIX}/manifest/00000000000000000001.json`, new TextEncoder().encode('{'));
+    await engine.commit(1);
+    await worker(store, engine, sealedTo(operator)).runOnce();
+    expect(await store.get(orphans.sealed)).not.toBeNull();
+    expect(await store.get(orphans.raw)).not.toBeNull();
   });
 });
