@@ -10,8 +10,8 @@ import type { AgeIdentity, AgeRecipient } from './keys.ts';
 import {
   CHUNK_BYTES,
   NONCE_BYTES,
-  openChunk,
   openChunkInto,
+  openChunkPieces,
   payloadKey,
   sealChunk,
   sealChunkInto,
@@ -213,21 +213,35 @@ export async function* decryptStream(
   if (pending.length < NONCE_BYTES)
     throw new AgeError('AGE_PAYLOAD_INVALID', 'the age payload ends before its nonce');
   const key = payloadKey(fileKey, pending.subarray(0, NONCE_BYTES));
-  pending = pending.subarray(NONCE_BYTES);
 
+  // The payload's pieces are queued as they come, never joined: a chunk is
+  // opened from the pieces that hold it.
+  const queued: Uint8Array[] = [pending.subarray(NONCE_BYTES)];
+  let queuedBytes = queued[0]?.length ?? 0;
   for (let counter = 0; ; counter++) {
     // One byte past a full chunk tells whether this chunk is the last.
-    await fill(SEALED_CHUNK_BYTES + 1);
-    const last = pending.length <= SEALED_CHUNK_BYTES;
-    const sealed = pending.subarray(0, Math.min(pending.length, SEALED_CHUNK_BYTES));
-    pending = pending.subarray(sealed.length);
-    const plain = openChunk(key, counter, last, sealed);
-    if (last && plain.length === 0 && counter > 0)
+    while (queuedBytes <= SEALED_CHUNK_BYTES && !ended) {
+      const next = await input.next();
+      if (next.done) ended = true;
+      else {
+        queued.push(next.value);
+        queuedBytes += next.value.length;
+      }
+    }
+    const last = queuedBytes <= SEALED_CHUNK_BYTES;
+    const sealedBytes = last ? queuedBytes : SEALED_CHUNK_BYTES;
+    if (sealedBytes < TAG_BYTES)
+      throw new AgeError('AGE_PAYLOAD_INVALID', `age payload chunk ${counter} is cut short`);
+    const body = takeBytes(queued, sealedBytes - TAG_BYTES);
+    const tag = Buffer.concat(takeBytes(queued, TAG_BYTES));
+    queuedBytes -= sealedBytes;
+    const plain = openChunkPieces(key, counter, last, body, tag);
+    if (last && sealedBytes === TAG_BYTES && counter > 0)
       throw new AgeError(
         'AGE_PAYLOAD_INVALID',
         `age payload chunk ${counter} is an empty last chunk`,
       );
-    if (plain.length > 0) yield plain;
+    for (const piece of plain) if (piece.length > 0) yield piece;
     if (last) return;
   }
 }

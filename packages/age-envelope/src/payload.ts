@@ -82,12 +82,29 @@ export function openChunkInto(
 export function openChunk(key: Buffer, counter: number, last: boolean, sealed: Uint8Array): Buffer {
   if (sealed.length < TAG_BYTES)
     throw new AgeError('AGE_PAYLOAD_INVALID', `age payload chunk ${counter} is cut short`);
+  const body = sealed.subarray(0, sealed.length - TAG_BYTES);
+  const [plain] = openChunkPieces(key, counter, last, [body], sealed.subarray(body.length));
+  return plain ?? Buffer.alloc(0);
+}
+
+/**
+ * Opens one sealed chunk given as the pieces of its ciphertext and its tag;
+ * the plaintext comes back piece for piece, only once the tag checks.
+ * @throws AgeError `AGE_PAYLOAD_INVALID` naming the chunk.
+ */
+export function openChunkPieces(
+  key: Buffer,
+  counter: number,
+  last: boolean,
+  body: ChunkPieces,
+  tag: Uint8Array,
+): Buffer[] {
   const decipher = createDecipheriv('chacha20-poly1305', key, chunkNonce(counter, last), {
     authTagLength: TAG_BYTES,
   });
-  decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+  decipher.setAuthTag(tag);
   try {
-    const plain = decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES));
+    const plain = body.map((piece) => decipher.update(piece));
     // A stream cipher's final() adds no bytes; it is where the tag is checked.
     decipher.final();
     return plain;

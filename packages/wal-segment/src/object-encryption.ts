@@ -153,7 +153,7 @@ export function openBodyStream(
     let parts: Uint8Array[] = [];
     let length = 0;
     const take = (): Uint8Array => {
-      const joined = new Uint8Array(Buffer.concat([held, ...parts], held.length + length));
+      const joined = Buffer.concat([held, ...parts], held.length + length);
       parts = [];
       length = 0;
       const split = Math.max(0, joined.length - BINDING_BYTES);
