@@ -15,6 +15,7 @@ import {
   type LatestFallback,
   NoRestorePointError,
   ObjectMissingError,
+  type RestoreOptions,
   type RestorePointTarget,
   type RestoreTarget,
   RestoreTargetNotEmptyError,
@@ -39,6 +40,8 @@ export interface DatabaseRestoreOptions {
   readonly target?: DatabaseRestoreTarget;
   readonly force: boolean;
   readonly onProgress?: (state: ProgressState) => void;
+  /** `@x/restore`'s: the restore point chosen, before anything is downloaded. */
+  readonly onChosen?: RestoreOptions['onChosen'];
   readonly signal?: AbortSignal;
   /** What opens encrypted objects; none: an encrypted restore point is refused, naming its recipients. */
   readonly identities?: readonly AgeIdentity[];
@@ -183,6 +186,7 @@ async function restoreTarget(
       identities: options.identities ?? [],
       ...(target === undefined ? {} : { target }),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(options.onChosen ? { onChosen: options.onChosen } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
   } catch (error) {

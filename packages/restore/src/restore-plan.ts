@@ -58,6 +58,14 @@ export interface RestoreOptions {
   readonly signal?: AbortSignal;
   readonly onProgress?: (progress: RestoreProgress) => void;
   /**
+   * Called once the restore point is chosen, before anything is downloaded
+   * (again if a retired restore point makes the restore choose another).
+   */
+  readonly onChosen?: (chosen: {
+    readonly manifestKey: string;
+    readonly commitSeq: number;
+  }) => void;
+  /**
    * How the restore point becomes files: the engine's layout (for example
    * `framedStoreMaterializer` of `@x/source-framed`, `sqliteMaterializer` of
    * `@x/source-sqlite`). Restore knows no engine, so there is no default.

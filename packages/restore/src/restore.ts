@@ -184,6 +184,7 @@ async function restoreOnce(
   const { point, fellBackFrom, rolledForward, commitSeq, walCommits, files, segments } = chosen;
   const manifest = point.manifest;
   const opening = openingOf(options.identities, chosen.encryption);
+  options.onChosen?.({ manifestKey: point.key, commitSeq });
 
   // Stops prefetches and parallel downloads when this restore fails.
   const internal = new AbortController();

@@ -20,7 +20,7 @@ import {
   type SegmentEntry,
   segmentGenerationPrefix,
 } from '@x/manifest';
-import { getCapped, isTooLarge, listPages, type ObjectStore } from '@x/store';
+import { getCapped, isTooLarge, type ListPage, listPages, type ObjectStore } from '@x/store';
 import { readSegmentObjectHeader, SegmentObjectError } from '@x/wal-segment';
 import {
   type GenerationEncryption,
@@ -116,14 +116,18 @@ export async function findRollForward(
   const later = (g: number): void => {
     if (g > generation) laterGeneration = Math.max(laterGeneration ?? g, g);
   };
-  const wal = await store.list(objectKey(prefix, 'wal/'), call('/'));
-  requests.list += 1;
+  // The three listings do not depend on each other: sent together. The
+  // generation's is wasted only when a later generation stops the search.
+  const [wal, snapshots, generationPages] = await Promise.all([
+    store.list(objectKey(prefix, 'wal/'), call('/')),
+    store.list(objectKey(prefix, 'snapshots/'), call('/')),
+    allPages(store, segmentGenerationPrefix(prefix, generation), call()),
+  ]);
+  requests.list += 2 + generationPages.length;
   for (const listed of wal.commonPrefixes) {
     const g = parseSegmentGenerationPrefix(prefix, listed);
     if (g !== undefined) later(g);
   }
-  const snapshots = await store.list(objectKey(prefix, 'snapshots/'), call('/'));
-  requests.list += 1;
   for (const object of snapshots.objects) {
     const parsed = parseSnapshotKey(prefix, object.key);
     if (parsed !== undefined) later(parsed.generation);
@@ -149,8 +153,7 @@ export async function findRollForward(
   let previous = chainEnd;
 
   const candidates: Candidate[] = [];
-  for await (const page of listPages(store, segmentGenerationPrefix(prefix, generation), call())) {
-    requests.list += 1;
+  for (const page of generationPages) {
     for (const object of page.objects) {
       const parsed = parseSegmentKey(prefix, object.key);
       if (parsed === undefined || parsed.generation !== generation) continue;
@@ -307,4 +310,15 @@ export function rolledForwardManifest(manifest: Manifest, rolled: RollForward): 
     commitSeq: manifest.commitSeq + rolled.commits,
     segments: [...manifest.segments, ...rolled.segments],
   };
+}
+
+/** Every page of a listing, in order. */
+async function allPages(
+  store: ObjectStore,
+  prefix: string,
+  options: { signal?: AbortSignal },
+): Promise<ListPage[]> {
+  const pages: ListPage[] = [];
+  for await (const page of listPages(store, prefix, options)) pages.push(page);
+  return pages;
 }

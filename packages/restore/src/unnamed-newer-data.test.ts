@@ -215,12 +215,15 @@ describe('findUnnamedNewerData', () => {
     const found = await findUnnamedNewerData(store, PREFIX, manifest);
 
     expect(found.segments).toBe(1);
-    expect(store.lists).toEqual([
+    // Sent together, so in no fixed order; each once.
+    const byPrefix = (a: { prefix: string }, b: { prefix: string }) =>
+      a.prefix < b.prefix ? -1 : a.prefix > b.prefix ? 1 : 0;
+    expect([...store.lists].sort(byPrefix)).toEqual([
+      { prefix: `${PREFIX}/manifest/`, delimiter: '/' },
+      { prefix: `${PREFIX}/snapshots/`, delimiter: '/' },
       { prefix: `${PREFIX}/wal/`, delimiter: '/' },
       { prefix: `${PREFIX}/wal/00000000000000000003/`, delimiter: '/' },
       { prefix: `${PREFIX}/wal/00000000000000000004/`, delimiter: '/' },
-      { prefix: `${PREFIX}/snapshots/`, delimiter: '/' },
-      { prefix: `${PREFIX}/manifest/`, delimiter: '/' },
     ]);
   });
 
@@ -242,6 +245,18 @@ describe('findUnnamedNewerData', () => {
 });
 
 describe('findUnnamedNewerDataAfter', () => {
+  it('after a roll-forward, sends each listing once', async () => {
+    const store = new ListRecordingStore();
+    const manifest = manifestOf(1, [64]);
+    await putNamed(store, manifest);
+    await findUnnamedNewerDataAfter(store, PREFIX, manifestKey(PREFIX, manifest.commitSeq), {
+      afterRollForward: true,
+    });
+    const sent = store.lists.map(({ prefix, delimiter }) => `${delimiter ?? ''} ${prefix}`);
+    expect(sent.length).toBeGreaterThan(0);
+    expect(new Set(sent).size).toBe(sent.length);
+  });
+
   it('reads the manifest at the key and measures against it', async () => {
     const store = new MemoryStore();
     const manifest = manifestOf(1, [64]);

@@ -19,7 +19,7 @@ import {
   parseSnapshotKey,
   segmentGenerationPrefix,
 } from '@x/manifest';
-import { compareKeys, type ObjectStore } from '@x/store';
+import { compareKeys, type ListOptions, type ObjectStore } from '@x/store';
 import { checkedPrefix } from './restore-point-checks.ts';
 import { loadRestorePoint } from './restore-points.ts';
 import { findRollForward, rolledForwardManifest } from './roll-forward.ts';
@@ -131,18 +131,23 @@ export async function findUnnamedNewerData(
   const walEnd = walEndOf(base, manifest);
   const newer: NewerObject[] = [];
 
-  const generations = await store.list(objectKey(base, 'wal/'), callOptions(options, '/'));
+  const [generations, snapshots, manifests] = await Promise.all([
+    store.list(objectKey(base, 'wal/'), callOptions(options, '/')),
+    store.list(objectKey(base, 'snapshots/'), callOptions(options, '/')),
+    store.list(objectKey(base, 'manifest/'), callOptions(options, '/')),
+  ]);
   const laterGenerations: number[] = [];
   for (const listed of generations.commonPrefixes) {
     const number = parseSegmentGenerationPrefix(base, listed);
     if (number !== undefined && number >= generation) laterGenerations.push(number);
   }
-  laterGenerations.sort((a, b) => a - b);
-  for (const number of laterGenerations) {
-    const listing = await store.list(
-      segmentGenerationPrefix(base, number),
-      callOptions(options, '/'),
-    );
+  const listings = await Promise.all(
+    laterGenerations.map((number) =>
+      store.list(segmentGenerationPrefix(base, number), callOptions(options, '/')),
+    ),
+  );
+  for (const [index, listing] of listings.entries()) {
+    const number = laterGenerations[index] as number;
     for (const object of listing.objects) {
       const parsed = parseSegmentKey(base, object.key);
       if (parsed === undefined || parsed.generation !== number) continue;
@@ -157,7 +162,6 @@ export async function findUnnamedNewerData(
     }
   }
 
-  const snapshots = await store.list(objectKey(base, 'snapshots/'), callOptions(options, '/'));
   for (const object of snapshots.objects) {
     const parsed = parseSnapshotKey(base, object.key);
     if (parsed === undefined || parsed.generation <= generation) continue;
@@ -170,7 +174,6 @@ export async function findUnnamedNewerData(
     });
   }
 
-  const manifests = await store.list(objectKey(base, 'manifest/'), callOptions(options, '/'));
   let newerRestorePoints = 0;
   for (const object of manifests.objects) {
     const commitSeq = parseManifestKey(base, object.key);
@@ -239,9 +242,11 @@ export async function findUnnamedNewerDataAfter(
   if (point === null) return null;
   if (options.afterRollForward !== true)
     return findUnnamedNewerData(store, base, point.manifest, options);
-  const rolled = await findRollForward(store, base, point.manifest, options);
+  // The roll-forward's listings of `wal/` and `snapshots/` serve the search too.
+  const listed = withListingsKept(store);
+  const rolled = await findRollForward(listed, base, point.manifest, options);
   const found = await findUnnamedNewerData(
-    store,
+    listed,
     base,
     rolledForwardManifest(point.manifest, rolled),
     options,
@@ -252,6 +257,31 @@ export async function findUnnamedNewerDataAfter(
     commitSeq: point.manifest.commitSeq,
     rolledForward: { segments: rolled.segments.length, commits: rolled.commits },
   };
+}
+
+/**
+ * `store`, with each listing (by prefix and delimiter) sent once and its
+ * answer reused: one view of the bucket for one search.
+ */
+function withListingsKept(store: ObjectStore): ObjectStore {
+  const kept = new Map<string, ReturnType<ObjectStore['list']>>();
+  return new Proxy(store, {
+    get(target, property) {
+      if (property !== 'list') {
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      }
+      return (prefix: string, options?: ListOptions) => {
+        const key = `${options?.delimiter ?? ''}\u0000${prefix}`;
+        let answer = kept.get(key);
+        if (answer === undefined) {
+          answer = target.list(prefix, options);
+          kept.set(key, answer);
+        }
+        return answer;
+      };
+    },
+  });
 }
 
 /** True when the bucket holds anything newer than the restore point. */

@@ -26,6 +26,7 @@ import { type ProgressState, progressReporter } from '../progress-bar.ts';
 import { describeLockHolder, inspectDatabaseLock } from '../replicate/database-lock.ts';
 import { isNothingBackedUp } from '../replicate/nothing-backed-up.ts';
 import {
+  type DatabaseRestoreOptions,
   type DatabaseRestoreResult,
   type DatabaseRestoreTarget,
   restoreDatabase,
@@ -125,6 +126,11 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
   }
   const { store, prefix } = await openUrlArgument(context, 0);
   const progress = progressReporter(context.stderr);
+  // Only a restore of the latest promises "everything backed up"; a chosen
+  // commit, time or manifest leaves newer data out on purpose. The check
+  // starts as soon as the restore point is chosen, beside the downloads.
+  const newerCheck =
+    chosen.length === 0 ? new EarlyNewerDataCheck(store, prefix, identities) : null;
   try {
     const result = await restoreChosen(context.values, {
       store,
@@ -132,6 +138,7 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
       target,
       identities,
       onProgress: (state) => progress.update(state),
+      ...(newerCheck === null ? {} : { onChosen: newerCheck.start }),
     });
     progress.finish();
     const fellBack = result.fellBackFrom ?? null;
@@ -141,12 +148,7 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
           `warning: ${fellBack.reason}; restored the newest restore point that passes restore's checks instead\n`,
         ),
       );
-    // Only a restore of the latest promises "everything backed up"; a chosen
-    // commit, time or manifest leaves newer data out on purpose.
-    const newer =
-      chosen.length === 0
-        ? await checkNewerData(store, prefix, result.manifestKey, identities)
-        : undefined;
+    const newer = await newerCheck?.resultFor(result.manifestKey);
     reportRestored(context, target, result, newer);
     if (!context.values.json) print(context, commitTimeLine(result));
     // The restore itself worked: newer data it could not include is a
@@ -154,6 +156,7 @@ async function restoreBackup(context: RestoreContext): Promise<number> {
     return EXIT_OK;
   } catch (error) {
     progress.finish();
+    newerCheck?.abandon();
     if (context.values['if-replica-exists'] && (await isNothingBackedUp(error, store, prefix))) {
       print(
         context,
@@ -210,6 +213,7 @@ async function restoreChosen(
     readonly target: string;
     readonly identities: readonly AgeIdentity[];
     readonly onProgress: (state: ProgressState) => void;
+    readonly onChosen?: DatabaseRestoreOptions['onChosen'];
   },
 ): Promise<DatabaseRestoreResult> {
   const target = targetOfFlags(values);
@@ -219,6 +223,7 @@ async function restoreChosen(
       ...common,
       target,
       identities: where.identities,
+      ...(where.onChosen === undefined ? {} : { onChosen: where.onChosen }),
     });
   if (target.kind === 'time')
     throw new UsageError(
@@ -335,10 +340,11 @@ async function checkNewerData(
   prefix: string,
   manifestKey: string,
   identities: readonly AgeIdentity[],
+  signal: AbortSignal,
 ): Promise<NewerDataCheck> {
   try {
     const found = await findUnnamedNewerDataAfter(store, prefix, manifestKey, {
-      signal: AbortSignal.timeout(120_000),
+      signal: AbortSignal.any([signal, AbortSignal.timeout(120_000)]),
       // Called for a restore of the latest state only, which rolled forward.
       afterRollForward: true,
       identities,
@@ -351,6 +357,49 @@ async function checkNewerData(
     return { found };
   } catch (error) {
     return { problem: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/**
+ * The newer-data check of a restore of the latest state, started when the
+ * restore point is chosen. A restore that had to choose again (a retired
+ * restore point) is checked again for the one it restored.
+ */
+class EarlyNewerDataCheck {
+  readonly #abort = new AbortController();
+  readonly #store: ObjectStore;
+  readonly #prefix: string;
+  readonly #identities: readonly AgeIdentity[];
+  #started: { readonly manifestKey: string; readonly check: Promise<NewerDataCheck> } | null = null;
+
+  constructor(store: ObjectStore, prefix: string, identities: readonly AgeIdentity[]) {
+    this.#store = store;
+    this.#prefix = prefix;
+    this.#identities = identities;
+  }
+
+  readonly start = ({ manifestKey }: { readonly manifestKey: string }): void => {
+    this.#started = { manifestKey, check: this.#check(manifestKey) };
+  };
+
+  resultFor(manifestKey: string): Promise<NewerDataCheck> {
+    const started = this.#started;
+    return started?.manifestKey === manifestKey ? started.check : this.#check(manifestKey);
+  }
+
+  /** The restore failed: nothing will be reported, so nothing more is asked of the bucket. */
+  abandon(): void {
+    this.#abort.abort();
+  }
+
+  #check(manifestKey: string): Promise<NewerDataCheck> {
+    return checkNewerData(
+      this.#store,
+      this.#prefix,
+      manifestKey,
+      this.#identities,
+      this.#abort.signal,
+    );
   }
 }
 

@@ -521,6 +521,23 @@ for (const storeCase of localStores) {
       );
     });
 
+    it('names the restore point it chose before downloading anything', async () => {
+      const events: string[] = [];
+      let chosen: { manifestKey: string; commitSeq: number } | undefined;
+      const result = await restoreFramedStore(store, PREFIX, join(scratch.path, 'chosen'), {
+        onChosen: (point) => {
+          chosen = point;
+          events.push('chosen');
+        },
+        onProgress: (progress) => {
+          if (progress.objectsDone > 0) events.push('downloaded');
+        },
+      });
+      expect(chosen).toEqual({ manifestKey: result.manifestKey, commitSeq: result.commitSeq });
+      expect(events.filter((event) => event === 'chosen')).toHaveLength(1);
+      expect(events.indexOf('chosen')).toBeLessThan(events.indexOf('downloaded'));
+    });
+
     it('an aborted restore rejects with the abort reason and leaves the target as it was', async () => {
       const controller = new AbortController();
       const target = join(scratch.path, 'aborted');
