@@ -1,7 +1,7 @@
 // `prepack` of every published library (`node ../../scripts/prepack.mjs`,
 // run by `pnpm pack` and `pnpm publish` in the package's folder). It builds
-// the workspace packages this one depends on (turbo, so a built one is a
-// cache hit), then this package's dist/ from nothing: a tarball never holds
+// the workspace packages this one depends on that have no build yet
+// (turbo), then this package's dist/ from nothing: a tarball never holds
 // output of a source file that changed or is gone, whatever dist/ held.
 // Prepacks in one checkout take turns (a lock under .turbo/): `changeset
 // pack` packs several packages at once, and one package's prepack would
@@ -67,10 +67,37 @@ const workspaceDependencies = Object.entries({
   .filter(([, spec]) => String(spec).startsWith('workspace:'))
   .map(([dependency]) => dependency);
 
+/** The files a package's exports name (built output, for a library). */
+function exportTargets(packageManifest) {
+  const targets = [];
+  (function collect(node) {
+    if (typeof node === 'string') targets.push(node);
+    else if (node && typeof node === 'object')
+      for (const value of Object.values(node)) collect(value);
+  })(packageManifest.exports);
+  return targets;
+}
+
+/**
+ * Whether a workspace dependency's exports all exist. Only unbuilt ones are
+ * built: a turbo cache hit writes a dependency's dist/ again, under the
+ * feet of `changeset pack` if it is packing that dependency at that moment.
+ */
+function isBuilt(dependency) {
+  const home = join(dir, 'node_modules', ...dependency.split('/'));
+  try {
+    const targets = exportTargets(JSON.parse(readFileSync(join(home, 'package.json'), 'utf8')));
+    return targets.length > 0 && targets.every((target) => existsSync(join(home, target)));
+  } catch {
+    return false;
+  }
+}
+
 takeLock();
 try {
-  if (workspaceDependencies.length > 0) {
-    const filters = workspaceDependencies.map((dependency) => `--filter=${dependency}`);
+  const unbuilt = workspaceDependencies.filter((dependency) => !isBuilt(dependency));
+  if (unbuilt.length > 0) {
+    const filters = unbuilt.map((dependency) => `--filter=${dependency}`);
     run(
       join(root, 'node_modules/.bin/turbo'),
       ['run', 'build', ...filters, '--output-logs=errors-only'],
@@ -88,12 +115,6 @@ try {
 }
 
 // Every file the package's exports name must be in what is packed.
-const targets = [];
-(function collect(node) {
-  if (typeof node === 'string') targets.push(node);
-  else if (node && typeof node === 'object')
-    for (const value of Object.values(node)) collect(value);
-})(manifest.exports);
-const missing = targets.filter((target) => !existsSync(join(dir, target)));
+const missing = exportTargets(manifest).filter((target) => !existsSync(join(dir, target)));
 if (missing.length > 0) fail(`exports name files the build did not make: ${missing.join(', ')}`);
 process.stdout.write(`prepack ${name}: built dist/ from nothing\n`);
