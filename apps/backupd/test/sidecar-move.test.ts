@@ -44,7 +44,12 @@ describe('sidecar files of release 0.2', () => {
 
     const database = join(directory, 'app.db');
     const url = pathToFileURL(bucket).href;
-    const env = baseEnv({ BACKUPD_RESTORE_POINT_INTERVAL: '200ms' });
+    // The fixture's generation began when the fixture was made; without this
+    // the daily schedule would start a new one once that is a day ago.
+    const env = baseEnv({
+      BACKUPD_RESTORE_POINT_INTERVAL: '200ms',
+      BACKUPD_SNAPSHOT_INTERVAL: '0s',
+    });
     const backupd = startBackupd(['replicate', database, url, '--log-format', 'json'], { env });
     running.push(backupd);
     await waitFor(
