@@ -11,6 +11,7 @@
 import type { Command, CommandIo } from './cli/command.ts';
 import { UsageError } from './cli/usage-error.ts';
 import { checkCommand } from './commands/check-command.ts';
+import { followCommand } from './commands/follow-command.ts';
 import { leaseCommand } from './commands/lease-command.ts';
 import { lsCommand } from './commands/ls-command.ts';
 import { replicateCommand } from './commands/replicate-command.ts';
@@ -27,6 +28,7 @@ import { VERSION } from './version.ts';
 export const COMMANDS: readonly Command[] = [
   replicateCommand,
   restoreCommand,
+  followCommand,
   lsCommand,
   verifyCommand,
   leaseCommand,

@@ -35,7 +35,7 @@ const FAMILIES: readonly Family[] = [
   },
   {
     name: 'backupd_lag_seconds',
-    help: 'Seconds the oldest durable, unshipped WAL byte has waited.',
+    help: 'Seconds the oldest durable, unshipped WAL byte has waited (a follower: since it last knew its target up to date).',
     type: 'gauge',
     samples: (s) => [[{}, s.lagSeconds]],
   },
@@ -80,6 +80,24 @@ const FAMILIES: readonly Family[] = [
     help: 'Commit count of the restore point LATEST names.',
     type: 'gauge',
     samples: (s) => (s.latestRestorePoint ? [[{}, s.latestRestorePoint.commitSeq]] : []),
+  },
+  {
+    name: 'backupd_follow_applied_commit',
+    help: 'Commit count of the state a follower shows its readers.',
+    type: 'gauge',
+    samples: (s) => (s.follow ? [[{}, s.follow.appliedCommitSeq]] : []),
+  },
+  {
+    name: 'backupd_follow_commits_behind',
+    help: 'Commits the bucket is known to hold beyond the state a follower shows.',
+    type: 'gauge',
+    samples: (s) => (s.follow ? [[{}, s.follow.commitsBehind]] : []),
+  },
+  {
+    name: 'backupd_follow_states_applied_total',
+    help: 'States a follower has published to its readers since start.',
+    type: 'counter',
+    samples: (s) => (s.follow ? [[{}, s.follow.statesApplied]] : []),
   },
   {
     name: 'backupd_database_bytes',

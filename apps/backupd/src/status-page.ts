@@ -53,20 +53,24 @@ function row(status: ReplicaStatus, now: number): string {
   const health = status.healthy
     ? `<span class="ok">healthy</span>${lastError}`
     : `<span class="bad">unhealthy</span><br><small>${escapeHtml(status.reason ?? '')}</small>${lastError}`;
-  const lease = status.leaseHeld
-    ? 'held by this process'
-    : status.leaseHolder
-      ? `held by ${escapeHtml(status.leaseHolder)}`
-      : 'not held';
+  const lease = status.follow
+    ? 'follower (takes none)'
+    : status.leaseHeld
+      ? 'held by this process'
+      : status.leaseHolder
+        ? `held by ${escapeHtml(status.leaseHolder)}`
+        : 'not held';
   // The worker names only a restore point it read and checked (a corrupt one
   // LATEST happens to name is never shown as the latest). Without one and
   // refused for good, there is none usable, not "none yet".
   const point = status.latestRestorePoint;
-  const latest = point
-    ? `commit ${point.commitSeq}${point.createdAt ? `, ${ageOf(point.createdAt, now)}<br><small>${escapeHtml(point.createdAt)}</small>` : ''}`
-    : status.refusal
-      ? '<span class="bad">none usable</span><br><small>see health</small>'
-      : 'none yet';
+  const latest = status.follow
+    ? `shows commit ${status.follow.appliedCommitSeq}<br><small>${status.follow.commitsBehind} commits behind · ${status.follow.statesApplied} states applied</small>`
+    : point
+      ? `commit ${point.commitSeq}${point.createdAt ? `, ${ageOf(point.createdAt, now)}<br><small>${escapeHtml(point.createdAt)}</small>` : ''}`
+      : status.refusal
+        ? '<span class="bad">none usable</span><br><small>see health</small>'
+        : 'none yet';
   const oldest = status.oldestRestorePoint;
   const window =
     point && oldest

@@ -55,6 +55,16 @@ export interface ReplicaStatus {
    * cannot tell a stuck supervisor.
    */
   readonly evaluatedSeconds?: number;
+  /**
+   * Present for `backupd follow` (then `lagSeconds` is how long since the
+   * follower last knew its target up to date): the state readers of the
+   * target see, and how far behind the bucket it is.
+   */
+  readonly follow?: {
+    readonly appliedCommitSeq: number;
+    readonly commitsBehind: number;
+    readonly statesApplied: number;
+  };
   /** How often the supervisor evaluates health (the WAL interval), in seconds; absent: 1. */
   readonly evaluationIntervalSeconds?: number;
 }

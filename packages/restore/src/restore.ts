@@ -89,6 +89,12 @@ export interface RestoreResult {
    * they hold beyond `manifestKey`'s, and where and why the chain stopped.
    */
   readonly rolledForward?: RolledForward;
+  /**
+   * The last WAL object the restored log was rebuilt from (key and stored
+   * CRC-32): where a chain of later segments continues. `null` when the
+   * state is its snapshot alone.
+   */
+  readonly lastSegment: { readonly key: string; readonly crc32: string } | null;
 }
 
 /**
@@ -268,6 +274,7 @@ async function restoreOnce(
       objects: download.objectsDone,
       bytes: download.bytesDone,
       parent,
+      lastSegment: lastSegmentOf(segments),
       ...(fellBackFrom === undefined ? {} : { fellBackFrom }),
       ...(rolledForward === undefined ? {} : { rolledForward }),
     };
@@ -282,6 +289,13 @@ async function restoreOnce(
     });
     throw error;
   }
+}
+
+function lastSegmentOf(
+  segments: readonly SegmentEntry[],
+): { readonly key: string; readonly crc32: string } | null {
+  const last = segments.at(-1);
+  return last === undefined ? null : { key: last.key, crc32: last.crc32 };
 }
 
 /**

@@ -18,6 +18,16 @@ export {
   splitLogFrames,
 } from './commit-record.ts';
 export { sqliteContentHash } from './content-hash.ts';
+export {
+  DEFAULT_FOLLOW_POLL_MS,
+  DEFAULT_LATEST_EVERY_POLLS,
+  type FollowEvent,
+  type FollowedState,
+  type FollowLag,
+  followSqlite,
+  type SqliteFollower,
+  type SqliteFollowOptions,
+} from './follow.ts';
 export type { PatchRun } from './page-patch.ts';
 export {
   type ByteSource,
@@ -51,6 +61,8 @@ export {
   SqliteDatabaseMissingError,
   SqliteDatabaseReplacedError,
   SqliteDatabaseUnavailableError,
+  SqliteFollowError,
+  type SqliteFollowRefusal,
   SqliteNotWalError,
   SqliteOpenRefusedError,
   SqliteReaderLostError,
