@@ -114,7 +114,7 @@ async function follow(context: CommandContextFor<typeof options>): Promise<numbe
     lock = lockDatabase(target, [replica]);
   } catch (error) {
     if (!(error instanceof DatabaseInUseError)) throw error;
-    logger.error({ event: 'follow.target_in_use', target, lock: error.lockFile });
+    logger.error({ event: 'backupd.follow_target_in_use', target, lock: error.lockFile });
     context.stderr.write(`backupd follow: ${error.message}\n`);
     return EXIT_DATABASE_IN_USE;
   }
@@ -131,7 +131,7 @@ async function follow(context: CommandContextFor<typeof options>): Promise<numbe
       });
       process.exit(EXIT_INTERRUPTED);
     }
-    logger.info({ event: 'follow.stopping', signal });
+    logger.info({ event: 'backupd.follow_stopping', signal });
     stop.abort();
   };
   process.on('SIGINT', onSignal);
@@ -144,12 +144,12 @@ async function follow(context: CommandContextFor<typeof options>): Promise<numbe
     ...(values.poll === undefined ? {} : { pollIntervalMs: values.poll }),
     onEvent: (event) => {
       if (event.kind === 'retrying')
-        logger.warn({ event: 'follow.retrying', ...errorFields(event.error) });
+        logger.warn({ event: 'backupd.follow_retrying', ...errorFields(event.error) });
       else if (event.kind === 'waiting')
-        logger.info({ event: 'follow.waiting', reason: event.reason });
+        logger.info({ event: 'backupd.follow_waiting', reason: event.reason });
       else if (event.kind === 'skipped')
-        logger.warn({ event: 'follow.skipped', reason: event.reason });
-      else logger.warn({ event: 'follow.lineage_changed', from: event.from, to: event.to });
+        logger.warn({ event: 'backupd.follow_skipped', reason: event.reason });
+      else logger.warn({ event: 'backupd.follow_lineage_changed', from: event.from, to: event.to });
     },
   });
   let stopped = false;
@@ -197,30 +197,26 @@ async function follow(context: CommandContextFor<typeof options>): Promise<numbe
           { statuses: () => [status()], version: VERSION, startedAt },
           context.redactor,
         );
-  logger.info({
-    event: 'follow.started',
-    target,
-    replica,
-    ...(server ? { listen: server.url } : {}),
-  });
+  if (server) logger.info({ event: 'backupd.listening', url: server.url });
+  logger.info({ event: 'backupd.follow_started', target, replica });
   try {
     for await (const state of follower) {
-      logger.info({ event: 'follow.applied', ...stateFields(state) });
+      logger.info({ event: 'backupd.follow_applied', ...stateFields(state) });
       if (values.json)
         context.stdout.write(
           context.redactor.text(
-            `${JSON.stringify({ event: 'follow.applied', ...stateFields(state), lagSeconds: follower.lag().lagSeconds, commitsBehind: follower.lag().commitsBehind })}\n`,
+            `${JSON.stringify({ event: 'backupd.follow_applied', ...stateFields(state), lagSeconds: follower.lag().lagSeconds, commitsBehind: follower.lag().commitsBehind })}\n`,
           ),
         );
     }
     logger.info({
-      event: 'follow.stopped',
+      event: 'backupd.follow_stopped',
       target,
       note: 'the target is as restored: backupd replicate can continue from it',
     });
     return EXIT_OK;
   } catch (error) {
-    logger.error({ event: 'follow.failed', ...errorFields(error) });
+    logger.error({ event: 'backupd.follow_failed', ...errorFields(error) });
     context.stderr.write(
       context.redactor.text(
         `backupd follow: ${error instanceof Error ? error.message : String(error)}\n`,

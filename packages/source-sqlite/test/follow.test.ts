@@ -1,0 +1,389 @@
+/**
+ * followSqlite under the real BackupWorker: the follower publishes every
+ * state the bucket holds, in commit order, through growth, a VACUUM that
+ * shrinks the file and regrowth, new generations and compaction, while
+ * reader processes open the target read-only in a loop and check an
+ * invariant every state keeps; it never writes to the bucket; it refuses a
+ * target it did not create and one someone else wrote to; a stop leaves the
+ * target byte for byte a restore of the state it showed, and a SqliteSource
+ * opened on it continues the same generation.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { BackupWorker } from '@x/backup-worker';
+import { restore } from '@x/restore';
+import { MemoryStore, type ObjectStore } from '@x/store';
+import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sqliteContentHash as contentHash } from '../src/content-hash.ts';
+import { type FollowedState, followSqlite, type SqliteFollower } from '../src/follow.ts';
+import { integrityCheck } from '../src/rebuild-database.ts';
+import { SqliteFollowError } from '../src/sqlite-errors.ts';
+import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
+import { SqliteSource } from '../src/sqlite-source.ts';
+import { hashOf } from './harness.ts';
+
+const directories: string[] = [];
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill('SIGKILL');
+  for (const directory of directories.splice(0))
+    rmSync(directory, { recursive: true, force: true });
+});
+
+const ACCOUNTS = 200;
+const TOTAL = ACCOUNTS * 100;
+
+function workspace(label: string): string {
+  const directory = mkdtempSync(join(tmpdir(), label));
+  directories.push(directory);
+  return directory;
+}
+
+/** A WAL database whose `acct` balances always sum to TOTAL, and a `junk` table to grow and shrink it. */
+function applicationDatabase(path: string): DatabaseSync {
+  const db = new DatabaseSync(path, { timeout: 5000 });
+  db.exec(`PRAGMA journal_mode=WAL;
+    CREATE TABLE acct (id INTEGER PRIMARY KEY, bal INTEGER NOT NULL);
+    CREATE TABLE junk (id INTEGER PRIMARY KEY, body BLOB);
+    CREATE TABLE seq (n INTEGER NOT NULL)`);
+  db.exec('BEGIN');
+  const insert = db.prepare('INSERT INTO acct (bal) VALUES (100)');
+  for (let i = 0; i < ACCOUNTS; i += 1) insert.run();
+  db.exec('INSERT INTO seq (n) VALUES (0)');
+  db.exec('COMMIT');
+  return db;
+}
+
+/** One transaction that keeps the sum and counts itself in `seq`. */
+function transfer(db: DatabaseSync, round: number): void {
+  const from = 1 + (round % ACCOUNTS);
+  const to = 1 + ((round * 7 + 3) % ACCOUNTS);
+  db.exec('BEGIN IMMEDIATE');
+  db.prepare('UPDATE acct SET bal = bal - 5 WHERE id = ?').run(from);
+  db.prepare('UPDATE acct SET bal = bal + 5 WHERE id = ?').run(to);
+  db.exec('UPDATE seq SET n = n + 1');
+  db.exec('COMMIT');
+}
+
+/** A process that reads the target read-only until `stopFile` exists; prints what it saw. */
+const READER = `
+import { existsSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+const [path, stopFile, total] = process.argv.slice(2);
+let reads = 0, torn = 0, errors = 0, regressions = 0, last = -1, firstError = null;
+while (!existsSync(stopFile)) {
+  if (!existsSync(path)) { await new Promise((r) => setTimeout(r, 5)); continue; }
+  try {
+    const db = new DatabaseSync(path, { readOnly: true, timeout: 10000 });
+    for (let i = 0; i < 40 && !existsSync(stopFile); i += 1) {
+      db.exec('BEGIN');
+      const sum = db.prepare('SELECT sum(bal) AS s FROM acct').get().s;
+      const n = db.prepare('SELECT n FROM seq').get().n;
+      const ok = i % 20 !== 0 || db.prepare('PRAGMA integrity_check').get().integrity_check === 'ok';
+      db.exec('COMMIT');
+      reads += 1;
+      if (sum !== Number(total) || !ok) torn += 1;
+      if (n < last) regressions += 1;
+      last = n;
+      if (i % 10 === 9) await new Promise((r) => setTimeout(r, 1));
+    }
+    db.close();
+  } catch (error) {
+    errors += 1;
+    firstError ??= String(error);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+console.log(JSON.stringify({ reads, torn, errors, regressions, last, firstError }));
+`;
+
+interface ReaderReport {
+  reads: number;
+  torn: number;
+  errors: number;
+  regressions: number;
+  last: number;
+  firstError: string | null;
+}
+
+function startReaders(directory: string, target: string, count: number) {
+  const script = join(directory, 'reader.mjs');
+  writeFileSync(script, READER);
+  const stopFile = join(directory, 'readers.stop');
+  const reports = Array.from({ length: count }, () => {
+    const child = spawn(process.execPath, [script, target, stopFile, String(TOTAL)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (chunk) => {
+      out += String(chunk);
+    });
+    return new Promise<ReaderReport>((resolve, reject) => {
+      child.on('exit', () => {
+        try {
+          resolve(JSON.parse(out) as ReaderReport);
+        } catch (error) {
+          reject(new Error(`reader printed ${JSON.stringify(out)}`, { cause: error }));
+        }
+      });
+    });
+  });
+  return {
+    async stop(): Promise<ReaderReport[]> {
+      writeFileSync(stopFile, '');
+      return Promise.all(reports);
+    },
+  };
+}
+
+/** A store that refuses every write and counts the attempts. */
+class ReadOnlyStore extends ForwardingStore {
+  writes = 0;
+  protected override async intercept<T>(
+    operation: StoreOperation,
+    key: string,
+    signal: AbortSignal | undefined,
+    proceed: () => Promise<T>,
+  ): Promise<T> {
+    if (!['get', 'getStream', 'head', 'list', 'listPages'].includes(operation)) {
+      this.writes += 1;
+      throw new Error(`read-only credentials: ${operation} ${key} refused`);
+    }
+    return super.intercept(operation, key, signal, proceed);
+  }
+}
+
+/** The writer's store, which can write garbage in place of every LATEST. */
+class LatestManglingStore extends ForwardingStore {
+  mangle = false;
+  override put(
+    key: string,
+    body: Uint8Array,
+    options?: Parameters<ObjectStore['put']>[2],
+  ): ReturnType<ObjectStore['put']> {
+    const mangled = this.mangle && key.endsWith('/LATEST');
+    return super.put(key, mangled ? new TextEncoder().encode('garbage') : body, options);
+  }
+}
+
+/** Runs a follower in the background, collecting what it publishes. */
+function runFollower(follower: SqliteFollower) {
+  const states: FollowedState[] = [];
+  const done = (async () => {
+    for await (const state of follower) states.push(state);
+  })();
+  return { states, done };
+}
+
+async function until(what: string, condition: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+function newWorker(store: ObjectStore, source: SqliteSource, overrides: object = {}) {
+  return new BackupWorker({
+    store,
+    prefix: 'p',
+    source,
+    // Restore points now and then: the follower must follow the chained
+    // segments between them, and LATEST when a generation starts.
+    manifestIntervalMs: 400,
+    snapshotLogFactor: 0,
+    compactionLevels: [1000],
+    exactWindowMs: 0,
+    ...overrides,
+  });
+}
+
+describe('followSqlite', () => {
+  it('publishes every state in commit order through growth, VACUUM shrink-regrow, new generations and compaction; readers never see a torn state; never writes', async () => {
+    const directory = workspace('backupd-follow-');
+    const path = join(directory, 'app.db');
+    const application = applicationDatabase(path);
+    const source = SqliteSource.open({ path, captureIntervalMs: 0 });
+    const store = new MemoryStore();
+    const worker = newWorker(store, source);
+    const readOnly = new ReadOnlyStore(store);
+    const target = join(directory, 'replica', 'app.db');
+    const stop = new AbortController();
+    const follower = followSqlite(readOnly, 'p', target, {
+      pollIntervalMs: 20,
+      latestEveryPolls: 3,
+      signal: stop.signal,
+    });
+    let readers: ReturnType<typeof startReaders> | undefined;
+    let run: ReturnType<typeof runFollower> | undefined;
+    try {
+      await worker.runOnce();
+      run = runFollower(follower);
+      readers = startReaders(directory, target, 2);
+      let round = 0;
+      const commit = () => {
+        round += 1;
+        transfer(application, round);
+      };
+      const caughtUp = async (what: string) => {
+        await worker.runOnce();
+        const expected = application.prepare('SELECT n FROM seq').get()!.n as number;
+        await until(`${what}: the follower at seq ${expected}`, () => {
+          if (!existsSync(target)) return false;
+          const reader = new DatabaseSync(target, { readOnly: true, timeout: 5000 });
+          try {
+            return reader.prepare('SELECT n FROM seq').get()!.n === expected;
+          } finally {
+            reader.close();
+          }
+        });
+        expect(hashOf(target, contentHash), what).toBe(contentHash(application));
+      };
+      for (let step = 0; step < 6; step += 1) {
+        for (let i = 0; i < 5; i += 1) commit();
+        await caughtUp(`round ${step}`);
+      }
+      // Grow by about 2 MiB, shrink with VACUUM, grow again.
+      application.exec(
+        'INSERT INTO junk (body) SELECT randomblob(4000) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 500) SELECT x FROM c)',
+      );
+      commit();
+      await caughtUp('grown');
+      application.exec('DELETE FROM junk');
+      application.exec('VACUUM');
+      commit();
+      await caughtUp('shrunk');
+      application.exec(
+        'INSERT INTO junk (body) SELECT randomblob(3000) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300) SELECT x FROM c)',
+      );
+      commit();
+      await caughtUp('regrown');
+      // A new generation (a snapshot), then compaction of the commit log.
+      await source.startGeneration?.();
+      for (let i = 0; i < 5; i += 1) commit();
+      await caughtUp('new generation');
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      for (let i = 0; i < 5; i += 1) commit();
+      await caughtUp('after compaction');
+
+      const reports = await readers.stop();
+      readers = undefined;
+      for (const report of reports) {
+        expect(report.reads, JSON.stringify(report)).toBeGreaterThan(100);
+        expect(report, JSON.stringify(report)).toMatchObject({ torn: 0, regressions: 0 });
+      }
+      stop.abort();
+      await run.done;
+      expect(readOnly.writes).toBe(0);
+      const seqs = run.states.map((state) => state.commitSeq);
+      expect(seqs.length).toBeGreaterThan(10);
+      const generations = new Set(run.states.map((state) => state.walGeneration));
+      expect(generations.size).toBeGreaterThan(1);
+
+      // Stopped: byte for byte what a restore of the same state gives.
+      const last = run.states.at(-1)!;
+      const check = join(directory, 'check');
+      await restore(store, 'p', check, {
+        target: { kind: 'commit', commitSeq: last.commitSeq },
+        materializer: sqliteMaterializer({ databaseName: 'app.db' }),
+      });
+      expect(readFileSync(target).equals(readFileSync(join(check, 'app.db')))).toBe(true);
+      expect(integrityCheck(target)).toBe('ok');
+      expect(existsSync(join(directory, 'replica', '.app.db-follow'))).toBe(false);
+      expect(existsSync(`${target}-journal`)).toBe(false);
+    } finally {
+      await readers?.stop();
+      stop.abort();
+      await run?.done.catch(() => {});
+      await source.close();
+      application.close();
+    }
+  }, 120_000);
+
+  it('refuses a target it did not create unless forced, and one written by someone else while it follows', async () => {
+    const directory = workspace('backupd-follow-refuse-');
+    const path = join(directory, 'app.db');
+    const application = applicationDatabase(path);
+    const source = SqliteSource.open({ path, captureIntervalMs: 0 });
+    const store = new MemoryStore();
+    const worker = newWorker(store, source);
+    try {
+      await worker.runOnce();
+      const target = join(directory, 'other.db');
+      const other = new DatabaseSync(target);
+      other.exec('CREATE TABLE mine (x)');
+      other.close();
+      const refused = followSqlite(store, 'p', target);
+      await expect(runFollower(refused).done).rejects.toSatisfy(
+        (error) =>
+          SqliteFollowError.isInstance(error) && error.code === 'SQLITE_FOLLOW_TARGET_FOREIGN',
+      );
+      expect(hashOf(target, contentHash)).not.toBe(contentHash(application));
+
+      const stop = new AbortController();
+      const forced = runFollower(
+        followSqlite(store, 'p', target, { force: true, pollIntervalMs: 20, signal: stop.signal }),
+      );
+      await until('the forced follower', () => forced.states.length > 0);
+      // Someone writes to the followed database: the next publish refuses.
+      const intruder = new DatabaseSync(target, { timeout: 5000 });
+      intruder.exec('INSERT INTO acct (bal) VALUES (1)');
+      intruder.close();
+      transfer(application, 1);
+      await worker.runOnce();
+      await expect(forced.done).rejects.toSatisfy(
+        (error) =>
+          SqliteFollowError.isInstance(error) && error.code === 'SQLITE_FOLLOW_TARGET_CHANGED',
+      );
+    } finally {
+      await source.close();
+      application.close();
+    }
+  }, 60_000);
+
+  it('waits for a first backup, then follows it; a corrupt LATEST falls back as restore does', async () => {
+    const directory = workspace('backupd-follow-wait-');
+    const path = join(directory, 'app.db');
+    const application = applicationDatabase(path);
+    const source = SqliteSource.open({ path, captureIntervalMs: 0 });
+    const store = new MemoryStore();
+    const writes = new LatestManglingStore(store);
+    const worker = newWorker(writes, source, { manifestIntervalMs: 0 });
+    const target = join(directory, 'replica.db');
+    const stop = new AbortController();
+    const events: string[] = [];
+    const run = runFollower(
+      followSqlite(store, 'p', target, {
+        pollIntervalMs: 20,
+        latestEveryPolls: 1,
+        signal: stop.signal,
+        onEvent: (event) => events.push(event.kind),
+      }),
+    );
+    try {
+      await until('a wait', () => events.includes('waiting'));
+      expect(existsSync(target)).toBe(false);
+      await worker.runOnce();
+      await until('the first state', () => run.states.length === 1);
+      transfer(application, 1);
+      await worker.runOnce();
+      writes.mangle = true;
+      transfer(application, 2);
+      await worker.runOnce();
+      expect(new TextDecoder().decode((await store.get('p/LATEST'))!.body)).toBe('garbage');
+      await until('the state after a corrupt LATEST', () => run.states.at(-1)?.commitSeq === 2);
+      expect(run.states.at(-1)?.manifestKey).toBe('p/manifest/00000000000000000002.json');
+      expect(hashOf(target, contentHash)).toBe(contentHash(application));
+    } finally {
+      stop.abort();
+      await run.done.catch(() => {});
+      await source.close();
+      application.close();
+    }
+  }, 60_000);
+});
