@@ -18,7 +18,7 @@ export {
   type RestorePointInfo,
 } from './list-restore-points.ts';
 export type { RestoreProgress, VerifyProgress } from './progress.ts';
-export { type RestoreResult, restore } from './restore.ts';
+export { type ChainEnd, type RestoreResult, restore } from './restore.ts';
 export {
   type IdentityGiven,
   type LockedObject,

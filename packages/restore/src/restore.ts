@@ -11,7 +11,14 @@
  */
 import type { AgeIdentity } from '@x/age-envelope';
 import type { RestoreMaterializer } from '@x/engine';
-import type { FileEntry, ParentRecord, SegmentEntry } from '@x/manifest';
+import {
+  type FileEntry,
+  type Manifest,
+  type ParentRecord,
+  parseSegmentKey,
+  parseSnapshotKey,
+  type SegmentEntry,
+} from '@x/manifest';
 import { normalizePrefix, type ObjectStore } from '@x/store';
 import { downloadFileObject, isFileObject } from './file-object-read.ts';
 import type { GenerationEncryption, ObjectOpenOptions } from './generation-encryption.ts';
@@ -90,11 +97,23 @@ export interface RestoreResult {
    */
   readonly rolledForward?: RolledForward;
   /**
-   * The last WAL object the restored log was rebuilt from (key and stored
-   * CRC-32): where a chain of later segments continues. `null` when the
-   * state is its snapshot alone.
+   * Where a chain of later `.seg` segments continues the restored state's
+   * log: the last object it was rebuilt from (a fine segment, or the
+   * generation's snapshot when it names none), with its stored CRC-32, which
+   * the next segment's header names as `previous`, and the log offset the
+   * next segment starts at. `null` when the log ends with a compacted
+   * object or the state stops inside a segment (a commit or time target).
    */
-  readonly lastSegment: { readonly key: string; readonly crc32: string } | null;
+  readonly chainEnd: ChainEnd | null;
+  /** The encryption every object of the restored generation states; absent for a restore point without objects that say. */
+  readonly encryption?: GenerationEncryption;
+}
+
+/** See {@link RestoreResult.chainEnd}. */
+export interface ChainEnd {
+  readonly key: string;
+  readonly crc32: string;
+  readonly end: number;
 }
 
 /**
@@ -274,7 +293,8 @@ async function restoreOnce(
       objects: download.objectsDone,
       bytes: download.bytesDone,
       parent,
-      lastSegment: lastSegmentOf(segments),
+      chainEnd: chainEndOf(normalizedPrefix, manifest, files, segments, walCommits),
+      ...(chosen.encryption === undefined ? {} : { encryption: chosen.encryption }),
       ...(fellBackFrom === undefined ? {} : { fellBackFrom }),
       ...(rolledForward === undefined ? {} : { rolledForward }),
     };
@@ -291,11 +311,29 @@ async function restoreOnce(
   }
 }
 
-function lastSegmentOf(
+/** See {@link RestoreResult.chainEnd}. */
+function chainEndOf(
+  prefix: string,
+  manifest: Manifest,
+  files: readonly { readonly entry: FileEntry }[],
   segments: readonly SegmentEntry[],
-): { readonly key: string; readonly crc32: string } | null {
+  walCommits: number,
+): ChainEnd | null {
+  // Commits held by the segments restored, against those the state has past its snapshot.
+  const segmentCommits = segments.reduce((sum, segment) => sum + segment.frames, 0);
+  if (segmentCommits !== walCommits) return null;
   const last = segments.at(-1);
-  return last === undefined ? null : { key: last.key, crc32: last.crc32 };
+  if (last !== undefined) {
+    const range = parseSegmentKey(prefix, last.key);
+    if (range === undefined || range.layout !== 'object') return null;
+    return { key: last.key, crc32: last.crc32, end: range.end };
+  }
+  const snapshot = files.find(
+    (file) => parseSnapshotKey(prefix, file.entry.key)?.generation === manifest.walGeneration,
+  );
+  return snapshot === undefined
+    ? null
+    : { key: snapshot.entry.key, crc32: snapshot.entry.crc32, end: 0 };
 }
 
 /**

@@ -33,6 +33,12 @@ export interface PublishOptions {
   readonly header?: PublishHeader;
   /** The change counter the target must have (the one this process wrote last): another means someone else wrote to it. */
   readonly expectedCounter?: number;
+  /**
+   * The only pages (1-based numbers) that may differ besides page 1 and
+   * those past either end, when the caller knows them (it applied the
+   * commits itself): only they are compared. Default: every page.
+   */
+  readonly mayDiffer?: ReadonlySet<number>;
 }
 
 export interface PublishResult {
@@ -169,9 +175,11 @@ function writeUnderLock(
       toRollbackHeader(page1, (oldCounter + 1) >>> 0, newPages);
     const samePageSize = oldPageSize === newPageSize;
     // Another page size (a VACUUM that changed it): every page is new.
-    const changed = samePageSize
-      ? changedPages(fd, staged, oldPages, newPages, newPageSize)
-      : allPages(oldPages);
+    const changed = !samePageSize
+      ? allPages(oldPages)
+      : options.mayDiffer === undefined
+        ? changedPages(fd, staged, oldPages, newPages, newPageSize)
+        : changedAmong(fd, staged, options.mayDiffer, oldPages, newPages, newPageSize);
     if (!changed.includes(0)) changed.unshift(0);
     writeJournal(`${targetPath}-journal`, fd, changed, oldPages, oldPageSize);
     let written = 0;
@@ -227,6 +235,25 @@ function changedPages(
         changed.push(first + index);
     }
   }
+  return changed;
+}
+
+/** {@link changedPages} over the pages of `candidates` (1-based) and those the new file cuts off. */
+function changedAmong(
+  fd: number,
+  staged: number,
+  candidates: ReadonlySet<number>,
+  oldPages: number,
+  newPages: number,
+  pageSize: number,
+): number[] {
+  const changed: number[] = [];
+  for (const page of [...candidates].map((number) => number - 1).sort((a, b) => a - b)) {
+    if (page <= 0 || page >= Math.min(oldPages, newPages)) continue;
+    const old = readAt(fd, page * pageSize, pageSize);
+    if (!old.equals(readAt(staged, page * pageSize, pageSize))) changed.push(page);
+  }
+  for (let page = newPages; page < oldPages; page += 1) changed.push(page);
   return changed;
 }
 

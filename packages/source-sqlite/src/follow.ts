@@ -23,11 +23,11 @@ import {
   MAX_MANIFEST_BYTES,
   pad20,
   parseManifest,
-  parseSegmentKey,
   segmentGenerationPrefix,
 } from '@x/manifest';
 import {
   NoRestorePointError,
+  ObjectEncodingError,
   ObjectKeyError,
   type RestoreResult,
   readLatest,
@@ -35,6 +35,8 @@ import {
 } from '@x/restore';
 import { getCapped, isTooLarge, normalizePrefix, type ObjectStore } from '@x/store';
 import { createTarget, publishState } from './follow-publish.ts';
+import { type FollowedChain, readNextSegment } from './follow-segment.ts';
+import { applyCommitsInPlace } from './rebuild-database.ts';
 import {
   ensureSidecarDirectory,
   SQLITE_SIDECAR_NAMES,
@@ -155,8 +157,12 @@ class Follower implements SqliteFollower {
   readonly #pollMs: number;
   readonly #latestEvery: number;
   #applied: FollowedState | null = null;
-  /** Where the next chained segment's key starts (`null`: no probing until LATEST moves). */
-  #nextSegmentPrefix: string | null = null;
+  /** Where the applied log ends (`null`: no probing for segments until LATEST moves). */
+  #chain: FollowedChain | null = null;
+  /** A state staged and not yet published (readers kept the lock): published before anything else. */
+  #pending: Pending | null = null;
+  /** The staged copy of the applied state failed part way through an update: only a restore rebuilds it. */
+  #stagedStale = false;
   #latestVersion: string | null = null;
   #counter: number | null = null;
   #upToDateAt = Date.now();
@@ -199,34 +205,24 @@ class Follower implements SqliteFollower {
     this.#checkTarget();
     try {
       while (signal?.aborted !== true) {
-        const pollStart = Date.now();
-        const applied = await this.#step(pollStart);
+        const applied = await this.#step(Date.now());
         if (applied !== null) yield applied;
-        await sleep(this.#pollMs, undefined, signal === undefined ? {} : { signal }).catch(
-          () => {},
-        );
+        // After a state, look again at once: more may have landed meanwhile.
+        if (applied === null)
+          await sleep(this.#pollMs, undefined, signal === undefined ? {} : { signal }).catch(
+            () => {},
+          );
       }
-      if (this.#applied !== null) {
-        // The writer may have named the applied state in a restore point
-        // since the last look at LATEST: a promotion continues from it.
-        await this.#latestIsNewer(AbortSignal.timeout(LAST_LOOK_MS)).catch(() => false);
-        this.#publish(join(this.#staging, 'current'), 'as-restored');
-      }
+      await this.#leaveAsRestored();
     } finally {
       await rm(this.#staging, { recursive: true, force: true }).catch(() => {});
     }
   }
 
-  /** One poll, and a catch-up when it found something newer. */
+  /** One poll, and what it found applied. Failures other than fatal ones wait for the next poll. */
   async #step(pollStart: number): Promise<FollowedState | null> {
     try {
-      const changed = this.#applied === null || (await this.#poll());
-      if (!changed) {
-        this.#upToDateAt = pollStart;
-        this.#lastError = undefined;
-        return null;
-      }
-      const applied = await this.#catchUp(pollStart);
+      const applied = await this.#stepOnce(pollStart);
       this.#lastError = undefined;
       return applied;
     } catch (error) {
@@ -242,23 +238,91 @@ class Follower implements SqliteFollower {
     }
   }
 
-  /** Whether the bucket may hold a newer state: one request. */
-  async #poll(): Promise<boolean> {
+  async #stepOnce(pollStart: number): Promise<FollowedState | null> {
+    if (this.#pending !== null) return this.#publishPending();
+    if (this.#applied === null) return this.#catchUp(pollStart);
+    const found = await this.#poll();
+    if (found.kind === 'none') {
+      this.#upToDateAt = pollStart;
+      return null;
+    }
+    if (found.kind === 'segments') {
+      const extended = await this.#extend(found.keys, pollStart);
+      if (extended !== undefined) return extended;
+    }
+    return this.#catchUp(pollStart);
+  }
+
+  /** What the bucket may hold beyond the applied state: one request. */
+  async #poll(): Promise<Poll> {
     this.#polls += 1;
     const signal = this.#options.signal;
     const call = signal === undefined ? {} : { signal };
-    if (this.#nextSegmentPrefix !== null && this.#polls % this.#latestEvery !== 0) {
-      const listed = await this.#store.list(this.#nextSegmentPrefix, call);
-      return listed.objects.length > 0;
+    const chain = this.#chain;
+    if (chain !== null && !this.#stagedStale && this.#polls % this.#latestEvery !== 0) {
+      const listed = await this.#store.list(nextSegmentPrefix(this.#prefix, chain), call);
+      return listed.objects.length === 0
+        ? { kind: 'none' }
+        : { kind: 'segments', keys: listed.objects.map((object) => object.key) };
     }
     const head = await this.#store.head(latestKey(this.#prefix), call);
     const version = head === null ? null : versionOf(head);
-    if (version === this.#latestVersion) return false;
-    const newer = await this.#latestIsNewer();
+    if (version === this.#latestVersion && !this.#stagedStale) return { kind: 'none' };
+    const newer = this.#stagedStale || (await this.#latestIsNewer());
     // Known now: a later poll compares with it (a LATEST naming what is
     // applied, or older, is no reason to restore again).
     this.#latestVersion = version;
-    return newer;
+    return newer ? { kind: 'restore' } : { kind: 'none' };
+  }
+
+  /**
+   * The next segment of the applied log, applied to the staged copy and
+   * published. `undefined` when it does not continue the chain, or fails a
+   * check: a restore of the latest state then decides what is newest.
+   */
+  async #extend(keys: readonly string[], detectedAt: number): Promise<FollowedState | undefined> {
+    const chain = this.#chain;
+    const before = this.#applied;
+    if (chain === null || before === null || this.#stagedStale) return undefined;
+    const signal = this.#options.signal;
+    let next: Awaited<ReturnType<typeof readNextSegment>>;
+    try {
+      next = await readNextSegment(this.#store, this.#prefix, keys, chain, {
+        identities: this.#options.identities ?? [],
+        ...(signal === undefined ? {} : { signal }),
+      });
+    } catch (error) {
+      if (ObjectEncodingError.isInstance(error)) return undefined;
+      throw error;
+    }
+    if (next === null) return undefined;
+    const current = join(this.#staging, 'current');
+    let applied: Awaited<ReturnType<typeof applyCommitsInPlace>>;
+    try {
+      applied = await applyCommitsInPlace(join(current, basename(this.#target)), next.body, {
+        ...(signal === undefined ? {} : { signal }),
+      });
+    } catch (error) {
+      this.#stagedStale = true;
+      throw error;
+    }
+    const commitSeq = before.commitSeq + next.commits;
+    await this.#writeStagedRecords(current, before.manifestKey, commitSeq);
+    this.#pending = {
+      directory: current,
+      chain: next.chain,
+      mayDiffer: applied.pagesWritten,
+      state: {
+        ...before,
+        commitSeq,
+        commitTime: applied.lastCommitTime ?? before.commitTime,
+        commitsApplied: next.commits,
+        objects: 1,
+        bytes: next.bytes,
+        detectedAt,
+      },
+    };
+    return this.#publishPending();
   }
 
   /** Whether the restore point LATEST names is newer than the applied state (an unreadable one counts as newer: restore decides). */
@@ -297,9 +361,10 @@ class Follower implements SqliteFollower {
    */
   async #adoptRestorePoint(manifestKey: string): Promise<void> {
     const applied = this.#applied;
-    if (applied === null || applied.manifestKey === manifestKey) return;
-    const parent = { lineage: applied.lineage, manifestKey, commitSeq: applied.commitSeq };
-    await writeAtomically(sqliteSidecarFiles(this.#target).parent, `${JSON.stringify(parent)}\n`);
+    if (applied === null || applied.manifestKey === manifestKey || this.#pending !== null) return;
+    const current = join(this.#staging, 'current');
+    await this.#writeStagedRecords(current, manifestKey, applied.commitSeq);
+    await this.#copySidecars(current);
     this.#applied = { ...applied, manifestKey };
   }
 
@@ -320,9 +385,9 @@ class Follower implements SqliteFollower {
       identities: this.#options.identities ?? [],
       ...(this.#options.signal === undefined ? {} : { signal: this.#options.signal }),
     });
-    this.#nextSegmentPrefix = nextSegmentPrefix(this.#prefix, result);
     this.#newestKnown = Math.max(this.#newestKnown, result.commitSeq);
-    if (before !== null) {
+    const chain = chainOf(result);
+    if (before !== null && !this.#stagedStale) {
       const sameHistory = before.lineage === result.lineage;
       const moved =
         !sameHistory ||
@@ -331,7 +396,7 @@ class Follower implements SqliteFollower {
       if (!moved || (sameHistory && result.commitSeq < before.commitSeq)) {
         // What was found did not chain (or LATEST fell back to something
         // older): no probing for segments until LATEST moves.
-        if (result.commitSeq <= before.commitSeq) this.#nextSegmentPrefix = null;
+        this.#chain = null;
         this.#upToDateAt = detectedAt;
         this.#options.onEvent?.({
           kind: 'skipped',
@@ -346,36 +411,70 @@ class Follower implements SqliteFollower {
           to: result.lineage,
         });
     }
-    const pagesWritten = this.#publish(next, 'rollback');
-    await this.#copySidecars(next);
-    // What readers see now is kept, for the last write at stop.
-    const current = join(this.#staging, 'current');
-    await rm(current, { recursive: true, force: true });
-    await rename(next, current);
-    const state: FollowedState = {
-      commitSeq: result.commitSeq,
-      manifestKey: result.manifestKey,
-      lineage: result.lineage,
-      walGeneration: result.walGeneration,
-      commitTime,
-      commitsApplied:
-        before === null || before.lineage !== result.lineage
-          ? result.commitSeq
-          : result.commitSeq - before.commitSeq,
-      objects: result.objects,
-      bytes: result.bytes,
-      pagesWritten,
-      detectedAt,
-      publishedAt: Date.now(),
+    this.#pending = {
+      directory: next,
+      chain,
+      state: {
+        commitSeq: result.commitSeq,
+        manifestKey: result.manifestKey,
+        lineage: result.lineage,
+        walGeneration: result.walGeneration,
+        commitTime,
+        commitsApplied:
+          before === null || before.lineage !== result.lineage
+            ? result.commitSeq
+            : Math.max(0, result.commitSeq - before.commitSeq),
+        objects: result.objects,
+        bytes: result.bytes,
+        detectedAt,
+      },
     };
+    return this.#publishPending();
+  }
+
+  /** The staged state into the target, its records beside it; it becomes the applied state. */
+  async #publishPending(): Promise<FollowedState> {
+    const pending = this.#pending!;
+    const pagesWritten = this.#publish(pending.directory, 'rollback', pending.mayDiffer);
+    await this.#copySidecars(pending.directory);
+    const current = join(this.#staging, 'current');
+    if (pending.directory !== current) {
+      // What readers see now is kept, for the next segment and the last write at stop.
+      await rm(current, { recursive: true, force: true });
+      await rename(pending.directory, current);
+      this.#stagedStale = false;
+    }
+    const state: FollowedState = { ...pending.state, pagesWritten, publishedAt: Date.now() };
+    this.#pending = null;
+    this.#chain = pending.chain;
     this.#applied = state;
     this.#statesApplied += 1;
-    this.#upToDateAt = detectedAt;
+    this.#upToDateAt = pending.state.detectedAt;
     return state;
   }
 
+  /**
+   * At a stop: the target byte for byte the staged state, as restore leaves
+   * a database (WAL mode), for `replicate` to continue from. The writer may
+   * have named the applied state in a restore point since the last look at
+   * LATEST: the parent record then names it.
+   */
+  async #leaveAsRestored(): Promise<void> {
+    if (this.#applied === null && this.#pending === null) return;
+    const directory = this.#pending?.directory ?? join(this.#staging, 'current');
+    if (this.#pending === null)
+      await this.#latestIsNewer(AbortSignal.timeout(LAST_LOOK_MS)).catch(() => false);
+    if (this.#stagedStale && this.#pending === null) return;
+    this.#publish(directory, 'as-restored');
+    await this.#copySidecars(directory);
+  }
+
   /** The staged database into the target; returns the pages written. */
-  #publish(directory: string, header: 'rollback' | 'as-restored'): number {
+  #publish(
+    directory: string,
+    header: 'rollback' | 'as-restored',
+    mayDiffer?: ReadonlySet<number>,
+  ): number {
     const staged = join(directory, basename(this.#target));
     if (!existsSync(this.#target)) {
       const created = createTarget(this.#target, staged);
@@ -386,12 +485,32 @@ class Follower implements SqliteFollower {
       header,
       busyTimeoutMs: this.#options.busyTimeoutMs ?? 5000,
       ...(this.#counter === null ? {} : { expectedCounter: this.#counter }),
+      ...(mayDiffer === undefined ? {} : { mayDiffer }),
     });
     this.#counter = published.counter;
     return published.pagesWritten;
   }
 
-  /** The restore's lineage, state and parent records beside the target, and the follow's mark. */
+  /** The commit count and parent record of a staged state, as a restore writes them. */
+  async #writeStagedRecords(
+    directory: string,
+    manifestKey: string,
+    commitSeq: number,
+  ): Promise<void> {
+    const applied = this.#applied!;
+    const records = join(directory, sqliteSidecarDirectoryName(basename(this.#target)));
+    await mkdir(records, { recursive: true, mode: 0o700 });
+    await writeAtomically(
+      join(records, SQLITE_SIDECAR_NAMES.state),
+      `${JSON.stringify({ commitCount: commitSeq })}\n`,
+    );
+    await writeAtomically(
+      join(records, SQLITE_SIDECAR_NAMES.parent),
+      `${JSON.stringify({ lineage: applied.lineage, manifestKey, commitSeq })}\n`,
+    );
+  }
+
+  /** The staged state's records beside the target, and the follow's mark. */
   async #copySidecars(directory: string): Promise<void> {
     const from = join(directory, sqliteSidecarDirectoryName(basename(this.#target)));
     const to = sqliteSidecarFiles(this.#target);
@@ -427,11 +546,37 @@ class Follower implements SqliteFollower {
   }
 }
 
-/** The listing prefix of the segment that would chain after `result`'s log. */
-function nextSegmentPrefix(prefix: string, result: RestoreResult): string {
-  const last = result.lastSegment;
-  const end = last === null ? 0 : (parseSegmentKey(prefix, last.key)?.end ?? 0);
-  return `${segmentGenerationPrefix(prefix, result.walGeneration)}${pad20(end)}-`;
+/** What a poll found. */
+type Poll =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'segments'; readonly keys: readonly string[] }
+  | { readonly kind: 'restore' };
+
+/** A state in staging, to be published. */
+interface Pending {
+  readonly directory: string;
+  readonly chain: FollowedChain | null;
+  /** The pages that may differ from the target's (the commits applied in place); absent: any. */
+  readonly mayDiffer?: ReadonlySet<number>;
+  readonly state: Omit<FollowedState, 'pagesWritten' | 'publishedAt'>;
+}
+
+/** Where a restored state's log continues. */
+function chainOf(result: RestoreResult): FollowedChain | null {
+  const end = result.chainEnd;
+  if (end === null) return null;
+  return {
+    lineage: result.lineage,
+    generation: result.walGeneration,
+    end: end.end,
+    crc32: Number.parseInt(end.crc32, 16),
+    ...(result.encryption === undefined ? {} : { encryption: result.encryption }),
+  };
+}
+
+/** The listing prefix of the segment that would continue `chain`. */
+function nextSegmentPrefix(prefix: string, chain: FollowedChain): string {
+  return `${segmentGenerationPrefix(prefix, chain.generation)}${pad20(chain.end)}-`;
 }
 
 function versionOf(head: {

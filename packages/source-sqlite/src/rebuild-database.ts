@@ -151,6 +151,62 @@ export async function restoreSqliteDatabase(
   }
 }
 
+/** What {@link applyCommitsInPlace} did. */
+export interface AppliedInPlace {
+  readonly commitsApplied: number;
+  readonly pageSize: number;
+  readonly databasePages: number;
+  readonly lastCommitTime: number | null;
+  /** Page numbers (1-based) the commits wrote; pages past `databasePages` were cut. */
+  readonly pagesWritten: ReadonlySet<number>;
+}
+
+/**
+ * Applies the commit records of `log` (whole records, continuing the log
+ * the database at `path` was rebuilt from) to that file in place, with the
+ * checks of {@link restoreSqliteDatabase}: frame CRC-32s, page sizes, patch
+ * bases, recorded page hashes, and `integrity_check` unless `verify` is
+ * false. For a private copy no one else opens (a follower's): a failure
+ * leaves the file part way, to be rebuilt whole.
+ * @throws SqliteRestoreCorruptError
+ */
+export async function applyCommitsInPlace(
+  path: string,
+  log: ByteSource,
+  options: { readonly signal?: AbortSignal; readonly verify?: boolean } = {},
+): Promise<AppliedInPlace> {
+  const handle = await open(path, 'r+');
+  const written = new Set<number>();
+  const restoreOptions: SqliteRestoreOptions = {
+    targetPath: path,
+    snapshot: new Uint8Array(0),
+    log,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  };
+  let applied: AppliedLog;
+  let pageSize: number;
+  try {
+    const header = new Uint8Array(100);
+    await handle.read(header, 0, 100, 0);
+    pageSize = pageSizeOf(header, path);
+    const pages = Math.floor((await handle.stat()).size / pageSize);
+    applied = await applyCommitLog(handle, { pageSize, pages }, restoreOptions, written);
+    await handle.truncate(applied.databasePages * pageSize);
+    await checkPageHashes(handle, pageSize, applied.recorded, restoreOptions);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  if (options.verify ?? true) checkIntegrity(path, path);
+  return {
+    commitsApplied: applied.applied,
+    pageSize,
+    databasePages: applied.databasePages,
+    lastCommitTime: applied.lastCommitTime,
+    pagesWritten: written,
+  };
+}
+
 /** What can be refused before anything is written: an existing target, a time before the snapshot. */
 async function refuseBeforeWriting(options: SqliteRestoreOptions): Promise<void> {
   const target = options.targetPath;
@@ -208,6 +264,8 @@ async function applyCommitLog(
   handle: FileHandle,
   snapshot: WrittenSnapshot,
   options: SqliteRestoreOptions,
+  /** Collects the page numbers the records write. */
+  written?: Set<number>,
 ): Promise<AppliedLog> {
   const target = options.targetPath;
   const { pageSize } = snapshot;
@@ -253,6 +311,10 @@ async function applyCommitLog(
           `commit ${applied + 1} of the log patches page ${unheld}, whose version before it neither the snapshot (${snapshot.pages} pages) nor an earlier commit holds (the database had ${patchable.databasePages} pages): the patch has no base to be put over`,
         );
       patchable.advance(record);
+      if (written !== undefined) {
+        for (const page of record.pages.keys()) written.add(page);
+        for (const page of record.patches?.keys() ?? []) written.add(page);
+      }
       recorded.add(record, applied + commits);
       pending.add(record);
       if (pending.bytes >= MAX_PENDING_WRITE_BYTES) await pending.writeTo(handle, options.signal);

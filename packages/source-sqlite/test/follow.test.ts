@@ -171,6 +171,23 @@ class LatestManglingStore extends ForwardingStore {
   }
 }
 
+/** The writer's store, which can flip one byte of every `.seg` it stores (after the writer computed its CRC). */
+class SegmentManglingStore extends ForwardingStore {
+  mangle = false;
+  mangled: string[] = [];
+  override put(
+    key: string,
+    body: Uint8Array,
+    options?: Parameters<ObjectStore['put']>[2],
+  ): ReturnType<ObjectStore['put']> {
+    if (!this.mangle || !key.endsWith('.seg')) return super.put(key, body, options);
+    const copy = Uint8Array.from(body);
+    copy[copy.byteLength - 3]! ^= 0x40;
+    this.mangled.push(key);
+    return super.put(key, copy, options);
+  }
+}
+
 /** Runs a follower in the background, collecting what it publishes. */
 function runFollower(follower: SqliteFollower) {
   const states: FollowedState[] = [];
@@ -284,6 +301,9 @@ describe('followSqlite', () => {
       expect(seqs.length).toBeGreaterThan(10);
       const generations = new Set(run.states.map((state) => state.walGeneration));
       expect(generations.size).toBeGreaterThan(1);
+      // Most states came one segment at a time, not by a restore of everything.
+      const incremental = run.states.filter((state) => state.objects === 1);
+      expect(incremental.length, JSON.stringify(run.states)).toBeGreaterThan(run.states.length / 2);
 
       // Stopped: byte for byte what a restore of the same state gives.
       const last = run.states.at(-1)!;
@@ -341,6 +361,43 @@ describe('followSqlite', () => {
           SqliteFollowError.isInstance(error) && error.code === 'SQLITE_FOLLOW_TARGET_CHANGED',
       );
     } finally {
+      await source.close();
+      application.close();
+    }
+  }, 60_000);
+
+  it('never applies a segment that fails its checks; keeps the last good state', async () => {
+    const directory = workspace('backupd-follow-hostile-');
+    const path = join(directory, 'app.db');
+    const application = applicationDatabase(path);
+    const source = SqliteSource.open({ path, captureIntervalMs: 0 });
+    const store = new MemoryStore();
+    const writes = new SegmentManglingStore(store);
+    const worker = newWorker(writes, source, { manifestIntervalMs: 60_000 });
+    const target = join(directory, 'replica.db');
+    const stop = new AbortController();
+    const run = runFollower(
+      followSqlite(store, 'p', target, { pollIntervalMs: 20, signal: stop.signal }),
+    );
+    try {
+      await worker.runOnce();
+      transfer(application, 1);
+      await worker.runOnce();
+      await until('the first segment applied', () => run.states.at(-1)?.commitSeq === 1);
+      const good = contentHash(application);
+      writes.mangle = true;
+      transfer(application, 2);
+      await worker.runOnce();
+      expect(writes.mangled).toHaveLength(1);
+      // Many polls later the target still shows the last good state.
+      const polls = run.states.length;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(run.states).toHaveLength(polls);
+      expect(hashOf(target, contentHash)).toBe(good);
+      expect(integrityCheck(target)).toBe('ok');
+    } finally {
+      stop.abort();
+      await run.done.catch(() => {});
       await source.close();
       application.close();
     }
