@@ -111,7 +111,10 @@ describe.skipIf(!present)('backupd follow', () => {
     expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
 
     const metrics = (await getText(`${status}/metrics`)).body;
-    expect(metricValue(metrics, 'backupd_follow_applied_commit')).toBe(seqs.at(-1));
+    // The lines read so far may end before the state the metrics show.
+    expect(metricValue(metrics, 'backupd_follow_applied_commit')).toBeGreaterThanOrEqual(
+      seqs.at(-1)!,
+    );
     expect(metricValue(metrics, 'backupd_follow_commits_behind')).toBeGreaterThanOrEqual(0);
     expect(metricValue(metrics, 'backupd_lag_seconds')).toBeGreaterThanOrEqual(0);
     expect(metricValue(metrics, 'backupd_requests_total', { operation: 'put' })).toBe(0);

@@ -23,6 +23,7 @@ import {
   MAX_MANIFEST_BYTES,
   pad20,
   parseManifest,
+  parseManifestKey,
   segmentGenerationPrefix,
 } from '@x/manifest';
 import {
@@ -344,7 +345,8 @@ class Follower implements SqliteFollower {
       this.#newestKnown = Math.max(this.#newestKnown, manifest.commitSeq);
       const sameGeneration =
         manifest.lineage === applied.lineage && manifest.walGeneration === applied.walGeneration;
-      if (sameGeneration && manifest.commitSeq === applied.commitSeq)
+      const named = parseManifestKey(this.#prefix, applied.manifestKey) ?? 0;
+      if (sameGeneration && manifest.commitSeq <= applied.commitSeq && manifest.commitSeq >= named)
         await this.#adoptRestorePoint(reading.manifestKey);
       return !sameGeneration || manifest.commitSeq > applied.commitSeq;
     } catch (error) {
@@ -354,10 +356,10 @@ class Follower implements SqliteFollower {
   }
 
   /**
-   * A newer restore point of the applied state itself (the writer named
-   * what the follower had rolled forward to): the target's parent record
-   * names it, so a `replicate` on the target, whose check is that LATEST
-   * names the restore point it came from, continues from it.
+   * A newer restore point the applied state extends (the writer named what
+   * the follower had rolled forward to, or part of it): the target's parent
+   * record names it, so a `replicate` on the target, whose check is that
+   * LATEST names the restore point it came from, continues from it.
    */
   async #adoptRestorePoint(manifestKey: string): Promise<void> {
     const applied = this.#applied;
@@ -467,6 +469,12 @@ class Follower implements SqliteFollower {
     if (this.#stagedStale && this.#pending === null) return;
     this.#publish(directory, 'as-restored');
     await this.#copySidecars(directory);
+    // The target's own lineage: `replicate` on it then continues that
+    // lineage (and its generation, once it proves the image is the
+    // bucket's state) instead of starting a new one as for an adopted copy.
+    const lineage = (this.#pending?.state ?? this.#applied)?.lineage;
+    if (lineage !== undefined)
+      await writeAtomically(sqliteSidecarFiles(this.#target).lineage, `${lineage}\n`);
   }
 
   /** The staged database into the target; returns the pages written. */
@@ -515,10 +523,14 @@ class Follower implements SqliteFollower {
     const from = join(directory, sqliteSidecarDirectoryName(basename(this.#target)));
     const to = sqliteSidecarFiles(this.#target);
     ensureSidecarDirectory(this.#target);
-    for (const kind of ['lineage', 'state', 'parent'] as const) {
+    for (const kind of ['state', 'parent'] as const) {
       const source = join(from, SQLITE_SIDECAR_NAMES[kind]);
       if (existsSync(source)) await writeAtomically(to[kind], await readFile(source, 'utf8'));
     }
+    // While it follows, the target has no lineage of its own (one left by
+    // an earlier life of the file would claim another history); a stop
+    // writes the one it shows.
+    await rm(to.lineage, { force: true });
     // A record a replicate left is about another image: never a proof for this one.
     await rm(to.resume, { force: true });
     await writeAtomically(

@@ -30,6 +30,8 @@ export {
 } from './follow.ts';
 export type { PatchRun } from './page-patch.ts';
 export {
+  type AppliedInPlace,
+  applyCommitsInPlace,
   type ByteSource,
   integrityCheck,
   restoreSqliteDatabase,
