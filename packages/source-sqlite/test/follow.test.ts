@@ -205,6 +205,34 @@ async function until(what: string, condition: () => boolean, timeoutMs = 20_000)
   }
 }
 
+/**
+ * An application database backed up by a worker driven with `runOnce`, in
+ * a workspace of its own; `writes(store)` is the store the worker writes
+ * through (the follower reads `store` itself).
+ */
+function backedUp(
+  label: string,
+  options: { writes?: (store: MemoryStore) => ObjectStore; worker?: object } = {},
+) {
+  const directory = workspace(label);
+  const path = join(directory, 'app.db');
+  const application = applicationDatabase(path);
+  const source = SqliteSource.open({ path, captureIntervalMs: 0 });
+  const store = new MemoryStore();
+  const worker = newWorker(options.writes?.(store) ?? store, source, options.worker);
+  return {
+    directory,
+    application,
+    source,
+    store,
+    worker,
+    async close(): Promise<void> {
+      await source.close();
+      application.close();
+    },
+  };
+}
+
 function newWorker(store: ObjectStore, source: SqliteSource, overrides: object = {}) {
   return new BackupWorker({
     store,
@@ -222,12 +250,8 @@ function newWorker(store: ObjectStore, source: SqliteSource, overrides: object =
 
 describe('followSqlite', () => {
   it('publishes every state in commit order through growth, VACUUM shrink-regrow, new generations and compaction; readers never see a torn state; never writes', async () => {
-    const directory = workspace('backupd-follow-');
-    const path = join(directory, 'app.db');
-    const application = applicationDatabase(path);
-    const source = SqliteSource.open({ path, captureIntervalMs: 0 });
-    const store = new MemoryStore();
-    const worker = newWorker(store, source);
+    const backup = backedUp('backupd-follow-');
+    const { directory, application, source, store, worker } = backup;
     const readOnly = new ReadOnlyStore(store);
     const target = join(directory, 'replica', 'app.db');
     const stop = new AbortController();
@@ -320,18 +344,13 @@ describe('followSqlite', () => {
       await readers?.stop();
       stop.abort();
       await run?.done.catch(() => {});
-      await source.close();
-      application.close();
+      await backup.close();
     }
   }, 120_000);
 
   it('refuses a target it did not create unless forced, and one written by someone else while it follows', async () => {
-    const directory = workspace('backupd-follow-refuse-');
-    const path = join(directory, 'app.db');
-    const application = applicationDatabase(path);
-    const source = SqliteSource.open({ path, captureIntervalMs: 0 });
-    const store = new MemoryStore();
-    const worker = newWorker(store, source);
+    const backup = backedUp('backupd-follow-refuse-');
+    const { directory, application, store, worker } = backup;
     try {
       await worker.runOnce();
       const target = join(directory, 'other.db');
@@ -361,19 +380,20 @@ describe('followSqlite', () => {
           SqliteFollowError.isInstance(error) && error.code === 'SQLITE_FOLLOW_TARGET_CHANGED',
       );
     } finally {
-      await source.close();
-      application.close();
+      await backup.close();
     }
   }, 60_000);
 
   it('never applies a segment that fails its checks; keeps the last good state', async () => {
-    const directory = workspace('backupd-follow-hostile-');
-    const path = join(directory, 'app.db');
-    const application = applicationDatabase(path);
-    const source = SqliteSource.open({ path, captureIntervalMs: 0 });
-    const store = new MemoryStore();
-    const writes = new SegmentManglingStore(store);
-    const worker = newWorker(writes, source, { manifestIntervalMs: 60_000 });
+    let writes: SegmentManglingStore | undefined;
+    const backup = backedUp('backupd-follow-hostile-', {
+      writes: (store) => {
+        writes = new SegmentManglingStore(store);
+        return writes;
+      },
+      worker: { manifestIntervalMs: 60_000 },
+    });
+    const { directory, application, store, worker } = backup;
     const target = join(directory, 'replica.db');
     const stop = new AbortController();
     const run = runFollower(
@@ -385,10 +405,10 @@ describe('followSqlite', () => {
       await worker.runOnce();
       await until('the first segment applied', () => run.states.at(-1)?.commitSeq === 1);
       const good = contentHash(application);
-      writes.mangle = true;
+      writes!.mangle = true;
       transfer(application, 2);
       await worker.runOnce();
-      expect(writes.mangled).toHaveLength(1);
+      expect(writes!.mangled).toHaveLength(1);
       // Many polls later the target still shows the last good state.
       const polls = run.states.length;
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -398,19 +418,20 @@ describe('followSqlite', () => {
     } finally {
       stop.abort();
       await run.done.catch(() => {});
-      await source.close();
-      application.close();
+      await backup.close();
     }
   }, 60_000);
 
   it('waits for a first backup, then follows it; a corrupt LATEST falls back as restore does', async () => {
-    const directory = workspace('backupd-follow-wait-');
-    const path = join(directory, 'app.db');
-    const application = applicationDatabase(path);
-    const source = SqliteSource.open({ path, captureIntervalMs: 0 });
-    const store = new MemoryStore();
-    const writes = new LatestManglingStore(store);
-    const worker = newWorker(writes, source, { manifestIntervalMs: 0 });
+    let writes: LatestManglingStore | undefined;
+    const backup = backedUp('backupd-follow-wait-', {
+      writes: (store) => {
+        writes = new LatestManglingStore(store);
+        return writes;
+      },
+      worker: { manifestIntervalMs: 0 },
+    });
+    const { directory, application, store, worker } = backup;
     const target = join(directory, 'replica.db');
     const stop = new AbortController();
     const events: string[] = [];
@@ -429,7 +450,7 @@ describe('followSqlite', () => {
       await until('the first state', () => run.states.length === 1);
       transfer(application, 1);
       await worker.runOnce();
-      writes.mangle = true;
+      writes!.mangle = true;
       transfer(application, 2);
       await worker.runOnce();
       expect(new TextDecoder().decode((await store.get('p/LATEST'))!.body)).toBe('garbage');
@@ -439,8 +460,7 @@ describe('followSqlite', () => {
     } finally {
       stop.abort();
       await run.done.catch(() => {});
-      await source.close();
-      application.close();
+      await backup.close();
     }
   }, 60_000);
 });

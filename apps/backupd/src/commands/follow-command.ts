@@ -11,11 +11,11 @@ import { AGE_IDENTITY_FILE_OPTIONS } from '../cli/age-identity-option.ts';
 import {
   booleanOption,
   type CommandContextFor,
-  choiceOption,
   defineCommand,
   stringOption,
   UsageError,
 } from '../cli/command.ts';
+import { DAEMON_OPTIONS } from '../cli/daemon-options.ts';
 import { parseDuration } from '../duration.ts';
 import { commandLineIdentities } from '../encryption-settings.ts';
 import {
@@ -27,7 +27,7 @@ import {
 } from '../exit-codes.ts';
 import { startStatusServer } from '../http-server.ts';
 import { InstrumentedStore } from '../instrumented-store.ts';
-import { createLogger, errorFields, parseLogLevel } from '../logger.ts';
+import { createLogger, errorFields } from '../logger.ts';
 import { DatabaseInUseError, lockDatabase } from '../replicate/database-lock.ts';
 import type { ReplicaStatus } from '../status.ts';
 import { describeLocation, parseStoreUrl } from '../store-url.ts';
@@ -43,16 +43,7 @@ const options = {
   force: booleanOption({
     description: 'replace a <target.db> that follow did not create with the bucket state',
   }),
-  listen: stringOption({
-    argument: '<host:port>',
-    description: 'serve /healthz, /livez, /readyz, /metrics and a status page (off by default)',
-  }),
-  'log-format': choiceOption(['json', 'pretty'], { description: '' }),
-  'log-level': stringOption({
-    argument: '<level>',
-    description: 'trace, debug, info (default), warn, error, fatal or silent',
-    parse: parseLogLevel,
-  }),
+  ...DAEMON_OPTIONS,
   ...AGE_IDENTITY_FILE_OPTIONS,
 } as const;
 

@@ -16,6 +16,7 @@ import {
   defineCommand,
   stringOption,
 } from '../cli/command.ts';
+import { DAEMON_OPTIONS } from '../cli/daemon-options.ts';
 import { STORE_URL_HELP } from '../cli/store-url-help.ts';
 import { type BackupdConfig, DATABASE_SETTINGS } from '../config.ts';
 import {
@@ -25,7 +26,7 @@ import {
   EXIT_OK,
   EXIT_USAGE,
 } from '../exit-codes.ts';
-import { createLogger, type Logger, parseLogLevel } from '../logger.ts';
+import { createLogger, type Logger } from '../logger.ts';
 import { assertWalDatabase, isWalDatabase, waitForWalDatabase } from '../open-sqlite.ts';
 import { startApplication } from '../replicate/application.ts';
 import { loadReplicateConfig } from '../replicate/config-arguments.ts';
@@ -71,16 +72,7 @@ const options = {
     description:
       'restore <db> from <url> first when it does not exist (nothing backed up yet: start fresh), then continue that backup',
   }),
-  listen: stringOption({
-    argument: '<host:port>',
-    description: 'serve /healthz, /livez, /readyz, /metrics and a status page (off by default)',
-  }),
-  'log-format': choiceOption(['json', 'pretty'], { description: '' }),
-  'log-level': stringOption({
-    argument: '<level>',
-    description: 'trace, debug, info (default), warn, error, fatal or silent',
-    parse: parseLogLevel,
-  }),
+  ...DAEMON_OPTIONS,
 } as const;
 
 export const replicateCommand = defineCommand({
