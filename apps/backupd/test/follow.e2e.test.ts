@@ -1,6 +1,7 @@
 /**
  * `backupd follow` end to end, with encryption: a follower with the
- * identity keeps a read-only copy up to date while `replicate` ships, prints
+ * identity keeps a read-only copy up to date while `replicate` ships (and
+ * across a restart of `replicate` that continues the generation), prints
  * one JSON line per state with --json, serves its lag and applied commit in
  * /metrics and on the status page, never shows the secret key, and stops
  * (SIGTERM, exit 0) leaving the target equal to a restore. Without the
@@ -45,7 +46,7 @@ describe.skipIf(!present)('backupd follow', () => {
     const app = new DatabaseSync(source);
     app.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
     const url = pathToFileURL(join(directory, 'bucket')).href;
-    const replicate = startBackupd(['replicate', source, url, '--log-format', 'json'], {
+    let replicate = startBackupd(['replicate', source, url, '--log-format', 'json'], {
       env: { ...env, BACKUPD_AGE_RECIPIENTS: recipient },
     });
     running.push(replicate);
@@ -83,24 +84,38 @@ describe.skipIf(!present)('backupd follow', () => {
     );
     running.push(follow);
     const status = await listeningUrl(follow);
-    for (let i = 0; i < 30; i += 1) {
-      insert.run(`row ${i}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const rows = (app.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
-    await waitFor(
-      `the follower at ${rows} rows`,
-      () => {
-        if (!existsSync(target)) return false;
-        const reader = new DatabaseSync(target, { readOnly: true });
-        try {
-          return (reader.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n === rows;
-        } finally {
-          reader.close();
-        }
-      },
-      { describe: () => follow.describe(), timeoutMs: 30_000 },
-    );
+    const shown = (): number => {
+      if (!existsSync(target)) return -1;
+      const reader = new DatabaseSync(target, { readOnly: true });
+      try {
+        return (reader.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
+      } finally {
+        reader.close();
+      }
+    };
+    const commitRows = async (from: number) => {
+      for (let i = from; i < from + 15; i += 1) {
+        insert.run(`row ${i}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const rows = (app.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
+      await waitFor(`the follower at ${rows} rows`, () => shown() === rows, {
+        describe: () => follow.describe(),
+        timeoutMs: 30_000,
+      });
+      return rows;
+    };
+    await commitRows(0);
+    // The writer restarts (a new tenure that continues the generation): followed on.
+    expect(await replicate.stop('SIGTERM', 30_000), replicate.describe()).toEqual({
+      code: 0,
+      signal: null,
+    });
+    replicate = startBackupd(['replicate', source, url, '--log-format', 'json'], {
+      env: { ...env, BACKUPD_AGE_RECIPIENTS: recipient },
+    });
+    running.push(replicate);
+    const rows = await commitRows(15);
     const lines = follow.stdout
       .split('\n')
       .filter((line) => line.startsWith('{'))
@@ -138,9 +153,7 @@ describe.skipIf(!present)('backupd follow', () => {
     });
     // Stopped: the file is in WAL mode, as a restore leaves it, with what it showed.
     expect(readFileSync(target)[18]).toBe(2);
-    const shown = new DatabaseSync(target, { readOnly: true });
-    expect((shown.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n).toBe(rows);
-    shown.close();
+    expect(shown()).toBe(rows);
     const restored = join(directory, 'restored.db');
     const restore = await runCli(['restore', url, restored, '--age-identity-file', keyFile], {
       env,
