@@ -31,7 +31,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type StartedTestServers, startTestServers } from '@x/test-servers/harness';
+import type { StartedTestServers } from '@x/test-servers/harness';
 import { defineBenchmark, type Measurement } from './harness.ts';
 import {
   BACKUPD,
@@ -40,6 +40,7 @@ import {
   Replicate,
   type Server,
   s3Url,
+  startVersitygw,
   startWriter,
   type Traffic,
 } from './s3-processes.ts';
@@ -147,13 +148,7 @@ export const benchmark = defineBenchmark<State>({
   description: `host loss on the local S3 server at the defaults: ${TRIALS} trials of a ${RATE} commits/s writer and backupd replicate SIGKILLed together, then restore (commits and seconds lost), the restart's time to its lease and first restore point, and requests and MB sent per hour at 10 commits/s and idle`,
   runs: 1,
   async setup(context) {
-    const started = await startTestServers({ only: ['versitygw'] });
-    const server = started.servers.s3.find((candidate) => candidate.name === 'versitygw');
-    if (!server) {
-      await started.stop();
-      throw new Error('versitygw is not running (pnpm servers:install)');
-    }
-    context.log(`versitygw at ${server.endpoint}`);
+    const { started, server } = await startVersitygw((line) => context.log(line));
     return { started, server };
   },
   async run(state, context) {

@@ -18,27 +18,26 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type InterceptingProxy, startInterceptingProxy } from '@x/test-faults';
-import { type StartedTestServers, startTestServers } from '@x/test-servers/harness';
+import type { StartedTestServers } from '@x/test-servers/harness';
 import { defineBenchmark, type Measurement } from './harness.ts';
-import { killProcess, Replicate, type Server, s3Url, startWriter } from './s3-processes.ts';
+import {
+  killProcess,
+  Replicate,
+  S3_REQUEST_KINDS,
+  type S3RequestKind,
+  type Server,
+  s3RequestKind,
+  s3Url,
+  startVersitygw,
+  startWriter,
+} from './s3-processes.ts';
 
 const LOAD_SECONDS = Number(process.env.REQUESTS_PER_HOUR_SECONDS ?? '600');
 const IDLE_SECONDS = Number(process.env.REQUESTS_PER_HOUR_IDLE_SECONDS ?? '120');
 const WARM_UP_MS = 10_000;
 
-const KINDS = ['PUT', 'GET', 'HEAD', 'LIST', 'DELETE', 'batch DELETE', 'multipart'] as const;
-type Kind = (typeof KINDS)[number];
-
-/** The kind of an S3 request, by method and query. */
-function kindOf(method: string, query: string): Kind | 'other' {
-  const params = new URLSearchParams(query);
-  if (method === 'POST' && params.has('delete')) return 'batch DELETE';
-  if (params.has('uploads') || params.has('uploadId')) return 'multipart';
-  if (method === 'GET' && params.has('list-type')) return 'LIST';
-  if (method === 'PUT' || method === 'GET' || method === 'HEAD' || method === 'DELETE')
-    return method;
-  return 'other';
-}
+type Kind = S3RequestKind;
+const kindOf = s3RequestKind;
 
 interface State {
   readonly started: StartedTestServers;
@@ -94,7 +93,7 @@ function measurements(label: string, measured: Phase): Record<string, Measuremen
       higherIsBetter: false,
     },
   };
-  for (const kind of [...KINDS, 'other' as const])
+  for (const kind of [...S3_REQUEST_KINDS, 'other' as const])
     result[`${label}: ${kind}`] = perHour(measured.byKind.get(kind) ?? 0);
   return result;
 }
@@ -104,13 +103,7 @@ export const benchmark = defineBenchmark<State>({
   description: `requests per hour by kind, through a counting proxy in front of the local S3 server, of backupd replicate at the defaults: ${LOAD_SECONDS} s at 10 single-row commits/s, then ${IDLE_SECONDS} s idle; MB sent per hour from /metrics`,
   runs: 1,
   async setup(context) {
-    const started = await startTestServers({ only: ['versitygw'] });
-    const server = started.servers.s3.find((candidate) => candidate.name === 'versitygw');
-    if (!server) {
-      await started.stop();
-      throw new Error('versitygw is not running (pnpm servers:install)');
-    }
-    context.log(`versitygw at ${server.endpoint}`);
+    const { started, server } = await startVersitygw((line) => context.log(line));
     return { started, server };
   },
   async run(state, context) {

@@ -1,12 +1,14 @@
 /**
  * `backupd replicate` against the local S3 server, as a process of its own
  * with its JSON log events and `/metrics`, and a writer process committing
- * single-row transactions at a steady rate. Not a benchmark (no `benchmark`
- * export): imported by `recovery-point` and `requests-per-hour`.
+ * single-row transactions at a steady rate, the local S3 server itself, and
+ * what kind of S3 request a proxied one is. Not a benchmark (no `benchmark`
+ * export): imported by `recovery-point`, `requests-per-hour` and `follow-lag`.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { type StartedTestServers, startTestServers } from '@x/test-servers/harness';
 
 /** The command in this checkout, run in the spawned process itself (no wrapper: a SIGKILL reaches it). */
 export const BACKUPD = fileURLToPath(new URL('../apps/backupd/bin/backupd.js', import.meta.url));
@@ -155,4 +157,40 @@ export async function killProcess(child: ChildProcess): Promise<void> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGKILL');
   await exited;
+}
+
+/** The local S3 server (versitygw) alone, for a benchmark's setup. @throws when it is not installed */
+export async function startVersitygw(
+  log: (line: string) => void,
+): Promise<{ started: StartedTestServers; server: Server }> {
+  const started = await startTestServers({ only: ['versitygw'] });
+  const server = started.servers.s3.find((candidate) => candidate.name === 'versitygw');
+  if (!server) {
+    await started.stop();
+    throw new Error('versitygw is not running (pnpm servers:install)');
+  }
+  log(`versitygw at ${server.endpoint}`);
+  return { started, server };
+}
+
+export const S3_REQUEST_KINDS = [
+  'PUT',
+  'GET',
+  'HEAD',
+  'LIST',
+  'DELETE',
+  'batch DELETE',
+  'multipart',
+] as const;
+export type S3RequestKind = (typeof S3_REQUEST_KINDS)[number];
+
+/** The kind of an S3 request, by method and query. */
+export function s3RequestKind(method: string, query: string): S3RequestKind | 'other' {
+  const params = new URLSearchParams(query);
+  if (method === 'POST' && params.has('delete')) return 'batch DELETE';
+  if (params.has('uploads') || params.has('uploadId')) return 'multipart';
+  if (method === 'GET' && params.has('list-type')) return 'LIST';
+  if (method === 'PUT' || method === 'GET' || method === 'HEAD' || method === 'DELETE')
+    return method;
+  return 'other';
 }

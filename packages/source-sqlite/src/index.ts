@@ -18,16 +18,6 @@ export {
   splitLogFrames,
 } from './commit-record.ts';
 export { sqliteContentHash } from './content-hash.ts';
-export {
-  DEFAULT_FOLLOW_POLL_MS,
-  DEFAULT_LATEST_EVERY_POLLS,
-  type FollowEvent,
-  type FollowedState,
-  type FollowLag,
-  followSqlite,
-  type SqliteFollower,
-  type SqliteFollowOptions,
-} from './follow.ts';
 export type { PatchRun } from './page-patch.ts';
 export {
   type AppliedInPlace,
@@ -55,6 +45,7 @@ export {
   type SqliteSidecarKind,
   sqliteSidecarDirectoryName,
   sqliteSidecarFiles,
+  writeAtomically,
 } from './sidecar-files.ts';
 export {
   SqliteBackupError,
@@ -63,8 +54,6 @@ export {
   SqliteDatabaseMissingError,
   SqliteDatabaseReplacedError,
   SqliteDatabaseUnavailableError,
-  SqliteFollowError,
-  type SqliteFollowRefusal,
   SqliteNotWalError,
   SqliteOpenRefusedError,
   SqliteReaderLostError,
@@ -72,7 +61,11 @@ export {
   SqliteRestoreRefusedError,
   SqliteWalRestartedUnderneathError,
 } from './sqlite-errors.ts';
-export { type SqliteMaterializerOptions, sqliteMaterializer } from './sqlite-materializer.ts';
+export {
+  commitLogCutter,
+  type SqliteMaterializerOptions,
+  sqliteMaterializer,
+} from './sqlite-materializer.ts';
 export {
   DEFAULT_CAPTURE_INTERVAL_MS,
   SQLITE_SNAPSHOT_NAME,

@@ -15,7 +15,6 @@ export type SqliteBackupErrorCode =
   | 'SQLITE_DATABASE_UNAVAILABLE'
   | 'SQLITE_WAL_RESTARTED_UNDERNEATH'
   | 'SQLITE_RESTORE_CORRUPT'
-  | SqliteFollowRefusal
   | SqliteOpenRefusal
   | SqliteCaptureStop
   | SqliteRestoreRefusal;
@@ -421,37 +420,5 @@ export class SqliteRestoreRefusedError extends SqliteBackupError {
       `cannot restore ${path}: ${detail}`,
       path,
     );
-  }
-}
-
-export type SqliteFollowRefusal =
-  | 'SQLITE_FOLLOW_LOCKED'
-  | 'SQLITE_FOLLOW_TARGET_FOREIGN'
-  | 'SQLITE_FOLLOW_TARGET_CHANGED'
-  | 'SQLITE_FOLLOW_TARGET_INVALID';
-
-/**
- * A follow could not publish a state to its target: readers kept the lock
- * past the busy timeout (`SQLITE_FOLLOW_LOCKED`, retryable: the next poll
- * tries again), the target is a database this follow did not write
- * (`SQLITE_FOLLOW_TARGET_FOREIGN`), someone else wrote to it
- * (`SQLITE_FOLLOW_TARGET_CHANGED`), or it is not a SQLite database
- * (`SQLITE_FOLLOW_TARGET_INVALID`). The target is as it was.
- */
-export class SqliteFollowError extends SqliteBackupError {
-  static override isInstance = isMarked<SqliteFollowError>('SqliteFollowError');
-
-  override get retryable(): boolean {
-    return this.code === 'SQLITE_FOLLOW_LOCKED';
-  }
-
-  constructor(
-    message: string,
-    path: string,
-    code: SqliteFollowRefusal,
-    options: { cause?: unknown } = {},
-  ) {
-    super(message, path, options, code);
-    named(this, 'SqliteFollowError');
   }
 }

@@ -6,7 +6,7 @@
  * and failover_). Readers open the target read-only while it runs.
  */
 import { resolve } from 'node:path';
-import { type FollowedState, followSqlite, SqliteFollowError } from '@x/source-sqlite';
+import { FollowError, type FollowedState, followSqlite } from '@x/follow';
 import { AGE_IDENTITY_FILE_OPTIONS } from '../cli/age-identity-option.ts';
 import {
   booleanOption,
@@ -213,7 +213,7 @@ async function follow(context: CommandContextFor<typeof options>): Promise<numbe
         `backupd follow: ${error instanceof Error ? error.message : String(error)}\n`,
       ),
     );
-    return SqliteFollowError.isInstance(error) ? EXIT_REFUSED : EXIT_FAILED;
+    return FollowError.isInstance(error) ? EXIT_REFUSED : EXIT_FAILED;
   } finally {
     stopped = true;
     process.off('SIGINT', onSignal);

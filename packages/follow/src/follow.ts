@@ -11,7 +11,7 @@
  * the one key prefix the next chained segment of the applied state would
  * have, and every `latestEveryPolls`-th poll a HEAD of `LATEST` instead
  * (new generations, a restore point past a broken chain). Guarantees and
- * costs: the package README, _Following a backup_.
+ * costs: the package README.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm } from 'node:fs/promises';
@@ -34,19 +34,19 @@ import {
   readLatest,
   restore,
 } from '@x/restore';
-import { getCapped, isTooLarge, normalizePrefix, type ObjectStore } from '@x/store';
-import { createTarget, publishState } from './follow-publish.ts';
-import { type FollowedChain, readNextSegment } from './follow-segment.ts';
-import { applyCommitsInPlace } from './rebuild-database.ts';
 import {
+  applyCommitsInPlace,
   ensureSidecarDirectory,
   SQLITE_SIDECAR_NAMES,
+  sqliteMaterializer,
   sqliteSidecarDirectoryName,
   sqliteSidecarFiles,
   writeAtomically,
-} from './sidecar-files.ts';
-import { SqliteFollowError } from './sqlite-errors.ts';
-import { sqliteMaterializer } from './sqlite-materializer.ts';
+} from '@x/source-sqlite';
+import { getCapped, isTooLarge, normalizePrefix, type ObjectStore } from '@x/store';
+import { FollowError } from './follow-errors.ts';
+import { type FollowedChain, readNextSegment } from './next-segment.ts';
+import { createTarget, publishState } from './publish.ts';
 
 /** Default time between two polls of the bucket. */
 export const DEFAULT_FOLLOW_POLL_MS = 1000;
@@ -134,7 +134,7 @@ const FOLLOW_MARKER = 'follow';
 
 /**
  * Follows the backup at `prefix` of `store` into the database file
- * `targetPath`. Fails (when iterated) with SqliteFollowError for a target it
+ * `targetPath`. Fails (when iterated) with FollowError for a target it
  * did not create (without `force`) or one written by someone else meanwhile,
  * and with ObjectKeyError when the identities open nothing; store errors and
  * refused objects are retried at the next poll, the target showing the last
@@ -196,20 +196,18 @@ class Follower implements SqliteFollower {
 
   async *[Symbol.asyncIterator](): AsyncIterator<FollowedState> {
     if (this.#started)
-      throw new SqliteFollowError(
-        'a follower is iterated once',
-        this.#target,
-        'SQLITE_FOLLOW_TARGET_INVALID',
-      );
+      throw new FollowError('a follower is iterated once', this.#target, 'FOLLOW_TARGET_INVALID');
     this.#started = true;
     const signal = this.#options.signal;
     this.#checkTarget();
     try {
+      let timed = true;
       while (signal?.aborted !== true) {
-        const applied = await this.#step(Date.now());
+        const applied = await this.#step(Date.now(), timed);
         if (applied !== null) yield applied;
-        // After a state, look again at once: more may have landed meanwhile.
-        if (applied === null)
+        // A state older than a poll means a backlog: look again at once.
+        timed = applied === null || !this.#behind(applied);
+        if (timed)
           await sleep(this.#pollMs, undefined, signal === undefined ? {} : { signal }).catch(
             () => {},
           );
@@ -220,10 +218,20 @@ class Follower implements SqliteFollower {
     }
   }
 
-  /** One poll, and what it found applied. Failures other than fatal ones wait for the next poll. */
-  async #step(pollStart: number): Promise<FollowedState | null> {
+  /** Whether the newest commit `state` holds is older than a poll: more may be waiting. */
+  #behind(state: FollowedState): boolean {
+    return state.commitTime !== null && Date.now() - state.commitTime > this.#pollMs;
+  }
+
+  /**
+   * One poll, and what it found applied. Failures other than fatal ones
+   * wait for the next poll. `timed`: a poll after the interval (an
+   * immediate one after a state never checks LATEST, so the segment probe
+   * is not skipped while catching up).
+   */
+  async #step(pollStart: number, timed: boolean): Promise<FollowedState | null> {
     try {
-      const applied = await this.#stepOnce(pollStart);
+      const applied = await this.#stepOnce(pollStart, timed);
       this.#lastError = undefined;
       return applied;
     } catch (error) {
@@ -239,10 +247,10 @@ class Follower implements SqliteFollower {
     }
   }
 
-  async #stepOnce(pollStart: number): Promise<FollowedState | null> {
+  async #stepOnce(pollStart: number, timed: boolean): Promise<FollowedState | null> {
     if (this.#pending !== null) return this.#publishPending();
     if (this.#applied === null) return this.#catchUp(pollStart);
-    const found = await this.#poll();
+    const found = await this.#poll(timed);
     if (found.kind === 'none') {
       this.#upToDateAt = pollStart;
       return null;
@@ -255,12 +263,13 @@ class Follower implements SqliteFollower {
   }
 
   /** What the bucket may hold beyond the applied state: one request. */
-  async #poll(): Promise<Poll> {
-    this.#polls += 1;
+  async #poll(timed: boolean): Promise<Poll> {
+    if (timed) this.#polls += 1;
     const signal = this.#options.signal;
     const call = signal === undefined ? {} : { signal };
     const chain = this.#chain;
-    if (chain !== null && !this.#stagedStale && this.#polls % this.#latestEvery !== 0) {
+    const latestDue = timed && this.#polls % this.#latestEvery === 0;
+    if (chain !== null && !this.#stagedStale && !latestDue) {
       const listed = await this.#store.list(nextSegmentPrefix(this.#prefix, chain), call);
       return listed.objects.length === 0
         ? { kind: 'none' }
@@ -350,7 +359,7 @@ class Follower implements SqliteFollower {
         await this.#adoptRestorePoint(reading.manifestKey);
       return !sameGeneration || manifest.commitSeq > applied.commitSeq;
     } catch (error) {
-      if (SqliteFollowError.isInstance(error)) throw error;
+      if (FollowError.isInstance(error)) throw error;
       return true;
     }
   }
@@ -550,10 +559,10 @@ class Follower implements SqliteFollower {
       follows = undefined;
     }
     if (follows === undefined)
-      throw new SqliteFollowError(
+      throw new FollowError(
         `${this.#target} exists and was not created by a follow; follow replaces a database with the bucket's state only when forced (force / --force)`,
         this.#target,
-        'SQLITE_FOLLOW_TARGET_FOREIGN',
+        'FOLLOW_TARGET_FOREIGN',
       );
   }
 }
@@ -600,6 +609,6 @@ function versionOf(head: {
 
 /** Failures no later poll can clear. */
 function isFatal(error: unknown): boolean {
-  if (SqliteFollowError.isInstance(error)) return error.code !== 'SQLITE_FOLLOW_LOCKED';
+  if (FollowError.isInstance(error)) return error.code !== 'FOLLOW_LOCKED';
   return ObjectKeyError.isInstance(error);
 }

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { BackupWorker } from '@x/backup-worker';
-import { followSqlite, SqliteSource } from '@x/source-sqlite';
+import { followSqlite } from '@x/follow';
+import { SqliteSource } from '@x/source-sqlite';
 import { FsStore } from '@x/store';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'source-sqlite-follow-'));

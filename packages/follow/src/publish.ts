@@ -22,7 +22,7 @@ import {
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { SqliteFollowError } from './sqlite-errors.ts';
+import { FollowError } from './follow-errors.ts';
 
 /** How page 1's header is written: kept a rollback database for readers, or exactly as restored (WAL mode, for `replicate`). */
 export type PublishHeader = 'rollback' | 'as-restored';
@@ -66,10 +66,10 @@ export function pageSizeOf(header: Uint8Array, path: string): number {
     size < 512 ||
     (size & (size - 1)) !== 0
   )
-    throw new SqliteFollowError(
+    throw new FollowError(
       `${path} is not a SQLite database (no SQLite header with a valid page size)`,
       path,
-      'SQLITE_FOLLOW_TARGET_INVALID',
+      'FOLLOW_TARGET_INVALID',
     );
   return size;
 }
@@ -106,7 +106,7 @@ export function createTarget(targetPath: string, stagedPath: string): PublishRes
  * removed. With `header: 'rollback'` page 1 says rollback journal and
  * carries a change counter one above the target's, so every reader drops
  * its cache; with `'as-restored'` the file ends byte for byte the staged
- * one. @throws SqliteFollowError when the lock is not had within the busy
+ * one. @throws FollowError when the lock is not had within the busy
  * timeout (readers kept it) or the target is not a database.
  */
 export function publishState(
@@ -125,10 +125,10 @@ export function publishState(
         connection.exec('PRAGMA journal_mode = DELETE');
       connection.exec('BEGIN EXCLUSIVE');
     } catch (error) {
-      throw new SqliteFollowError(
+      throw new FollowError(
         `could not lock ${targetPath} to publish a new state: readers held it past the busy timeout (${messageOf(error)})`,
         targetPath,
-        'SQLITE_FOLLOW_LOCKED',
+        'FOLLOW_LOCKED',
         { cause: error },
       );
     }
@@ -165,10 +165,10 @@ function writeUnderLock(
     const newPages = Math.floor(newBytes / newPageSize);
     const oldCounter = oldBytes >= 100 ? oldFirst.readUInt32BE(24) : 0;
     if (options.expectedCounter !== undefined && oldCounter !== options.expectedCounter)
-      throw new SqliteFollowError(
+      throw new FollowError(
         `${targetPath} was written by someone else while it was followed (change counter ${oldCounter}, ${options.expectedCounter} expected); a followed database is read-only`,
         targetPath,
-        'SQLITE_FOLLOW_TARGET_CHANGED',
+        'FOLLOW_TARGET_CHANGED',
       );
     const page1 = readAt(staged, 0, newPageSize);
     if ((options.header ?? 'rollback') === 'rollback')

@@ -14,9 +14,9 @@ import {
   type GenerationEncryption,
   ObjectEncodingError,
 } from '@x/restore';
+import { commitLogCutter } from '@x/source-sqlite';
 import { getCapped, isTooLarge, type ObjectStore } from '@x/store';
 import { readSegmentObjectHeader } from '@x/wal-segment';
-import { commitLogCutter } from './sqlite-materializer.ts';
 
 /** Where the applied log ends, and what the next segment must name. */
 export interface FollowedChain {

@@ -15,16 +15,27 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { BackupWorker } from '@x/backup-worker';
 import { restore } from '@x/restore';
+import {
+  sqliteContentHash as contentHash,
+  integrityCheck,
+  SqliteSource,
+  sqliteMaterializer,
+} from '@x/source-sqlite';
 import { MemoryStore, type ObjectStore } from '@x/store';
 import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sqliteContentHash as contentHash } from '../src/content-hash.ts';
 import { type FollowedState, followSqlite, type SqliteFollower } from '../src/follow.ts';
-import { integrityCheck } from '../src/rebuild-database.ts';
-import { SqliteFollowError } from '../src/sqlite-errors.ts';
-import { sqliteMaterializer } from '../src/sqlite-materializer.ts';
-import { SqliteSource } from '../src/sqlite-source.ts';
-import { hashOf } from './harness.ts';
+import { FollowError } from '../src/follow-errors.ts';
+
+/** The content hash of the database file at `path`, opened read-only. */
+function hashOf(path: string): string {
+  const database = new DatabaseSync(path, { readOnly: true });
+  try {
+    return contentHash(database);
+  } finally {
+    database.close();
+  }
+}
 
 const directories: string[] = [];
 const children: ChildProcess[] = [];
@@ -283,7 +294,7 @@ describe('followSqlite', () => {
             reader.close();
           }
         });
-        expect(hashOf(target, contentHash), what).toBe(contentHash(application));
+        expect(hashOf(target), what).toBe(contentHash(application));
       };
       for (let step = 0; step < 6; step += 1) {
         for (let i = 0; i < 5; i += 1) commit();
@@ -359,10 +370,9 @@ describe('followSqlite', () => {
       other.close();
       const refused = followSqlite(store, 'p', target);
       await expect(runFollower(refused).done).rejects.toSatisfy(
-        (error) =>
-          SqliteFollowError.isInstance(error) && error.code === 'SQLITE_FOLLOW_TARGET_FOREIGN',
+        (error) => FollowError.isInstance(error) && error.code === 'FOLLOW_TARGET_FOREIGN',
       );
-      expect(hashOf(target, contentHash)).not.toBe(contentHash(application));
+      expect(hashOf(target)).not.toBe(contentHash(application));
 
       const stop = new AbortController();
       const forced = runFollower(
@@ -376,8 +386,7 @@ describe('followSqlite', () => {
       transfer(application, 1);
       await worker.runOnce();
       await expect(forced.done).rejects.toSatisfy(
-        (error) =>
-          SqliteFollowError.isInstance(error) && error.code === 'SQLITE_FOLLOW_TARGET_CHANGED',
+        (error) => FollowError.isInstance(error) && error.code === 'FOLLOW_TARGET_CHANGED',
       );
     } finally {
       await backup.close();
@@ -413,7 +422,7 @@ describe('followSqlite', () => {
       const polls = run.states.length;
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect(run.states).toHaveLength(polls);
-      expect(hashOf(target, contentHash)).toBe(good);
+      expect(hashOf(target)).toBe(good);
       expect(integrityCheck(target)).toBe('ok');
     } finally {
       stop.abort();
@@ -456,7 +465,7 @@ describe('followSqlite', () => {
       expect(new TextDecoder().decode((await store.get('p/LATEST'))!.body)).toBe('garbage');
       await until('the state after a corrupt LATEST', () => run.states.at(-1)?.commitSeq === 2);
       expect(run.states.at(-1)?.manifestKey).toBe('p/manifest/00000000000000000002.json');
-      expect(hashOf(target, contentHash)).toBe(contentHash(application));
+      expect(hashOf(target)).toBe(contentHash(application));
     } finally {
       stop.abort();
       await run.done.catch(() => {});

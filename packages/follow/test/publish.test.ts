@@ -7,13 +7,13 @@
  * torn one, and a read-write open rolls back to the state before.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTarget, publishState } from '../src/follow-publish.ts';
+import { createTarget, publishState } from '../src/publish.ts';
 
 const directories: string[] = [];
 const children: ChildProcess[] = [];
@@ -127,7 +127,7 @@ describe('publishState', () => {
     const publisher = join(directory, 'publisher.mjs');
     writeFileSync(
       publisher,
-      `import { publishState } from ${JSON.stringify(pathToFileURL(join(import.meta.dirname, '../src/follow-publish.ts')).href)};
+      `import { publishState } from ${JSON.stringify(pathToFileURL(join(import.meta.dirname, '../src/publish.ts')).href)};
 const [target, ...states] = process.argv.slice(2);
 for (let round = 1; ; round += 1) publishState(target, states[round % states.length]);
 `,
@@ -158,7 +158,10 @@ for (let round = 1; ; round += 1) publishState(target, states[round % states.len
       expect(writer.prepare('SELECT sum(v) AS s FROM a').get()!.s).toBe(TOTAL);
       writer.close();
       if (hot) rolledBack += 1;
-      expect(existsSync(`${target}-journal`)).toBe(false);
+      // Killed between creating the journal and writing it: an empty file,
+      // which SQLite never takes for a hot journal (and the next publish rewrites).
+      const journal = `${target}-journal`;
+      expect(!existsSync(journal) || statSync(journal).size === 0).toBe(true);
     }
     // The kills landed inside a publish at least once (otherwise nothing was tested).
     expect(rolledBack).toBeGreaterThan(0);
