@@ -24,7 +24,8 @@
  *   balances moved, `meta` bumped) at each of `FOLLOW_LAG_RATES` (`10,100`)
  *   per second, each for a 5 s warm-up then a `FOLLOW_LAG_PHASE_SECONDS`
  *   (30) window; then stopped: seconds until the reader sees its last
- *   commit, then `FOLLOW_LAG_IDLE_SECONDS` (30) idle. `FOLLOW_LAG_FILL_MB`
+ *   commit, then 20 s for the writer's last restore point, then
+ *   `FOLLOW_LAG_IDLE_SECONDS` (30) idle. `FOLLOW_LAG_FILL_MB`
  *   (0) adds that many MiB of random rows the writer never touches, to see
  *   what a larger database costs the follower.
  *
@@ -62,6 +63,8 @@ import {
 const RATES = (process.env.FOLLOW_LAG_RATES ?? '10,100').split(',').map(Number);
 const PHASE_SECONDS = Number(process.env.FOLLOW_LAG_PHASE_SECONDS ?? '30');
 const IDLE_SECONDS = Number(process.env.FOLLOW_LAG_IDLE_SECONDS ?? '30');
+/** Seconds between the writer's stop and the idle window (see the idle phase). */
+const IDLE_SETTLE_SECONDS = 20;
 /** MiB of random rows in the database before it is replicated (a table the writer never touches). */
 const FILL_MIB = Number(process.env.FOLLOW_LAG_FILL_MB ?? '0');
 const WARM_UP_MS = 5000;
@@ -595,8 +598,12 @@ export const benchmark = defineBenchmark<State>({
       const last = newestSeq(database);
       catchUpSeconds = ((await reader.sees(last, 60_000)) - stoppedAt) / 1000;
       context.log(
-        `writer stopped; reader saw its last commit (${last}) after ${catchUpSeconds.toFixed(2)} s; ${IDLE_SECONDS} s idle`,
+        `writer stopped; reader saw its last commit (${last}) after ${catchUpSeconds.toFixed(2)} s; ${IDLE_SETTLE_SECONDS} s settling, then ${IDLE_SECONDS} s idle`,
       );
+      // The writer's last restore point comes up to a restore-point interval
+      // (15 s) after its last commit, and the follower reads LATEST and the
+      // manifest once for it: idle starts after that.
+      await sleep(IDLE_SETTLE_SECONDS * 1000);
       windows.push(await measureWindow(run, 'idle', IDLE_SECONDS));
     } finally {
       if (writer) await killProcess(writer);
