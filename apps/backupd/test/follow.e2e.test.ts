@@ -106,6 +106,8 @@ describe.skipIf(!present)('backupd follow', () => {
       return rows;
     };
     await commitRows(0);
+    // Every commit so far was captured before this moment, every later one after it.
+    const between = new Date().toISOString();
     // The writer restarts (a new tenure that continues the generation): followed on.
     expect(await replicate.stop('SIGTERM', 30_000), replicate.describe()).toEqual({
       code: 0,
@@ -160,6 +162,17 @@ describe.skipIf(!present)('backupd follow', () => {
     });
     expect(restore.code, restore.stderr).toBe(0);
     expect(databaseHash(target)).toBe(databaseHash(restored));
+
+    // Time travel: the state at `between` (15 rows), and exit 0 since later commits exist.
+    const travelled = join(directory, 'travelled.db');
+    const travel = await runCli(
+      ['follow', url, travelled, '--until', between, '--age-identity-file', keyFile],
+      { env },
+    );
+    expect(travel.code, travel.stderr).toBe(0);
+    const old = new DatabaseSync(travelled, { readOnly: true });
+    expect((old.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n).toBe(15 + 1);
+    old.close();
 
     for (const text of [follow.stdout, follow.stderr, keyless.stderr, metrics, page])
       expect(text).not.toContain(secret);

@@ -9,7 +9,8 @@ export type FollowErrorCode =
   | 'FOLLOW_LOCKED'
   | 'FOLLOW_TARGET_FOREIGN'
   | 'FOLLOW_TARGET_CHANGED'
-  | 'FOLLOW_TARGET_INVALID';
+  | 'FOLLOW_TARGET_INVALID'
+  | 'FOLLOW_UNTIL_BEFORE_BACKUP';
 
 const MARKER = errorMarker('x.follow.error', 'FollowError');
 
@@ -18,8 +19,9 @@ const MARKER = errorMarker('x.follow.error', 'FollowError');
  * past the busy timeout (`FOLLOW_LOCKED`, retryable: the next poll tries
  * again), the target is a database this follow did not create
  * (`FOLLOW_TARGET_FOREIGN`), someone else wrote to it
- * (`FOLLOW_TARGET_CHANGED`), or it is not a SQLite database
- * (`FOLLOW_TARGET_INVALID`). The target is as it was.
+ * (`FOLLOW_TARGET_CHANGED`), it is not a SQLite database
+ * (`FOLLOW_TARGET_INVALID`), or nothing in the backup is as old as the time
+ * asked for (`FOLLOW_UNTIL_BEFORE_BACKUP`). The target is as it was.
  */
 export class FollowError extends Error {
   static isInstance(value: unknown): value is FollowError {

@@ -30,6 +30,7 @@ import {
   NoRestorePointError,
   ObjectEncodingError,
   ObjectKeyError,
+  type RestorePointTarget,
   type RestoreResult,
   readLatest,
   restore,
@@ -38,6 +39,7 @@ import {
   applyCommitsInPlace,
   ensureSidecarDirectory,
   SQLITE_SIDECAR_NAMES,
+  sqliteCommitAtTime,
   sqliteMaterializer,
   sqliteSidecarDirectoryName,
   sqliteSidecarFiles,
@@ -68,6 +70,14 @@ export interface SqliteFollowOptions {
   readonly busyTimeoutMs?: number;
   /** Each poll and failure, for logs and status. */
   readonly onEvent?: (event: FollowEvent) => void;
+  /**
+   * Time travel: show the newest state recorded at or before this time
+   * (ms since the epoch), and end the iteration once the bucket holds a
+   * commit after it. The target is then left as a restore to that time
+   * leaves a database, without a lineage of its own (a `replicate` on it
+   * starts a new one, as after a restore).
+   */
+  readonly until?: number;
 }
 
 /** One state published to the target. */
@@ -164,6 +174,8 @@ class Follower implements SqliteFollower {
   #pending: Pending | null = null;
   /** The staged copy of the applied state failed part way through an update: only a restore rebuilds it. */
   #stagedStale = false;
+  /** With `until`: the bucket holds a commit after it, and the target shows the newest before. */
+  #reached = false;
   #latestVersion: string | null = null;
   #counter: number | null = null;
   #upToDateAt = Date.now();
@@ -202,12 +214,12 @@ class Follower implements SqliteFollower {
     this.#checkTarget();
     try {
       let timed = true;
-      while (signal?.aborted !== true) {
+      while (signal?.aborted !== true && !this.#reached) {
         const applied = await this.#step(Date.now(), timed);
         if (applied !== null) yield applied;
         // A state older than a poll means a backlog: look again at once.
         timed = applied === null || !this.#behind(applied);
-        if (timed)
+        if (timed && !this.#reached)
           await sleep(this.#pollMs, undefined, signal === undefined ? {} : { signal }).catch(
             () => {},
           );
@@ -259,6 +271,7 @@ class Follower implements SqliteFollower {
       const extended = await this.#extend(found.keys, pollStart);
       if (extended !== undefined) return extended;
     }
+    if (this.#reached) return null;
     return this.#catchUp(pollStart);
   }
 
@@ -290,7 +303,10 @@ class Follower implements SqliteFollower {
    * published. `undefined` when it does not continue the chain, or fails a
    * check: a restore of the latest state then decides what is newest.
    */
-  async #extend(keys: readonly string[], detectedAt: number): Promise<FollowedState | undefined> {
+  async #extend(
+    keys: readonly string[],
+    detectedAt: number,
+  ): Promise<FollowedState | null | undefined> {
     const chain = this.#chain;
     const before = this.#applied;
     if (chain === null || before === null || this.#stagedStale) return undefined;
@@ -309,24 +325,29 @@ class Follower implements SqliteFollower {
     const current = join(this.#staging, 'current');
     let applied: Awaited<ReturnType<typeof applyCommitsInPlace>>;
     try {
+      const until = this.#options.until;
       applied = await applyCommitsInPlace(join(current, basename(this.#target)), next.body, {
         ...(signal === undefined ? {} : { signal }),
+        ...(until === undefined ? {} : { time: until }),
       });
     } catch (error) {
       this.#stagedStale = true;
       throw error;
     }
-    const commitSeq = before.commitSeq + next.commits;
+    // A commit after `until`: what is applied is the newest state before it.
+    if (applied.commitsApplied < next.commits) this.#reached = true;
+    if (applied.commitsApplied === 0) return null;
+    const commitSeq = before.commitSeq + applied.commitsApplied;
     await this.#writeStagedRecords(current, before.manifestKey, commitSeq);
     this.#pending = {
       directory: current,
-      chain: next.chain,
+      chain: this.#reached ? null : next.chain,
       mayDiffer: applied.pagesWritten,
       state: {
         ...before,
         commitSeq,
         commitTime: applied.lastCommitTime ?? before.commitTime,
-        commitsApplied: next.commits,
+        commitsApplied: applied.commitsApplied,
         objects: 1,
         bytes: next.bytes,
         detectedAt,
@@ -385,7 +406,9 @@ class Follower implements SqliteFollower {
     let commitTime: number | null = null;
     const next = join(this.#staging, 'next');
     await mkdir(next, { recursive: true, mode: 0o700 });
+    const target = await this.#untilTarget();
     const result: RestoreResult = await restore(this.#store, this.#prefix, next, {
+      ...(target === undefined ? {} : { target }),
       materializer: sqliteMaterializer({
         databaseName: basename(this.#target),
         onRebuilt: (rebuilt) => {
@@ -443,6 +466,34 @@ class Follower implements SqliteFollower {
     return this.#publishPending();
   }
 
+  /**
+   * With `until`: the restore point and commit of the newest state at or
+   * before it, and whether the bucket holds a commit after it already
+   * (then this state is the last). Without: `undefined` (the latest state).
+   */
+  async #untilTarget(): Promise<RestorePointTarget | undefined> {
+    const until = this.#options.until;
+    if (until === undefined) return undefined;
+    const search = {
+      identities: this.#options.identities ?? [],
+      ...(this.#options.signal === undefined ? {} : { signal: this.#options.signal }),
+    };
+    const [found, newest] = await Promise.all([
+      sqliteCommitAtTime(this.#store, this.#prefix, until, search),
+      sqliteCommitAtTime(this.#store, this.#prefix, Number.MAX_SAFE_INTEGER, search),
+    ]);
+    if (newest === null)
+      throw new NoRestorePointError(this.#prefix, 'nothing is backed up at this prefix yet');
+    if (found === null)
+      throw new FollowError(
+        `nothing in the backup was committed at or before ${new Date(until).toISOString()} (its oldest restorable commit is later)`,
+        this.#target,
+        'FOLLOW_UNTIL_BEFORE_BACKUP',
+      );
+    if (newest.commitTime > until) this.#reached = true;
+    return found.target;
+  }
+
   /** The staged state into the target, its records beside it; it becomes the applied state. */
   async #publishPending(): Promise<FollowedState> {
     const pending = this.#pending!;
@@ -473,7 +524,7 @@ class Follower implements SqliteFollower {
   async #leaveAsRestored(): Promise<void> {
     if (this.#applied === null && this.#pending === null) return;
     const directory = this.#pending?.directory ?? join(this.#staging, 'current');
-    if (this.#pending === null)
+    if (this.#pending === null && this.#options.until === undefined)
       await this.#latestIsNewer(AbortSignal.timeout(LAST_LOOK_MS)).catch(() => false);
     if (this.#stagedStale && this.#pending === null) return;
     this.#publish(directory, 'as-restored');
@@ -482,7 +533,7 @@ class Follower implements SqliteFollower {
     // lineage (and its generation, once it proves the image is the
     // bucket's state) instead of starting a new one as for an adopted copy.
     const lineage = (this.#pending?.state ?? this.#applied)?.lineage;
-    if (lineage !== undefined)
+    if (lineage !== undefined && this.#options.until === undefined)
       await writeAtomically(sqliteSidecarFiles(this.#target).lineage, `${lineage}\n`);
   }
 

@@ -223,12 +223,12 @@ async function until(what: string, condition: () => boolean, timeoutMs = 20_000)
  */
 function backedUp(
   label: string,
-  options: { writes?: (store: MemoryStore) => ObjectStore; worker?: object } = {},
+  options: { writes?: (store: MemoryStore) => ObjectStore; worker?: object; source?: object } = {},
 ) {
   const directory = workspace(label);
   const path = join(directory, 'app.db');
   const application = applicationDatabase(path);
-  const source = SqliteSource.open({ path, captureIntervalMs: 0 });
+  const source = SqliteSource.open({ path, captureIntervalMs: 0, ...options.source });
   const store = new MemoryStore();
   const worker = newWorker(options.writes?.(store) ?? store, source, options.worker);
   return {
@@ -427,6 +427,54 @@ describe('followSqlite', () => {
     } finally {
       stop.abort();
       await run.done.catch(() => {});
+      await backup.close();
+    }
+  }, 60_000);
+
+  it('with until, stops at the newest state recorded at or before it, segment by segment and by a restore', async () => {
+    let now = 1_000;
+    const backup = backedUp('backupd-follow-until-', {
+      source: { wallNow: () => now },
+      worker: { manifestIntervalMs: 60_000 },
+    });
+    const { directory, application, worker, store } = backup;
+    try {
+      await worker.runOnce();
+      const hashes: string[] = [];
+      // Round r commits at (r + 1) s; the follower is asked for 4.5 s.
+      const round = async (r: number) => {
+        now = (r + 1) * 1000;
+        transfer(application, r);
+        transfer(application, r + 100);
+        hashes[r] = contentHash(application);
+        await worker.runOnce();
+      };
+      await round(1);
+      // Followed from the start: segment by segment, then one past the time.
+      const live = runFollower(
+        followSqlite(store, 'p', join(directory, 'live.db'), { pollIntervalMs: 20, until: 4_500 }),
+      );
+      await until('the follower at round 1', () => live.states.at(-1)?.commitTime === 2_000);
+      for (let r = 2; r <= 5; r += 1) await round(r);
+      await live.done;
+      expect(live.states.at(-1)?.commitTime).toBe(4_000);
+      expect(hashOf(join(directory, 'live.db'))).toBe(hashes[3]);
+      // Started after the time: one restore to it, and the end at once.
+      const late = runFollower(
+        followSqlite(store, 'p', join(directory, 'late.db'), { pollIntervalMs: 20, until: 3_500 }),
+      );
+      await late.done;
+      expect(late.states.map((state) => state.commitTime)).toEqual([3_000]);
+      expect(hashOf(join(directory, 'late.db'))).toBe(hashes[2]);
+      // Before the backup's first commit: refused.
+      await expect(
+        runFollower(
+          followSqlite(store, 'p', join(directory, 'early.db'), { pollIntervalMs: 20, until: 500 }),
+        ).done,
+      ).rejects.toSatisfy(
+        (error) => FollowError.isInstance(error) && error.code === 'FOLLOW_UNTIL_BEFORE_BACKUP',
+      );
+    } finally {
       await backup.close();
     }
   }, 60_000);

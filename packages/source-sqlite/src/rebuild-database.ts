@@ -173,7 +173,12 @@ export interface AppliedInPlace {
 export async function applyCommitsInPlace(
   path: string,
   log: ByteSource,
-  options: { readonly signal?: AbortSignal; readonly verify?: boolean } = {},
+  options: {
+    readonly signal?: AbortSignal;
+    readonly verify?: boolean;
+    /** Apply only the records of commits recorded at or before this time (ms). */
+    readonly time?: number;
+  } = {},
 ): Promise<AppliedInPlace> {
   const handle = await open(path, 'r+');
   const written = new Set<number>();
@@ -182,6 +187,7 @@ export async function applyCommitsInPlace(
     snapshot: new Uint8Array(0),
     log,
     ...(options.signal === undefined ? {} : { signal: options.signal }),
+    ...(options.time === undefined ? {} : { time: options.time }),
   };
   let applied: AppliedLog;
   let pageSize: number;

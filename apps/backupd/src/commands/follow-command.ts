@@ -33,12 +33,19 @@ import type { ReplicaStatus } from '../status.ts';
 import { describeLocation, parseStoreUrl } from '../store-url.ts';
 import { VERSION } from '../version.ts';
 import { expectPositionals, openUrlArgument } from './command-store.ts';
+import { parseRestoreTime } from './restore-command.ts';
 
 const options = {
   poll: stringOption({
     argument: '<duration>',
     description: 'time between two looks at the bucket (default 1s)',
     parse: parsePoll,
+  }),
+  until: stringOption({
+    argument: '<T>',
+    description:
+      'stop at the newest state at or before T (RFC 3339 with Z or an offset): exit 0 once the bucket holds a commit after T',
+    parse: parseRestoreTime,
   }),
   force: booleanOption({
     description: 'replace a <target.db> that follow did not create with the bucket state',
@@ -52,7 +59,7 @@ export const followCommand = defineCommand({
   synopsis: 'follow <url> <target.db>',
   summary: 'keep a read-only copy of a backup up to date (a read replica)',
   usage:
-    'Usage: backupd follow <url> <target.db> [--poll <duration>] [--force] [--listen <host:port>] [--age-identity-file <file>]... [--json]',
+    'Usage: backupd follow <url> <target.db> [--poll <duration>] [--until <T>] [--force] [--listen <host:port>] [--age-identity-file <file>]... [--json]',
   description: `Restores the latest state of the backup at <url> to <target.db>, then applies
 every newer state as it lands, until stopped (SIGINT or SIGTERM). Other
 processes may read <target.db> at any time, opened read-only; each read
@@ -61,7 +68,9 @@ verified as restore verifies it. follow never writes to the bucket: read-only
 credentials are enough. While nothing changes it sends one request per poll.
 On a graceful stop <target.db> is left exactly as restored, so
 "backupd replicate <target.db> <url>" can take over from it (promotion).
-With --json, one JSON line per state applied goes to standard output.`,
+With --until T it shows the newest state at or before T and exits 0 once
+the bucket holds a commit after T (time travel on a follower). With --json,
+one JSON line per state applied goes to standard output.`,
   options,
   examples: [
     'backupd follow s3://my-bucket/app /srv/replica/app.db',
@@ -133,6 +142,7 @@ async function follow(context: CommandContextFor<typeof options>): Promise<numbe
     signal: stop.signal,
     force: values.force === true,
     ...(values.poll === undefined ? {} : { pollIntervalMs: values.poll }),
+    ...(values.until === undefined ? {} : { until: values.until }),
     onEvent: (event) => {
       if (event.kind === 'retrying')
         logger.warn({ event: 'backupd.follow_retrying', ...errorFields(event.error) });
@@ -199,6 +209,18 @@ async function follow(context: CommandContextFor<typeof options>): Promise<numbe
             `${JSON.stringify({ event: 'backupd.follow_applied', ...stateFields(state), lagSeconds: follower.lag().lagSeconds, commitsBehind: follower.lag().commitsBehind })}\n`,
           ),
         );
+    }
+    if (values.until !== undefined && !stop.signal.aborted) {
+      const shown = follower.lag().applied;
+      logger.info({
+        event: 'backupd.follow_until_reached',
+        target,
+        until: new Date(values.until).toISOString(),
+        commitSeq: shown?.commitSeq ?? null,
+        commitTime: shown?.commitTime == null ? null : new Date(shown.commitTime).toISOString(),
+        note: 'the bucket holds a commit after --until; the target shows the newest state before it, as a restore to that time does',
+      });
+      return EXIT_OK;
     }
     logger.info({
       event: 'backupd.follow_stopped',

@@ -313,16 +313,16 @@ const TIMESTAMP_WITHOUT_ZONE = /^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?
  * would restore a different commit on a machine set to another zone.
  * @throws UsageError naming the value and the form to use.
  */
-export function parseRestoreTime(value: string): number {
+export function parseRestoreTime(value: string, flag = '--time'): number {
   const text = value.trim();
   const time = Date.parse(text);
   if (TIMESTAMP_WITH_ZONE.test(text) && !Number.isNaN(time)) return time;
   if (TIMESTAMP_WITHOUT_ZONE.test(text))
     throw new UsageError(
-      `--time needs a timezone: add Z for UTC or an offset such as +02:00 (e.g. 2026-11-29T08:00:00Z), got "${value}"`,
+      `${flag} needs a timezone: add Z for UTC or an offset such as +02:00 (e.g. 2026-11-29T08:00:00Z), got "${value}"`,
     );
   throw new UsageError(
-    `--time must be an RFC 3339 timestamp with a timezone such as 2026-11-29T08:00:00Z or 2026-11-29T09:00:00+01:00, got "${value}"`,
+    `${flag} must be an RFC 3339 timestamp with a timezone such as 2026-11-29T08:00:00Z or 2026-11-29T09:00:00+01:00, got "${value}"`,
   );
 }
 
