@@ -38,6 +38,7 @@ import {
 import {
   applyCommitsInPlace,
   ensureSidecarDirectory,
+  lastCommitTimeOf,
   SQLITE_SIDECAR_NAMES,
   sqliteCommitAtTime,
   sqliteMaterializer,
@@ -47,7 +48,7 @@ import {
 } from '@x/source-sqlite';
 import { getCapped, isTooLarge, normalizePrefix, type ObjectStore } from '@x/store';
 import { FollowError } from './follow-errors.ts';
-import { type FollowedChain, readNextSegment } from './next-segment.ts';
+import { type FollowedChain, type NextSegment, readNextSegment } from './next-segment.ts';
 import { createTarget, publishState } from './publish.ts';
 
 /** Default time between two polls of the bucket. */
@@ -135,6 +136,11 @@ export interface FollowLag {
 export interface SqliteFollower extends AsyncIterable<FollowedState> {
   lag(): FollowLag;
 }
+
+/** Segments of a backlog applied (and checked) as one state, at most. */
+const MAX_SEGMENTS_PER_STATE = 64;
+/** Decoded log bytes of a backlog held for one state, at most. */
+const MAX_BYTES_PER_STATE = 64 * 1024 * 1024;
 
 /** How long the look at LATEST at a stop may take. */
 const LAST_LOOK_MS = 5000;
@@ -311,22 +317,52 @@ class Follower implements SqliteFollower {
     const before = this.#applied;
     if (chain === null || before === null || this.#stagedStale) return undefined;
     const signal = this.#options.signal;
-    let next: Awaited<ReturnType<typeof readNextSegment>>;
-    try {
-      next = await readNextSegment(this.#store, this.#prefix, keys, chain, {
+    const read = (found: readonly string[], after: FollowedChain) =>
+      readNextSegment(this.#store, this.#prefix, found, after, {
         identities: this.#options.identities ?? [],
         ...(signal === undefined ? {} : { signal }),
       });
+    let first: NextSegment | null;
+    try {
+      first = await read(keys, chain);
     } catch (error) {
       if (ObjectEncodingError.isInstance(error)) return undefined;
       throw error;
     }
-    if (next === null) return undefined;
+    if (first === null) return undefined;
+    // Behind (a backlog): the segments after it too, applied and checked as one state.
+    const segments = [first];
+    let held = first.body.byteLength;
+    while (segments.length < MAX_SEGMENTS_PER_STATE && held < MAX_BYTES_PER_STATE) {
+      const last = segments.at(-1)!;
+      const newest = lastCommitTimeOf(last.body);
+      if (newest === null || Date.now() - newest <= this.#pollMs) break;
+      const listed = await this.#store.list(
+        nextSegmentPrefix(this.#prefix, last.chain),
+        signal === undefined ? {} : { signal },
+      );
+      const more = await read(
+        listed.objects.map((object) => object.key),
+        last.chain,
+      ).catch((error: unknown) => {
+        if (ObjectEncodingError.isInstance(error)) return null;
+        throw error;
+      });
+      if (more === null) break;
+      segments.push(more);
+      held += more.body.byteLength;
+    }
+    const next = {
+      bodies: segments.map((segment) => segment.body),
+      commits: segments.reduce((sum, segment) => sum + segment.commits, 0),
+      bytes: segments.reduce((sum, segment) => sum + segment.bytes, 0),
+      chain: segments.at(-1)!.chain,
+    };
     const current = join(this.#staging, 'current');
     let applied: Awaited<ReturnType<typeof applyCommitsInPlace>>;
     try {
       const until = this.#options.until;
-      applied = await applyCommitsInPlace(join(current, basename(this.#target)), next.body, {
+      applied = await applyCommitsInPlace(join(current, basename(this.#target)), next.bodies, {
         ...(signal === undefined ? {} : { signal }),
         ...(until === undefined ? {} : { time: until }),
       });
@@ -348,7 +384,7 @@ class Follower implements SqliteFollower {
         commitSeq,
         commitTime: applied.lastCommitTime ?? before.commitTime,
         commitsApplied: applied.commitsApplied,
-        objects: 1,
+        objects: segments.length,
         bytes: next.bytes,
         detectedAt,
       },

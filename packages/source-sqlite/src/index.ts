@@ -12,6 +12,7 @@ export {
   decodeCommitRecord,
   encodeCommitFrame,
   HASHED_PATCH_RECORD_MAGIC,
+  lastCommitTimeOf,
   PAGE_HASH_BYTES,
   PATCHED_RECORD_MAGIC,
   pageHash,
