@@ -80,6 +80,9 @@ one JSON line per state applied goes to standard output.`,
   run: follow,
 });
 
+/** How many polls in a row that fail the same way are logged once. */
+const REPEAT_LOG_EVERY = 60;
+
 /** `--poll`: a duration from 100ms to 1h. @throws UsageError */
 function parsePoll(text: string): number {
   const parsed = parseDuration(text);
@@ -137,6 +140,14 @@ async function follow(context: CommandContextFor<typeof options>): Promise<numbe
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   const startedAt = Date.now();
+  // The same failure at every poll is logged when it starts and then every
+  // REPEAT_LOG_EVERY polls, not once a second.
+  let last = { text: '', count: 0 };
+  const repeated = (text: string): { repeats?: number } | null => {
+    last = text === last.text ? { text, count: last.count + 1 } : { text, count: 1 };
+    if (last.count === 1) return {};
+    return last.count % REPEAT_LOG_EVERY === 0 ? { repeats: last.count } : null;
+  };
   const follower = followSqlite(store, opened.prefix, target, {
     identities,
     signal: stop.signal,
@@ -144,11 +155,16 @@ async function follow(context: CommandContextFor<typeof options>): Promise<numbe
     ...(values.poll === undefined ? {} : { pollIntervalMs: values.poll }),
     ...(values.until === undefined ? {} : { until: values.until }),
     onEvent: (event) => {
-      if (event.kind === 'retrying')
-        logger.warn({ event: 'backupd.follow_retrying', ...errorFields(event.error) });
-      else if (event.kind === 'waiting')
-        logger.info({ event: 'backupd.follow_waiting', reason: event.reason });
-      else if (event.kind === 'skipped')
+      if (event.kind === 'retrying') {
+        const fields = errorFields(event.error);
+        const repeats = repeated(`retrying ${String(fields.error)}`);
+        if (repeats !== null)
+          logger.warn({ event: 'backupd.follow_retrying', ...fields, ...repeats });
+      } else if (event.kind === 'waiting') {
+        const repeats = repeated(`waiting ${event.reason}`);
+        if (repeats !== null)
+          logger.info({ event: 'backupd.follow_waiting', reason: event.reason, ...repeats });
+      } else if (event.kind === 'skipped')
         logger.warn({ event: 'backupd.follow_skipped', reason: event.reason });
       else logger.warn({ event: 'backupd.follow_lineage_changed', from: event.from, to: event.to });
     },
@@ -225,7 +241,10 @@ async function follow(context: CommandContextFor<typeof options>): Promise<numbe
     logger.info({
       event: 'backupd.follow_stopped',
       target,
-      note: 'the target is as restored: backupd replicate can continue from it',
+      note:
+        follower.lag().applied === null
+          ? 'nothing was applied: the bucket held no state yet'
+          : 'the target is as restored: backupd replicate can continue from it',
     });
     return EXIT_OK;
   } catch (error) {
