@@ -8,9 +8,8 @@
  * target byte for byte a restore of the state it showed, and a SqliteSource
  * opened on it continues the same generation.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { BackupWorker } from '@x/backup-worker';
@@ -23,9 +22,10 @@ import {
 } from '@x/source-sqlite';
 import { MemoryStore, type ObjectStore } from '@x/store';
 import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type FollowedState, followSqlite, type SqliteFollower } from '../src/follow.ts';
 import { FollowError } from '../src/follow-errors.ts';
+import { testWorkspace } from './test-workspace.ts';
 
 /** The content hash of the database file at `path`, opened read-only. */
 function hashOf(path: string): string {
@@ -37,21 +37,14 @@ function hashOf(path: string): string {
   }
 }
 
-const directories: string[] = [];
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill('SIGKILL');
-  for (const directory of directories.splice(0))
-    rmSync(directory, { recursive: true, force: true });
-});
+const owned = testWorkspace();
+const children = owned.children;
 
 const ACCOUNTS = 200;
 const TOTAL = ACCOUNTS * 100;
 
 function workspace(label: string): string {
-  const directory = mkdtempSync(join(tmpdir(), label));
-  directories.push(directory);
-  return directory;
+  return owned.directory(label);
 }
 
 /** A WAL database whose `acct` balances always sum to TOTAL, and a `junk` table to grow and shrink it. */

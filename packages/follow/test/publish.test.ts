@@ -6,22 +6,17 @@
  * after which a read-only reader gets a whole state or a refusal, never a
  * torn one, and a read-write open rolls back to the state before.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createTarget, publishState } from '../src/publish.ts';
+import { testWorkspace } from './test-workspace.ts';
 
-const directories: string[] = [];
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill('SIGKILL');
-  for (const directory of directories.splice(0))
-    rmSync(directory, { recursive: true, force: true });
-});
+const owned = testWorkspace();
+const children = owned.children;
 
 const TOTAL = 1_000_000;
 
@@ -66,10 +61,8 @@ while (!existsSync(stopFile)) {
 console.log(JSON.stringify({ reads, torn, errors, firstError }));
 `;
 
-function workspace(): string {
-  const directory = mkdtempSync(join(tmpdir(), 'backupd-publish-'));
-  directories.push(directory);
-  return directory;
+function workspace(label = 'backupd-publish-'): string {
+  return owned.directory(label);
 }
 
 describe('publishState', () => {
