@@ -203,7 +203,10 @@ describe.skipIf(!present)('backupd follow', () => {
     expect(kept.prepare('SELECT x FROM mine').get()).toEqual({ x: 'precious' });
     kept.close();
 
-    const forced = startBackupd(['follow', url, mine, '--force', '--log-format', 'json'], { env });
+    const forced = startBackupd(
+      ['follow', url, mine, '--force', '--latest-only', '--log-format', 'json'],
+      { env },
+    );
     running.push(forced);
     await waitFor(
       'the forced follow',

@@ -59,6 +59,15 @@ export const DEFAULT_LATEST_EVERY_POLLS = 10;
 export interface SqliteFollowOptions {
   /** Time between two polls (ms). Default {@link DEFAULT_FOLLOW_POLL_MS}. */
   readonly pollIntervalMs?: number;
+  /**
+   * Look for each shipped segment (true, the default: one LIST of one key
+   * prefix per poll; the lag is about the writer's ship interval plus a
+   * poll), or only at `LATEST` (false: one HEAD per poll, billed as a GET
+   * where a LIST is billed as a PUT; the lag is then up to the writer's
+   * restore-point interval plus a poll, and each new restore point is
+   * applied from the segments it names).
+   */
+  readonly segments?: boolean;
   /** Every how many polls `LATEST` is checked instead of the next segment. Default {@link DEFAULT_LATEST_EVERY_POLLS}. */
   readonly latestEveryPolls?: number;
   /** What opens encrypted objects (several across a rotation). */
@@ -287,7 +296,8 @@ class Follower implements SqliteFollower {
     const signal = this.#options.signal;
     const call = signal === undefined ? {} : { signal };
     const chain = this.#chain;
-    const latestDue = timed && this.#polls % this.#latestEvery === 0;
+    const latestDue =
+      this.#options.segments === false || (timed && this.#polls % this.#latestEvery === 0);
     if (chain !== null && !this.#stagedStale && !latestDue) {
       const listed = await this.#store.list(nextSegmentPrefix(this.#prefix, chain), call);
       return listed.objects.length === 0
@@ -297,11 +307,11 @@ class Follower implements SqliteFollower {
     const head = await this.#store.head(latestKey(this.#prefix), call);
     const version = head === null ? null : versionOf(head);
     if (version === this.#latestVersion && !this.#stagedStale) return { kind: 'none' };
-    const newer = this.#stagedStale || (await this.#latestIsNewer());
+    const found: Poll = this.#stagedStale ? { kind: 'restore' } : await this.#latestMoved();
     // Known now: a later poll compares with it (a LATEST naming what is
     // applied, or older, is no reason to restore again).
     this.#latestVersion = version;
-    return newer ? { kind: 'restore' } : { kind: 'none' };
+    return found;
   }
 
   /**
@@ -333,21 +343,29 @@ class Follower implements SqliteFollower {
     // Behind (a backlog): the segments after it too, applied and checked as one state.
     const segments = [first];
     let held = first.body.byteLength;
-    while (segments.length < MAX_SEGMENTS_PER_STATE && held < MAX_BYTES_PER_STATE) {
-      const last = segments.at(-1)!;
-      const newest = lastCommitTimeOf(last.body);
-      if (newest === null || Date.now() - newest <= this.#pollMs) break;
-      const listed = await this.#store.list(
-        nextSegmentPrefix(this.#prefix, last.chain),
-        signal === undefined ? {} : { signal },
-      );
-      const more = await read(
-        listed.objects.map((object) => object.key),
-        last.chain,
-      ).catch((error: unknown) => {
+    const readOrEnd = (found: readonly string[], after: FollowedChain) =>
+      read(found, after).catch((error: unknown) => {
         if (ObjectEncodingError.isInstance(error)) return null;
         throw error;
       });
+    while (segments.length < MAX_SEGMENTS_PER_STATE && held < MAX_BYTES_PER_STATE) {
+      const last = segments.at(-1)!;
+      // The next one among the keys already known (a restore point's), else,
+      // while behind and probing, listed.
+      let more = await readOrEnd(keys, last.chain);
+      if (more === null) {
+        const newest = lastCommitTimeOf(last.body);
+        const behind = newest !== null && Date.now() - newest > this.#pollMs;
+        if (!behind || this.#options.segments === false) break;
+        const listed = await this.#store.list(
+          nextSegmentPrefix(this.#prefix, last.chain),
+          signal === undefined ? {} : { signal },
+        );
+        more = await readOrEnd(
+          listed.objects.map((object) => object.key),
+          last.chain,
+        );
+      }
       if (more === null) break;
       segments.push(more);
       held += more.body.byteLength;
@@ -392,20 +410,25 @@ class Follower implements SqliteFollower {
     return this.#publishPending();
   }
 
-  /** Whether the restore point LATEST names is newer than the applied state (an unreadable one counts as newer: restore decides). */
-  async #latestIsNewer(signal = this.#options.signal): Promise<boolean> {
+  /**
+   * What the restore point LATEST names holds beyond the applied state: the
+   * segments it names, when it extends the applied generation; a restore,
+   * for another generation or lineage, or when it cannot be read (restore
+   * decides); nothing, when it is not newer.
+   */
+  async #latestMoved(signal = this.#options.signal): Promise<Poll> {
     const applied = this.#applied;
-    if (applied === null) return true;
+    if (applied === null) return { kind: 'restore' };
     const reading = await readLatest(this.#store, this.#prefix, signal);
-    if (reading.state !== 'ok') return true;
-    if (reading.manifestKey === applied.manifestKey) return false;
+    if (reading.state !== 'ok') return { kind: 'restore' };
+    if (reading.manifestKey === applied.manifestKey) return { kind: 'none' };
     const found = await getCapped(
       this.#store,
       reading.manifestKey,
       MAX_MANIFEST_BYTES,
       signal === undefined ? {} : { signal },
     );
-    if (found === null || isTooLarge(found)) return true;
+    if (found === null || isTooLarge(found)) return { kind: 'restore' };
     try {
       const manifest = parseManifest(found.body, { prefix: this.#prefix });
       this.#newestKnown = Math.max(this.#newestKnown, manifest.commitSeq);
@@ -414,10 +437,12 @@ class Follower implements SqliteFollower {
       const named = parseManifestKey(this.#prefix, applied.manifestKey) ?? 0;
       if (sameGeneration && manifest.commitSeq <= applied.commitSeq && manifest.commitSeq >= named)
         await this.#adoptRestorePoint(reading.manifestKey);
-      return !sameGeneration || manifest.commitSeq > applied.commitSeq;
+      if (!sameGeneration) return { kind: 'restore' };
+      if (manifest.commitSeq <= applied.commitSeq) return { kind: 'none' };
+      return { kind: 'segments', keys: manifest.segments.map((segment) => segment.key) };
     } catch (error) {
       if (FollowError.isInstance(error)) throw error;
-      return true;
+      return { kind: 'restore' };
     }
   }
 
@@ -561,7 +586,7 @@ class Follower implements SqliteFollower {
     if (this.#applied === null && this.#pending === null) return;
     const directory = this.#pending?.directory ?? join(this.#staging, 'current');
     if (this.#pending === null && this.#options.until === undefined)
-      await this.#latestIsNewer(AbortSignal.timeout(LAST_LOOK_MS)).catch(() => false);
+      await this.#latestMoved(AbortSignal.timeout(LAST_LOOK_MS)).catch(() => undefined);
     if (this.#stagedStale && this.#pending === null) return;
     this.#publish(directory, 'as-restored');
     await this.#copySidecars(directory);

@@ -162,6 +162,20 @@ class ReadOnlyStore extends ForwardingStore {
   }
 }
 
+/** Counts the calls of each operation. */
+class CountingStore extends ForwardingStore {
+  readonly calls: Record<string, number> = {};
+  protected override async intercept<T>(
+    operation: StoreOperation,
+    key: string,
+    signal: AbortSignal | undefined,
+    proceed: () => Promise<T>,
+  ): Promise<T> {
+    this.calls[operation] = (this.calls[operation] ?? 0) + 1;
+    return super.intercept(operation, key, signal, proceed);
+  }
+}
+
 /** The writer's store, which can write garbage in place of every LATEST. */
 class LatestManglingStore extends ForwardingStore {
   mangle = false;
@@ -468,6 +482,48 @@ describe('followSqlite', () => {
         (error) => FollowError.isInstance(error) && error.code === 'FOLLOW_UNTIL_BEFORE_BACKUP',
       );
     } finally {
+      await backup.close();
+    }
+  }, 60_000);
+
+  it('with segments off, polls LATEST alone (a HEAD per poll, no listing) and applies each restore point from the segments it names', async () => {
+    const backup = backedUp('backupd-follow-latest-', { worker: { manifestIntervalMs: 0 } });
+    const { directory, application, worker, store } = backup;
+    const counted = new CountingStore(store);
+    const stop = new AbortController();
+    const run = runFollower(
+      followSqlite(counted, 'p', join(directory, 'replica.db'), {
+        pollIntervalMs: 20,
+        segments: false,
+        signal: stop.signal,
+      }),
+    );
+    try {
+      await worker.runOnce();
+      await until('the first state', () => run.states.length === 1);
+      for (let r = 1; r <= 4; r += 1) {
+        transfer(application, r);
+        await worker.runOnce();
+        await until(`state ${r}`, () => run.states.at(-1)?.commitSeq === r);
+      }
+      // After the first restore, one segment per state, found by key.
+      expect(run.states.slice(1).map((state) => state.objects)).toEqual([1, 1, 1, 1]);
+      expect(hashOf(join(directory, 'replica.db'))).toBe(contentHash(application));
+      const before = { ...counted.calls };
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const idle = Object.fromEntries(
+        Object.entries(counted.calls).map(([operation, n]) => [
+          operation,
+          n - (before[operation] ?? 0),
+        ]),
+      );
+      expect(idle.list ?? 0).toBe(0);
+      expect(idle.listPages ?? 0).toBe(0);
+      expect(idle.head).toBeGreaterThan(3);
+      expect((idle.get ?? 0) + (idle.getStream ?? 0)).toBe(0);
+    } finally {
+      stop.abort();
+      await run.done.catch(() => {});
       await backup.close();
     }
   }, 60_000);

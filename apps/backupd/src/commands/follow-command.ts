@@ -41,6 +41,10 @@ const options = {
     description: 'time between two looks at the bucket (default 1s)',
     parse: parsePoll,
   }),
+  'latest-only': booleanOption({
+    description:
+      "look only at LATEST (one HEAD per poll, no listing): cheaper on S3, where a LIST is billed as a PUT, but up to the writer's restore-point interval (15s) behind",
+  }),
   until: stringOption({
     argument: '<T>',
     description:
@@ -59,7 +63,7 @@ export const followCommand = defineCommand({
   synopsis: 'follow <url> <target.db>',
   summary: 'keep a read-only copy of a backup up to date (a read replica)',
   usage:
-    'Usage: backupd follow <url> <target.db> [--poll <duration>] [--until <T>] [--force] [--listen <host:port>] [--age-identity-file <file>]... [--json]',
+    'Usage: backupd follow <url> <target.db> [--poll <duration>] [--latest-only] [--until <T>] [--force] [--listen <host:port>] [--age-identity-file <file>]... [--json]',
   description: `Restores the latest state of the backup at <url> to <target.db>, then applies
 every newer state as it lands, until stopped (SIGINT or SIGTERM). Other
 processes may read <target.db> at any time, opened read-only; each read
@@ -154,6 +158,7 @@ async function follow(context: CommandContextFor<typeof options>): Promise<numbe
     force: values.force === true,
     ...(values.poll === undefined ? {} : { pollIntervalMs: values.poll }),
     ...(values.until === undefined ? {} : { until: values.until }),
+    ...(values['latest-only'] === true ? { segments: false } : {}),
     onEvent: (event) => {
       if (event.kind === 'retrying') {
         const fields = errorFields(event.error);
