@@ -18,9 +18,17 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type InterceptingProxy, startInterceptingProxy } from '@x/test-faults';
-import { type StartedTestServers, startTestServers } from '@x/test-servers/harness';
+import type { StartedTestServers } from '@x/test-servers/harness';
 import { defineBenchmark, type Measurement } from './harness.ts';
-import { BACKUPD, env, killProcess, Replicate, type Server, s3Url } from './s3-processes.ts';
+import {
+  BACKUPD,
+  env,
+  killProcess,
+  Replicate,
+  type Server,
+  s3Url,
+  startVersitygw,
+} from './s3-processes.ts';
 
 const SIZES_MIB = (process.env.RESTORE_SIZES_MB ?? '2,15,200,1024').split(',').map(Number);
 const LOAD_SECONDS = Number(process.env.RESTORE_SIZES_LOAD_SECONDS ?? '30');
@@ -128,12 +136,7 @@ export const benchmark = defineBenchmark<State>({
   description: `backupd restore of the latest state from the local S3 server (through a counting proxy) of ${SIZES_MIB.join(', ')} MiB SQLite databases, each shipped then updated ${UPDATES_PER_SECOND}/s for ${LOAD_SECONDS} s while replicating`,
   runs: 5,
   async setup(context) {
-    const started = await startTestServers({ only: ['versitygw'] });
-    const found = started.servers.s3.find((candidate) => candidate.name === 'versitygw');
-    if (!found) {
-      await started.stop();
-      throw new Error('versitygw is not running (pnpm servers:install)');
-    }
+    const { started, server: found } = await startVersitygw((line) => context.log(line));
     const requests = { count: 0 };
     const proxy = await startInterceptingProxy({
       target: found.endpoint,

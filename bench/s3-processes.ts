@@ -3,7 +3,8 @@
  * with its JSON log events and `/metrics`, and a writer process committing
  * single-row transactions at a steady rate, the local S3 server itself, and
  * what kind of S3 request a proxied one is. Not a benchmark (no `benchmark`
- * export): imported by `recovery-point`, `requests-per-hour` and `follow-lag`.
+ * export): imported by `recovery-point`, `requests-per-hour`, `restore-sizes` and
+ * `follow-lag`.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
