@@ -7,7 +7,7 @@
  * source's `evaluatedSeconds`, `/livez` cannot see a stuck supervisor
  * ({@link stuckAfterSeconds}) and goes by `stopped` or the stop reason alone.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { renderMetrics } from './metrics.ts';
 import type { Redactor } from './redact.ts';
@@ -81,6 +81,9 @@ export async function startStatusServer(
   const at = listen.lastIndexOf(':');
   const host = listen.slice(0, at) || '127.0.0.1';
   const port = Number(listen.slice(at + 1));
+  // Loaded here, not at the top: importing node:http loads Node's fetch
+  // (undici) too, about 20 ms of every command's start that has no listener.
+  const { createServer } = await import('node:http');
   const server: Server = createServer((request, response) => {
     const send = (status: number, type: string, body: string) => {
       const safe = redactor.text(body);
