@@ -1,17 +1,11 @@
 /**
- * A read replica of a SQLite backup: the latest state restored into a local
- * database file, then every newer state applied as it lands in the bucket,
- * until the signal aborts. Each state is restored, verified and rebuilt by
- * `@x/restore` exactly as a restore does, into a private staging directory
- * beside the target, then published to the target under SQLite's lock
- * (follow-publish.ts), so readers of the target only ever see whole states,
- * in commit order. Never writes to the bucket.
- *
- * Polling costs one request per poll while nothing changes: a listing of
- * the one key prefix the next chained segment of the applied state would
- * have, and every `latestEveryPolls`-th poll a HEAD of `LATEST` instead
- * (new generations, a restore point past a broken chain). Guarantees and
- * costs: the package README.
+ * A read replica of a SQLite backup: the latest state restored into a
+ * private copy beside the target, then each new segment checked and applied
+ * to that copy (a full restore for a new generation or a broken chain), and
+ * every state published to the target under SQLite's lock (publish.ts), so
+ * readers only ever see whole states, in commit order. One request per poll
+ * while nothing changes; never writes to the bucket. Guarantees and costs:
+ * the package README; why: docs/decisions/2026-12-07-follow-publish.md.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm } from 'node:fs/promises';
