@@ -9,7 +9,8 @@
  *   commit count, the record a graceful stop leaves for the next start);
  * - `parent`: restore (the restore point the database came from);
  * - `lock`, `holder.json`: the `backupd replicate` command (one replicate
- *   per database, and the lease instance id it keeps).
+ *   per database, and the lease instance id it keeps), and `backupd follow`;
+ * - `follow`: `@x/follow`, marking a database file a follower created.
  */
 import { existsSync, linkSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
