@@ -176,33 +176,22 @@ class CountingStore extends ForwardingStore {
   }
 }
 
-/** The writer's store, which can write garbage in place of every LATEST. */
-class LatestManglingStore extends ForwardingStore {
-  mangle = false;
+/**
+ * The writer's store: what it stores, except the objects `mangle` changes
+ * (after the writer computed their CRC-32), whose keys it keeps.
+ */
+class ManglingStore extends ForwardingStore {
+  mangle: ((key: string, body: Uint8Array) => Uint8Array | undefined) | null = null;
+  readonly mangled: string[] = [];
   override put(
     key: string,
     body: Uint8Array,
     options?: Parameters<ObjectStore['put']>[2],
   ): ReturnType<ObjectStore['put']> {
-    const mangled = this.mangle && key.endsWith('/LATEST');
-    return super.put(key, mangled ? new TextEncoder().encode('garbage') : body, options);
-  }
-}
-
-/** The writer's store, which can flip one byte of every `.seg` it stores (after the writer computed its CRC). */
-class SegmentManglingStore extends ForwardingStore {
-  mangle = false;
-  mangled: string[] = [];
-  override put(
-    key: string,
-    body: Uint8Array,
-    options?: Parameters<ObjectStore['put']>[2],
-  ): ReturnType<ObjectStore['put']> {
-    if (!this.mangle || !key.endsWith('.seg')) return super.put(key, body, options);
-    const copy = Uint8Array.from(body);
-    copy[copy.byteLength - 3]! ^= 0x40;
+    const changed = this.mangle?.(key, body);
+    if (changed === undefined) return super.put(key, body, options);
     this.mangled.push(key);
-    return super.put(key, copy, options);
+    return super.put(key, changed, options);
   }
 }
 
@@ -228,21 +217,20 @@ async function until(what: string, condition: () => boolean, timeoutMs = 20_000)
  * a workspace of its own; `writes(store)` is the store the worker writes
  * through (the follower reads `store` itself).
  */
-function backedUp(
-  label: string,
-  options: { writes?: (store: MemoryStore) => ObjectStore; worker?: object; source?: object } = {},
-) {
+function backedUp(label: string, options: { worker?: object; source?: object } = {}) {
   const directory = workspace(label);
   const path = join(directory, 'app.db');
   const application = applicationDatabase(path);
   const source = SqliteSource.open({ path, captureIntervalMs: 0, ...options.source });
   const store = new MemoryStore();
-  const worker = newWorker(options.writes?.(store) ?? store, source, options.worker);
+  const writes = new ManglingStore(store);
+  const worker = newWorker(writes, source, options.worker);
   return {
     directory,
     application,
     source,
     store,
+    writes,
     worker,
     async close(): Promise<void> {
       await source.close();
@@ -401,15 +389,8 @@ describe('followSqlite', () => {
   }, 60_000);
 
   it('never applies a segment that fails its checks; keeps the last good state', async () => {
-    let writes: SegmentManglingStore | undefined;
-    const backup = backedUp('backupd-follow-hostile-', {
-      writes: (store) => {
-        writes = new SegmentManglingStore(store);
-        return writes;
-      },
-      worker: { manifestIntervalMs: 60_000 },
-    });
-    const { directory, application, store, worker } = backup;
+    const backup = backedUp('backupd-follow-hostile-', { worker: { manifestIntervalMs: 60_000 } });
+    const { directory, application, store, writes, worker } = backup;
     const target = join(directory, 'replica.db');
     const stop = new AbortController();
     const run = runFollower(
@@ -421,10 +402,16 @@ describe('followSqlite', () => {
       await worker.runOnce();
       await until('the first segment applied', () => run.states.at(-1)?.commitSeq === 1);
       const good = contentHash(application);
-      writes!.mangle = true;
+      // One byte of the next segment flipped.
+      writes.mangle = (key, body) => {
+        if (!key.endsWith('.seg')) return undefined;
+        const copy = Uint8Array.from(body);
+        copy[copy.byteLength - 3]! ^= 0x40;
+        return copy;
+      };
       transfer(application, 2);
       await worker.runOnce();
-      expect(writes!.mangled).toHaveLength(1);
+      expect(writes.mangled).toHaveLength(1);
       // Many polls later the target still shows the last good state.
       const polls = run.states.length;
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -529,15 +516,8 @@ describe('followSqlite', () => {
   }, 60_000);
 
   it('waits for a first backup, then follows it; a corrupt LATEST falls back as restore does', async () => {
-    let writes: LatestManglingStore | undefined;
-    const backup = backedUp('backupd-follow-wait-', {
-      writes: (store) => {
-        writes = new LatestManglingStore(store);
-        return writes;
-      },
-      worker: { manifestIntervalMs: 0 },
-    });
-    const { directory, application, store, worker } = backup;
+    const backup = backedUp('backupd-follow-wait-', { worker: { manifestIntervalMs: 0 } });
+    const { directory, application, store, writes, worker } = backup;
     const target = join(directory, 'replica.db');
     const stop = new AbortController();
     const events: string[] = [];
@@ -556,7 +536,8 @@ describe('followSqlite', () => {
       await until('the first state', () => run.states.length === 1);
       transfer(application, 1);
       await worker.runOnce();
-      writes!.mangle = true;
+      writes.mangle = (key) =>
+        key.endsWith('/LATEST') ? new TextEncoder().encode('garbage') : undefined;
       transfer(application, 2);
       await worker.runOnce();
       expect(new TextDecoder().decode((await store.get('p/LATEST'))!.body)).toBe('garbage');
