@@ -8,6 +8,7 @@
 import { hostname } from 'node:os';
 import {
   type BackupHandle,
+  type BackupHealth,
   type BackupLogger,
   BackupWorker,
   type EncryptionOptions,
@@ -92,6 +93,87 @@ function encryptionOf(keys: EncryptionKeys): { encryption?: EncryptionOptions } 
   return encryption === undefined ? {} : { encryption };
 }
 
+/** A worker backing `database` up to `prefix` of `store`, with the database's settings. */
+export function newWorker(
+  database: DatabaseConfig,
+  parts: {
+    readonly store: InstrumentedStore;
+    readonly prefix: string;
+    readonly choice: SourceChoice;
+    readonly keys: EncryptionKeys;
+    readonly logger: Logger;
+    /** The replica as logs name it. */
+    readonly replica: string;
+    /** The lease instance id kept under the database's local lock, if any. */
+    readonly instanceId: string | undefined;
+  },
+): BackupWorker {
+  const { instanceId } = parts;
+  return new BackupWorker({
+    store: parts.store,
+    prefix: parts.prefix,
+    ...parts.choice,
+    walIntervalMs: database.intervalMs,
+    manifestIntervalMs: database.restorePointIntervalMs,
+    ...retentionOptions(database.retention),
+    leaseTtlSeconds: database.leaseTtlSeconds,
+    conditional: database.conditional,
+    shutdownGraceMs: database.shutdownGraceMs,
+    snapshotIntervalMs: database.snapshotIntervalMs,
+    snapshotLogFactor: database.snapshotLogFactor,
+    compactionLevels: database.compactionLevelsMs,
+    exactWindowMs: database.exactWindowMs,
+    ...encryptionOf(parts.keys),
+    logger: workerLogger(parts.logger, { database: database.path, replica: parts.replica }),
+    ...(instanceId === undefined ? {} : { instanceId, leaseOwnRecord: 'reclaim' as const }),
+  });
+}
+
+/** What `/metrics`, the status page and the probes show of one worker. */
+export function replicaStatus(
+  database: DatabaseConfig,
+  parts: {
+    readonly replica: string;
+    readonly health: BackupHealth;
+    readonly requests: ReplicaStatus['requests'];
+    readonly stopped: boolean;
+  },
+): ReplicaStatus {
+  const { health } = parts;
+  return {
+    database: database.path,
+    replica: parts.replica,
+    healthy: health.healthy,
+    ...(health.reason ? { reason: health.reason } : {}),
+    lagSeconds: health.lagSeconds,
+    unshippedBytes: health.unshippedBytes,
+    unrestorableCommits: health.unrestorableCommits,
+    lastSuccessSeconds: health.lastSuccessAt === null ? 0 : Math.floor(health.lastSuccessAt / 1000),
+    errors: health.errorCount,
+    leaseHeld: health.leaseHeld,
+    ...(health.latestRestorePoint
+      ? {
+          latestRestorePoint: {
+            commitSeq: health.latestRestorePoint.commitSeq,
+            key: health.latestRestorePoint.manifestKey,
+            ...(health.latestRestorePoint.createdAt
+              ? { createdAt: health.latestRestorePoint.createdAt }
+              : {}),
+          },
+        }
+      : {}),
+    ...(health.oldestRestorePoint ? { oldestRestorePoint: health.oldestRestorePoint } : {}),
+    ...(health.lastError !== null ? { lastError: health.lastError } : {}),
+    ...(health.evaluatedAt !== null ? { evaluatedSeconds: health.evaluatedAt / 1000 } : {}),
+    ...(health.restorePoints !== null ? { restorePoints: health.restorePoints } : {}),
+    ...(health.refusal !== null ? { refusal: health.refusal } : {}),
+    ...(health.engine !== null ? { engine: health.engine } : {}),
+    requests: parts.requests,
+    stopped: parts.stopped,
+    evaluationIntervalSeconds: database.intervalMs / 1000,
+  };
+}
+
 export async function startDaemon(
   config: BackupdConfig,
   options: {
@@ -119,23 +201,14 @@ export async function startDaemon(
         const choice = await options.sources(database);
         const replica = describeLocation(url.location);
         const instanceId = options.instanceIds?.get(database.path);
-        const worker = new BackupWorker({
+        const worker = newWorker(database, {
           store,
           prefix,
-          ...choice,
-          walIntervalMs: database.intervalMs,
-          manifestIntervalMs: database.restorePointIntervalMs,
-          ...retentionOptions(database.retention),
-          leaseTtlSeconds: database.leaseTtlSeconds,
-          conditional: database.conditional,
-          shutdownGraceMs: database.shutdownGraceMs,
-          snapshotIntervalMs: database.snapshotIntervalMs,
-          snapshotLogFactor: database.snapshotLogFactor,
-          compactionLevels: database.compactionLevelsMs,
-          exactWindowMs: database.exactWindowMs,
-          ...encryptionOf(keys),
-          logger: workerLogger(options.logger, { database: database.path, replica }),
-          ...(instanceId === undefined ? {} : { instanceId, leaseOwnRecord: 'reclaim' as const }),
+          choice,
+          keys,
+          logger: options.logger,
+          replica,
+          instanceId,
         });
         options.logger.info({
           event: 'backupd.replica_started',
@@ -164,42 +237,14 @@ export async function startDaemon(
   }
   return {
     statuses: () =>
-      replicas.map((replica) => {
-        const health = replica.handle.health();
-        return {
-          database: replica.database.path,
+      replicas.map((replica) =>
+        replicaStatus(replica.database, {
           replica: describeLocation(replica.location),
-          healthy: health.healthy,
-          ...(health.reason ? { reason: health.reason } : {}),
-          lagSeconds: health.lagSeconds,
-          unshippedBytes: health.unshippedBytes,
-          unrestorableCommits: health.unrestorableCommits,
-          lastSuccessSeconds:
-            health.lastSuccessAt === null ? 0 : Math.floor(health.lastSuccessAt / 1000),
-          errors: health.errorCount,
-          leaseHeld: health.leaseHeld,
-          ...(health.latestRestorePoint
-            ? {
-                latestRestorePoint: {
-                  commitSeq: health.latestRestorePoint.commitSeq,
-                  key: health.latestRestorePoint.manifestKey,
-                  ...(health.latestRestorePoint.createdAt
-                    ? { createdAt: health.latestRestorePoint.createdAt }
-                    : {}),
-                },
-              }
-            : {}),
-          ...(health.oldestRestorePoint ? { oldestRestorePoint: health.oldestRestorePoint } : {}),
-          ...(health.lastError !== null ? { lastError: health.lastError } : {}),
-          ...(health.evaluatedAt !== null ? { evaluatedSeconds: health.evaluatedAt / 1000 } : {}),
-          ...(health.restorePoints !== null ? { restorePoints: health.restorePoints } : {}),
-          ...(health.refusal !== null ? { refusal: health.refusal } : {}),
-          ...(health.engine !== null ? { engine: health.engine } : {}),
+          health: replica.handle.health(),
           requests: replica.store.counters,
           stopped: replica.stopped,
-          evaluationIntervalSeconds: replica.database.intervalMs / 1000,
-        };
-      }),
+        }),
+      ),
     shutdown: async () => {
       const reports = await Promise.all(
         replicas.map(async (replica): Promise<ReplicaShutdown> => {

@@ -48,14 +48,17 @@ export interface OperationCounters {
 export class InstrumentedStore extends ForwardingStore {
   readonly counters: Record<Operation, OperationCounters>;
 
-  constructor(inner: ObjectStore) {
+  /** `counters`: another store's, to count both as one (a directory's databases). */
+  constructor(inner: ObjectStore, counters?: Record<Operation, OperationCounters>) {
     super(inner);
-    this.counters = Object.fromEntries(
-      OPERATIONS.map((operation) => [
-        operation,
-        { requests: 0, errors: 0, bytesIn: 0, bytesOut: 0 },
-      ]),
-    ) as Record<Operation, OperationCounters>;
+    this.counters =
+      counters ??
+      (Object.fromEntries(
+        OPERATIONS.map((operation) => [
+          operation,
+          { requests: 0, errors: 0, bytesIn: 0, bytesOut: 0 },
+        ]),
+      ) as Record<Operation, OperationCounters>);
   }
 
   protected override async intercept<T>(

@@ -82,6 +82,32 @@ const FAMILIES: readonly Family[] = [
     samples: (s) => (s.latestRestorePoint ? [[{}, s.latestRestorePoint.commitSeq]] : []),
   },
   {
+    name: 'backupd_directory_databases',
+    help: 'Databases of a directory (replicate --dir) by state: awake (a worker runs), asleep, in-use (another replicate holds it), refused.',
+    type: 'gauge',
+    samples: (s) =>
+      s.directory
+        ? [
+            [{ state: 'awake' }, s.directory.awake],
+            [{ state: 'asleep' }, s.directory.asleep],
+            [{ state: 'in-use' }, s.directory.inUse],
+            [{ state: 'refused' }, s.directory.refused],
+          ]
+        : [],
+  },
+  {
+    name: 'backupd_directory_wakes_total',
+    help: 'Times a database of a directory was woken (a worker started for it) since start.',
+    type: 'counter',
+    samples: (s) => (s.directory ? [[{}, s.directory.wakes]] : []),
+  },
+  {
+    name: 'backupd_directory_incomplete_sleeps_total',
+    help: 'Times a database of a directory stopped with commits in no restore point (it is woken again at the next look).',
+    type: 'counter',
+    samples: (s) => (s.directory ? [[{}, s.directory.incompleteSleeps]] : []),
+  },
+  {
     name: 'backupd_follow_applied_commit',
     help: 'Commit count of the state a follower shows its readers.',
     type: 'gauge',

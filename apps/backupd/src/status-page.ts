@@ -55,11 +55,13 @@ function row(status: ReplicaStatus, now: number): string {
     : `<span class="bad">unhealthy</span><br><small>${escapeHtml(status.reason ?? '')}</small>${lastError}`;
   const lease = status.follow
     ? 'follower (takes none)'
-    : status.leaseHeld
-      ? 'held by this process'
-      : status.leaseHolder
-        ? `held by ${escapeHtml(status.leaseHolder)}`
-        : 'not held';
+    : status.directory
+      ? `${status.directory.awake} of ${status.directory.databases} databases awake (each holds its lease)<br><small>${status.directory.asleep} asleep · ${status.directory.inUse} in use elsewhere · ${status.directory.refused} refused · ${status.directory.wakes} wakes</small>`
+      : status.leaseHeld
+        ? 'held by this process'
+        : status.leaseHolder
+          ? `held by ${escapeHtml(status.leaseHolder)}`
+          : 'not held';
   // The worker names only a restore point it read and checked (a corrupt one
   // LATEST happens to name is never shown as the latest). Without one and
   // refused for good, there is none usable, not "none yet".

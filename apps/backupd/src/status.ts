@@ -65,6 +65,20 @@ export interface ReplicaStatus {
     readonly commitsBehind: number;
     readonly statesApplied: number;
   };
+  /**
+   * Present for a directory (`replicate --dir`): this row sums its
+   * databases, and these count them by state.
+   */
+  readonly directory?: {
+    readonly databases: number;
+    readonly awake: number;
+    readonly asleep: number;
+    readonly starting: number;
+    readonly inUse: number;
+    readonly refused: number;
+    readonly wakes: number;
+    readonly incompleteSleeps: number;
+  };
   /** How often the supervisor evaluates health (the WAL interval), in seconds; absent: 1. */
   readonly evaluationIntervalSeconds?: number;
 }

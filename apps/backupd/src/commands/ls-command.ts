@@ -19,6 +19,8 @@ import {
 } from '@x/restore';
 import { AGE_IDENTITY_FILE_OPTIONS } from '../cli/age-identity-option.ts';
 import { booleanOption, type CommandContextFor, defineCommand } from '../cli/command.ts';
+import { UsageError } from '../cli/usage-error.ts';
+import { type ListedDatabase, listDirectoryDatabases } from '../directory/directory-listing.ts';
 import { commandLineIdentities } from '../encryption-settings.ts';
 import { EXIT_OK } from '../exit-codes.ts';
 import { formatBytes } from '../format-bytes.ts';
@@ -129,6 +131,39 @@ granularity, rows, notes and text.`,
   run: listRestorePointsCommand,
 });
 
+/** A directory's databases, each with its newest restore point. */
+function printDirectory(
+  context: CommandContextFor<typeof options>,
+  databases: readonly ListedDatabase[],
+  deep: boolean,
+): number {
+  if (deep)
+    throw new UsageError(
+      `${databases.length} databases are backed up below this URL: --deep checks one, give its URL (backupd ls <url>/<database> --deep)`,
+    );
+  if (context.values.json) {
+    printJson(context, { databases });
+    return EXIT_OK;
+  }
+  print(
+    context,
+    table(
+      ['DATABASE', 'COMMIT', 'CREATED', 'URL'],
+      databases.map((entry) => [
+        entry.database,
+        entry.commitSeq === null ? '-' : String(entry.commitSeq),
+        entry.problem === null ? (entry.createdAt ?? '-') : `PROBLEM: ${entry.problem}`,
+        entry.url,
+      ]),
+    ),
+  );
+  print(
+    context,
+    `${databases.length} databases (replicate --dir); the restore points of one: backupd ls <its URL>`,
+  );
+  return EXIT_OK;
+}
+
 /** The STATUS cell of a restore point. */
 function statusOf(point: RestorePointInfo): string {
   const status =
@@ -161,6 +196,11 @@ async function listRestorePointsCommand(
   const latest = await readLatest(store, prefix, signal);
   const deep = context.values.deep ?? false;
   const points = await listRestorePoints(store, prefix, { signal, deep, identities });
+  if (latest.state === 'missing' && points.length === 0) {
+    // No backup of its own: the URL of a directory's databases (replicate --dir)?
+    const databases = await listDirectoryDatabases(store, prefix, location, signal);
+    if (databases.length > 0) return printDirectory(context, databases, deep);
+  }
   const named = points.find((point) => point.latest);
   const latestProblem =
     latest.state === 'invalid'

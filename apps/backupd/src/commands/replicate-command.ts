@@ -18,7 +18,10 @@ import {
 } from '../cli/command.ts';
 import { DAEMON_OPTIONS } from '../cli/daemon-options.ts';
 import { STORE_URL_HELP } from '../cli/store-url-help.ts';
+import { UsageError } from '../cli/usage-error.ts';
 import { type BackupdConfig, DATABASE_SETTINGS } from '../config.ts';
+import { replicateDirectory } from '../directory/directory-command.ts';
+import { formatDuration, parseDuration } from '../duration.ts';
 import {
   EXIT_DATABASE_IN_USE,
   EXIT_FAILED,
@@ -68,6 +71,27 @@ const options = {
     argument: '"<command>"',
     description: 'run the application as a child; forward signals; exit with its code',
   }),
+  dir: stringOption({
+    argument: '<dir>',
+    description:
+      'back up every database of a directory, each under <url>/<its relative path>, each woken only while it changes',
+  }),
+  pattern: stringOption({
+    argument: '<glob>',
+    description: 'with --dir: which file names are databases (default *.db)',
+  }),
+  recursive: booleanOption({ description: 'with --dir: also the databases of its subdirectories' }),
+  'sleep-after': stringOption({
+    argument: '<duration>',
+    description: 'with --dir: a database whose files stay unchanged this long sleeps (default 30s)',
+    parse: durationBetween('--sleep-after', 1000, 86_400_000),
+  }),
+  rescan: stringOption({
+    argument: '<duration>',
+    description:
+      'with --dir: how often the directory is read again and sleeping databases looked at, beside the file-system watch (default 10s)',
+    parse: durationBetween('--rescan', 1000, 3_600_000),
+  }),
   'restore-if-missing': booleanOption({
     description:
       'restore <db> from <url> first when it does not exist (nothing backed up yet: start fresh), then continue that backup',
@@ -80,6 +104,7 @@ export const replicateCommand = defineCommand({
   synopsis: 'replicate <db> [<url>]',
   summary: 'back up a database continuously (default: a directory beside it)',
   usage: `Usage: backupd replicate <db> [<url>] [options]
+       backupd replicate --dir <dir> [<url>] [--pattern <glob>] [--recursive] [options]
        backupd replicate -c <config.yml> [options]`,
   description: `Backs up <db> continuously. Without <url>, backups go to the directory
 <db>-backups/ beside it (a local store: no cloud account needed).`,
@@ -89,6 +114,7 @@ export const replicateCommand = defineCommand({
     'backupd replicate ./app.db',
     'backupd replicate ./app.db s3://my-bucket/app --listen 127.0.0.1:9090',
     'backupd replicate -c /etc/backupd.yml',
+    "backupd replicate --dir /data/tenants --pattern '*.db' s3://my-bucket/tenants",
     'backupd replicate ./app.db s3://my-bucket/app --restore-if-missing --exec "node server.js"',
   ],
   footer: STORE_URL_HELP,
@@ -110,8 +136,45 @@ function environmentHelp(): string {
   return [...lines, line, ENCRYPTION_ENVIRONMENT_HELP].join('\n');
 }
 
+/** A duration option from `min` to `max` ms. @throws UsageError */
+function durationBetween(flag: string, min: number, max: number): (text: string) => number {
+  return (text) => {
+    const parsed = parseDuration(text);
+    if (typeof parsed === 'string') throw new UsageError(`${flag} ${parsed}`);
+    if (parsed < min || parsed > max)
+      throw new UsageError(
+        `${flag} must be between ${formatDuration(min)} and ${formatDuration(max)}, got ${text}`,
+      );
+    return parsed;
+  };
+}
+
 async function replicate(context: CommandContextFor<typeof options>): Promise<number> {
   const { values } = context;
+  if (values.dir !== undefined) {
+    if (values.config !== undefined) throw new UsageError('give either --dir or -c, not both');
+    if (values['restore-if-missing'])
+      throw new UsageError('--restore-if-missing restores one database: it does not go with --dir');
+    if (values.type === 'framed') throw new UsageError('--dir backs up SQLite databases only');
+    return replicateDirectory(
+      {
+        directory: values.dir,
+        positionals: context.positionals,
+        pattern: values.pattern ?? '*.db',
+        recursive: values.recursive === true,
+        quietMs: values['sleep-after'] ?? 30_000,
+        rescanMs: values.rescan ?? 10_000,
+        listen: values.listen,
+        logFormat: values['log-format'],
+        logLevel: values['log-level'],
+        exec: values.exec,
+      },
+      context,
+    );
+  }
+  for (const flag of ['pattern', 'recursive', 'sleep-after', 'rescan'] as const)
+    if (values[flag] !== undefined && values[flag] !== false)
+      throw new UsageError(`--${flag} goes with --dir`);
   const config = loadReplicateConfig({
     positionals: context.positionals,
     config: values.config,
