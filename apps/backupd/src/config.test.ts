@@ -29,7 +29,7 @@ describe('config validation', () => {
     [
       'missing path',
       'databases:\n  - url: s3://b/p\n',
-      'databases[0].path: required, the database file to back up',
+      'databases[0].path: required, the database file to back up (or "directory")',
     ],
     [
       'no databases',
@@ -75,7 +75,7 @@ describe('config validation', () => {
     [
       'unknown key',
       'databases:\n  - path: a.db\n    url: s3://b/p\n    intervall: 1s\n',
-      'databases[0].intervall: unknown setting (known: path, type, url, urls, interval, restorePointInterval, retention, leaseTtl, shutdownGrace, snapshotInterval, snapshotLogFactor, compaction, exactWindow, checkpoint, conditional, encryption)',
+      'databases[0].intervall: unknown setting (known: path, directory, pattern, recursive, sleepAfter, rescan, type, url, urls, interval, restorePointInterval, retention, leaseTtl, shutdownGrace, snapshotInterval, snapshotLogFactor, compaction, exactWindow, checkpoint, conditional, encryption)',
     ],
     [
       'bad type',

@@ -51,7 +51,7 @@ const CASES: readonly { name: string; yaml: string; problems: readonly string[] 
     name: 'an unknown setting',
     yaml: `databases:\n  - path: a.db\n    url: ${GOOD_URL}\n    colour: red\n`,
     problems: [
-      'databases[0].colour: unknown setting (known: path, type, url, urls, interval, restorePointInterval, retention, leaseTtl, shutdownGrace, snapshotInterval, snapshotLogFactor, compaction, exactWindow, checkpoint, conditional, encryption)',
+      'databases[0].colour: unknown setting (known: path, directory, pattern, recursive, sleepAfter, rescan, type, url, urls, interval, restorePointInterval, retention, leaseTtl, shutdownGrace, snapshotInterval, snapshotLogFactor, compaction, exactWindow, checkpoint, conditional, encryption)',
     ],
   },
   {

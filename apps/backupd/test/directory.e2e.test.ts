@@ -297,6 +297,50 @@ describe('backupd replicate --dir', () => {
     expect(readdirSync(join(directory, 'shared-bucket'))).toEqual(['two.db']);
   });
 
+  it('takes a directory entry in a config file, beside a database entry', async () => {
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    const tenants = join(directory, 'configured');
+    mkdirSync(tenants);
+    createDatabase(join(tenants, 'x.sqlite'));
+    createDatabase(join(tenants, 'ignored.db'));
+    const app = join(directory, 'app.db');
+    createDatabase(app);
+    const tenantsUrl = pathToFileURL(join(directory, 'configured-bucket')).href;
+    const appUrl = pathToFileURL(join(directory, 'app-bucket')).href;
+    const config = join(directory, 'backupd.yml');
+    writeFileSync(
+      config,
+      `databases:\n  - directory: configured\n    url: ${tenantsUrl}\n    pattern: "*.sqlite"\n    sleepAfter: 1s\n  - path: app.db\n    url: ${appUrl}\n`,
+    );
+    const backupd = startBackupd(
+      ['replicate', '-c', config, '--log-format', 'json', '--log-level', 'debug'],
+      {
+        env,
+      },
+    );
+    running.push(backupd);
+    await waitFor(
+      'x.sqlite asleep and app.db backed up',
+      () =>
+        (sleptMoreThan(backupd, join(tenants, 'x.sqlite'), 0) &&
+          events(backupd, 'backup.restore_point_written', app).length > 0) ||
+        undefined,
+      { describe: () => backupd.describe(), timeoutMs: 60_000 },
+    );
+    expect(backupd.stdout).toMatch(/backing up the databases of .*configured matching \*\.sqlite/);
+    expect(await backupd.stop('SIGTERM', 30_000), backupd.describe()).toEqual({
+      code: 0,
+      signal: null,
+    });
+    expect(readdirSync(join(directory, 'configured-bucket'))).toEqual(['x.sqlite']);
+    expect(
+      await restoredHash(`${tenantsUrl}/x.sqlite`, join(directory, 'restored-x.db'), env),
+    ).toBe(databaseHash(join(tenants, 'x.sqlite')));
+    expect(await restoredHash(appUrl, join(directory, 'restored-app.db'), env)).toBe(
+      databaseHash(app),
+    );
+  });
+
   it('refuses a second replicate of the same directory on this host', async () => {
     const tenants = join(directory, 'twice');
     const { mkdirSync } = await import('node:fs');

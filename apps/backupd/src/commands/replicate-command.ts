@@ -20,8 +20,7 @@ import { DAEMON_OPTIONS } from '../cli/daemon-options.ts';
 import { STORE_URL_HELP } from '../cli/store-url-help.ts';
 import { UsageError } from '../cli/usage-error.ts';
 import { type BackupdConfig, DATABASE_SETTINGS } from '../config.ts';
-import { replicateDirectory } from '../directory/directory-command.ts';
-import { formatDuration, parseDuration } from '../duration.ts';
+import { directoryConfig, lockPathOf } from '../directory/replicate-directory.ts';
 import {
   EXIT_DATABASE_IN_USE,
   EXIT_FAILED,
@@ -53,6 +52,13 @@ import {
   type Replication,
   startReplication,
 } from '../replicate/start.ts';
+import {
+  boundedDuration,
+  DIRECTORY_DEFAULTS,
+  patternProblem,
+  RESCAN_BOUNDS,
+  SLEEP_AFTER_BOUNDS,
+} from '../settings/directory.ts';
 import { ENCRYPTION_ENVIRONMENT_HELP } from '../settings/encryption.ts';
 import { describeLocation } from '../store-url.ts';
 
@@ -84,13 +90,13 @@ const options = {
   'sleep-after': stringOption({
     argument: '<duration>',
     description: 'with --dir: a database whose files stay unchanged this long sleeps (default 30s)',
-    parse: durationBetween('--sleep-after', 1000, 86_400_000),
+    parse: durationBetween('--sleep-after', SLEEP_AFTER_BOUNDS),
   }),
   rescan: stringOption({
     argument: '<duration>',
     description:
       'with --dir: how often the directory is read again and sleeping databases looked at, beside the file-system watch (default 10s)',
-    parse: durationBetween('--rescan', 1000, 3_600_000),
+    parse: durationBetween('--rescan', RESCAN_BOUNDS),
   }),
   'restore-if-missing': booleanOption({
     description:
@@ -136,53 +142,24 @@ function environmentHelp(): string {
   return [...lines, line, ENCRYPTION_ENVIRONMENT_HELP].join('\n');
 }
 
-/** A duration option from `min` to `max` ms. @throws UsageError */
-function durationBetween(flag: string, min: number, max: number): (text: string) => number {
+/** A duration option within `bounds` (ms). @throws UsageError */
+function durationBetween(
+  flag: string,
+  bounds: { readonly min: number; readonly max: number },
+): (text: string) => number {
   return (text) => {
-    const parsed = parseDuration(text);
+    const parsed = boundedDuration(text, bounds);
     if (typeof parsed === 'string') throw new UsageError(`${flag} ${parsed}`);
-    if (parsed < min || parsed > max)
-      throw new UsageError(
-        `${flag} must be between ${formatDuration(min)} and ${formatDuration(max)}, got ${text}`,
-      );
     return parsed;
   };
 }
 
 async function replicate(context: CommandContextFor<typeof options>): Promise<number> {
   const { values } = context;
-  if (values.dir !== undefined) {
-    if (values.config !== undefined) throw new UsageError('give either --dir or -c, not both');
-    if (values['restore-if-missing'])
-      throw new UsageError('--restore-if-missing restores one database: it does not go with --dir');
-    if (values.type === 'framed') throw new UsageError('--dir backs up SQLite databases only');
-    return replicateDirectory(
-      {
-        directory: values.dir,
-        positionals: context.positionals,
-        pattern: values.pattern ?? '*.db',
-        recursive: values.recursive === true,
-        quietMs: values['sleep-after'] ?? 30_000,
-        rescanMs: values.rescan ?? 10_000,
-        listen: values.listen,
-        logFormat: values['log-format'],
-        logLevel: values['log-level'],
-        exec: values.exec,
-      },
-      context,
-    );
-  }
-  for (const flag of ['pattern', 'recursive', 'sleep-after', 'rescan'] as const)
-    if (values[flag] !== undefined && values[flag] !== false)
-      throw new UsageError(`--${flag} goes with --dir`);
-  const config = loadReplicateConfig({
-    positionals: context.positionals,
-    config: values.config,
-    type: values.type,
-    listen: values.listen,
-    cwd: context.cwd,
-    env: context.env,
-  });
+  const config =
+    values.dir !== undefined
+      ? directoryArguments(context, values.dir)
+      : replicateArguments(context);
   const logger = createLogger({
     redactor: context.redactor,
     destination: context.stderr,
@@ -204,6 +181,52 @@ async function replicate(context: CommandContextFor<typeof options>): Promise<nu
   }
 }
 
+/** `--dir <dir> [<url>]` and its options. @throws UsageError | ConfigError */
+function directoryArguments(
+  context: CommandContextFor<typeof options>,
+  directory: string,
+): BackupdConfig {
+  const { values } = context;
+  if (values.config !== undefined) throw new UsageError('give either --dir or -c, not both');
+  if (values['restore-if-missing'])
+    throw new UsageError('--restore-if-missing restores one database: it does not go with --dir');
+  if (values.type === 'framed') throw new UsageError('--dir backs up SQLite databases only');
+  const [url, extra] = context.positionals;
+  if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
+  const pattern = values.pattern ?? DIRECTORY_DEFAULTS.pattern;
+  const badPattern = patternProblem(pattern);
+  if (badPattern !== undefined) throw new UsageError(`--pattern ${badPattern}`);
+  return directoryConfig({
+    directory,
+    url,
+    options: {
+      pattern,
+      recursive: values.recursive === true,
+      quietMs: values['sleep-after'] ?? DIRECTORY_DEFAULTS.quietMs,
+      rescanMs: values.rescan ?? DIRECTORY_DEFAULTS.rescanMs,
+    },
+    listen: values.listen,
+    cwd: context.cwd,
+    env: context.env,
+  });
+}
+
+/** `<db> [<url>]` or `-c <config>`. @throws UsageError | ConfigError */
+function replicateArguments(context: CommandContextFor<typeof options>): BackupdConfig {
+  const { values } = context;
+  for (const flag of ['pattern', 'recursive', 'sleep-after', 'rescan'] as const)
+    if (values[flag] !== undefined && values[flag] !== false)
+      throw new UsageError(`--${flag} goes with --dir`);
+  return loadReplicateConfig({
+    positionals: context.positionals,
+    config: values.config,
+    type: values.type,
+    listen: values.listen,
+    cwd: context.cwd,
+    env: context.env,
+  });
+}
+
 /** `replicate` once its settings are read: the local locks, then the run. */
 async function replicateWithLocks(
   context: CommandContextFor<typeof options>,
@@ -216,7 +239,7 @@ async function replicateWithLocks(
   // anything is written beside it; a first boot restores or awaits it.
   if (!values['restore-if-missing'])
     for (const database of config.databases)
-      if (database.type === 'sqlite') assertWalDatabase(database.path);
+      if (database.type === 'sqlite' && !database.directory) assertWalDatabase(database.path);
   // One replicate per database on a host: before anything else (a first
   // boot's restore included), each database's lock beside it is taken or
   // the start is refused, naming the holder. The kernel releases the locks
@@ -236,13 +259,13 @@ async function replicateWithLocks(
       event: 'backupd.database_lock_off',
       note: 'BACKUPD_DATABASE_LOCK=off: a second replicate of the same database is not refused; the bucket lease alone keeps writers apart, and a restart waits out the lease TTL',
     });
-    locks = config.databases.map((database) => unlockedDatabase(database.path));
-    return await replicateLocked(context, { config, logger, locks, early });
+    locks = config.databases.map((database) => unlockedDatabase(lockPathOf(database)));
+    return await replicateLocked(context, { config, logger, locks, early, localLocks: false });
   }
   try {
     locks = lockDatabases(
       config.databases.map((database) => ({
-        path: database.path,
+        path: lockPathOf(database),
         replicas: database.urls.map((url) => describeLocation(url.location)),
       })),
     );
@@ -259,7 +282,7 @@ async function replicateWithLocks(
     return EXIT_DATABASE_IN_USE;
   }
   try {
-    return await replicateLocked(context, { config, logger, locks, early });
+    return await replicateLocked(context, { config, logger, locks, early, localLocks: true });
   } finally {
     for (const lock of locks) lock.release();
   }
@@ -273,10 +296,11 @@ async function replicateLocked(
     readonly logger: Logger;
     readonly locks: DatabaseLock[];
     readonly early: EarlySignals;
+    readonly localLocks: boolean;
   },
 ): Promise<number> {
   const { values } = context;
-  const { config, logger } = run;
+  const { config, logger, localLocks } = run;
   const instanceIds = new Map(run.locks.map((lock) => [lock.database, lock.instanceId]));
   for (const lock of run.locks)
     logger.info({
@@ -294,6 +318,7 @@ async function replicateLocked(
   const awaited = config.databases.filter(
     (database) =>
       database.type === 'sqlite' &&
+      !database.directory &&
       firstBoot.fresh.includes(database.path) &&
       !isWalDatabase(database.path),
   );
@@ -314,8 +339,14 @@ async function replicateLocked(
         awaited: awaited.map((database) => database.path),
         instanceIds,
         early: run.early,
+        localLocks,
       });
-    const replication = await startReplication(config, { ...context, logger, instanceIds });
+    const replication = await startReplication(config, {
+      ...context,
+      logger,
+      instanceIds,
+      localLocks,
+    });
     const application = values.exec !== undefined ? startApplication(values.exec) : undefined;
     // Only now, so the application started above keeps its own priority.
     lowerCpuPriority(config, logger);
@@ -350,6 +381,7 @@ async function firstBootReplicate(
     readonly awaited: readonly string[];
     readonly instanceIds: ReadonlyMap<string, string>;
     readonly early: EarlySignals;
+    readonly localLocks: boolean;
   },
 ): Promise<number> {
   const { logger } = run;
@@ -375,7 +407,12 @@ async function firstBootReplicate(
         return undefined;
       }
     }
-    return startReplication(run.config, { ...context, logger, instanceIds: run.instanceIds });
+    return startReplication(run.config, {
+      ...context,
+      logger,
+      instanceIds: run.instanceIds,
+      localLocks: run.localLocks,
+    });
   })().catch((error: unknown) => {
     startError = error;
     if (application.exitCode === null) application.kill('SIGTERM');

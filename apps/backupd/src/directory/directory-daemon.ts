@@ -41,7 +41,7 @@ export interface DirectorySettings {
   readonly quietMs: number;
   /** How often the directory is read again and every sleeping database looked at. */
   readonly rescanMs: number;
-  /** Databases starting at once (a wake until its first evaluation finds everything shipped). */
+  /** Databases starting at once (a wake until it holds the lease, a restore point, and nothing unshipped). */
   readonly maxStarting: number;
 }
 
@@ -111,15 +111,16 @@ export interface DirectoryDaemon {
   shutdown(): Promise<ReplicaShutdown[]>;
 }
 
-/** How often awake databases are looked at; never more often than the WAL interval. */
-const AWAKE_CHECK_MS = 1000;
+/** How often awake databases are looked at (two `stat` calls and the worker's health each). */
+const AWAKE_CHECK_MS = 250;
 /** How long after a refusal or a lock held elsewhere a database is tried again, changed or not. */
 const RETRY_MS = 60_000;
 /** Which file a watch event names: the database, or one of its companions. */
 const COMPANION = /-(wal|shm|journal)$/;
 
+/** It holds the lease, has a restore point, and nothing durable waits: a stop now only flushes. */
 function caughtUp(health: BackupHealth): boolean {
-  return health.leaseHeld && health.lastSuccessAt !== null && health.unshippedBytes === 0;
+  return health.leaseHeld && health.latestRestorePoint !== null && health.unshippedBytes === 0;
 }
 
 export async function startDirectoryDaemon(
@@ -146,12 +147,14 @@ export async function startDirectoryDaemon(
     void work.finally(() => pending.delete(work));
   };
 
-  const starting = (): number => {
-    let count = 0;
-    for (const entry of entries.values())
-      if (entry.state === 'waking' || (entry.state === 'awake' && !entry.awake?.started))
-        count += 1;
-    return count;
+  /** Waking, awake or stopping: what `checkAwake` looks at. */
+  const active = new Set<Entry>();
+  /** Woken, and not caught up yet (`caughtUp`). */
+  const startingNow = new Set<Entry>();
+  const starting = (): number => startingNow.size;
+  const settle = (entry: Entry): void => {
+    active.delete(entry);
+    startingNow.delete(entry);
   };
 
   const enqueue = (entry: Entry): void => {
@@ -188,11 +191,13 @@ export async function startDirectoryDaemon(
     try {
       lock = parts.localLocks ? lockDatabase(path, [replicaOf(entry)]) : unlockedDatabase(path);
     } catch (error) {
-      if (!(error instanceof DatabaseInUseError)) throw error;
-      refuse(entry, before, 'in-use', error.message);
+      if (error instanceof DatabaseInUseError) refuse(entry, before, 'in-use', error.message);
+      else refuse(entry, before, 'refused', `its local lock: ${String(errorFields(error).error)}`);
       return;
     }
     entry.state = 'waking';
+    active.add(entry);
+    startingNow.add(entry);
     const database: DatabaseConfig = { ...parts.template, path };
     try {
       const choice = await openSource(database);
@@ -220,6 +225,7 @@ export async function startDirectoryDaemon(
       logger.debug({ event: 'backupd.database_woken', database: path });
     } catch (error) {
       lock.release();
+      settle(entry);
       refuse(entry, before, 'refused', String(errorFields(error).error));
     }
   };
@@ -264,6 +270,7 @@ export async function startDirectoryDaemon(
     const report = await awake.handle.shutdown();
     awake.lock.release();
     entry.awake = null;
+    settle(entry);
     entry.seen = report.complete ? before : null;
     entry.state = 'asleep';
     if (!report.complete) {
@@ -287,13 +294,14 @@ export async function startDirectoryDaemon(
   /** Awake databases: changes noted, quiet ones put to sleep, ended workers released. */
   const checkAwake = (): void => {
     const now = Date.now();
-    for (const entry of entries.values()) {
+    for (const entry of active) {
       const awake = entry.awake;
       if (entry.state !== 'awake' || awake === null) continue;
       if (awake.ended) {
         const health = awake.handle.health();
         awake.lock.release();
         entry.awake = null;
+        settle(entry);
         track(
           awake.handle.shutdown().then((report) => {
             entry.ended = { database: entry.name.path, replica: replicaOf(entry), report };
@@ -314,7 +322,10 @@ export async function startDirectoryDaemon(
         entry.lastChangeAt = now;
       }
       const health = awake.handle.health();
-      if (caughtUp(health)) awake.started = true;
+      if (caughtUp(health)) {
+        awake.started = true;
+        startingNow.delete(entry);
+      }
       const quiet = now - entry.lastChangeAt >= settings.quietMs;
       if (entry.removed || (quiet && awake.started && caughtUp(health)))
         track(sleep(entry).then(() => {}));
@@ -443,7 +454,7 @@ export async function startDirectoryDaemon(
   }
 
   rescan();
-  const awakeTimer = setInterval(checkAwake, Math.min(AWAKE_CHECK_MS, parts.template.intervalMs));
+  const awakeTimer = setInterval(checkAwake, AWAKE_CHECK_MS);
   awakeTimer.unref();
   const rescanInterval = setInterval(rescan, settings.rescanMs);
   rescanInterval.unref();

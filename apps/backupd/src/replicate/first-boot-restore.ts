@@ -33,7 +33,8 @@ export async function restoreMissingDatabases(
   const fresh: string[] = [];
   for (const database of config.databases) {
     const first = database.urls[0];
-    if (existsSync(database.path) || first === undefined) continue;
+    // A directory's databases are never restored here: each is its own backup.
+    if (database.directory || existsSync(database.path) || first === undefined) continue;
     const { store, prefix } = await openStore(first.location, options.env);
     options.logger.info({
       event: 'backupd.restore_if_missing',

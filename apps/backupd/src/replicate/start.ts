@@ -1,11 +1,12 @@
 /**
  * Starting replication: the banner, the daemon (one worker per database and
- * replica) and, with `listen`, the status server; then lowering backupd's CPU
+ * replica, one directory daemon per directory: directory/) and, with `listen`, the status server; then lowering backupd's CPU
  * priority, which the command does only after starting the application.
  */
 import { applyCpuPriority, DEFAULT_CPU_PRIORITY } from '@x/cpu-priority';
 import type { BackupdConfig } from '../config.ts';
 import { type Daemon, defaultSourceFactory, startDaemon } from '../daemon.ts';
+import { startDirectory } from '../directory/replicate-directory.ts';
 import { type StatusServer, startStatusServer } from '../http-server.ts';
 import { errorFields, type Logger } from '../logger.ts';
 import { sqliteSourceFactory } from '../open-sqlite.ts';
@@ -26,7 +27,9 @@ export function announceBackups(
     for (const url of database.urls)
       output.stdout.write(
         output.redactor.text(
-          `backupd ${VERSION}: backing up ${database.path} (${database.type}) to ${url.text}\n`,
+          database.directory
+            ? `backupd ${VERSION}: backing up the databases of ${database.path} matching ${database.directory.pattern}${database.directory.recursive ? ' (and its subdirectories)' : ''} to ${url.text}/<name>\n`
+            : `backupd ${VERSION}: backing up ${database.path} (${database.type}) to ${url.text}\n`,
         ),
       );
 }
@@ -40,16 +43,13 @@ export async function startReplication(
     readonly redactor: Redactor;
     /** Each database's lease instance id, kept under its local lock (see database-lock.ts). */
     readonly instanceIds?: ReadonlyMap<string, string>;
+    /** `false` (`BACKUPD_DATABASE_LOCK=off`): a directory's databases take no local lock either. */
+    readonly localLocks?: boolean;
   },
 ): Promise<Replication> {
   let daemon: Daemon;
   try {
-    daemon = await startDaemon(config, {
-      logger: options.logger,
-      env: options.env,
-      sources: defaultSourceFactory(sqliteSourceFactory(config)),
-      ...(options.instanceIds ? { instanceIds: options.instanceIds } : {}),
-    });
+    daemon = await startDaemons(config, options);
   } catch (error) {
     options.logger.error({ event: 'backupd.start_failed', ...errorFields(error) });
     throw error;
@@ -62,6 +62,44 @@ export async function startReplication(
   );
   options.logger.info({ event: 'backupd.listening', url: server.url });
   return { daemon, server };
+}
+
+/** The listed databases' daemon and one per directory, as one. */
+async function startDaemons(
+  config: BackupdConfig,
+  options: Parameters<typeof startReplication>[1],
+): Promise<Daemon> {
+  const listed = { ...config, databases: config.databases.filter((entry) => !entry.directory) };
+  const daemons: Daemon[] = [];
+  try {
+    if (listed.databases.length > 0)
+      daemons.push(
+        await startDaemon(listed, {
+          logger: options.logger,
+          env: options.env,
+          sources: defaultSourceFactory(sqliteSourceFactory(config)),
+          ...(options.instanceIds ? { instanceIds: options.instanceIds } : {}),
+        }),
+      );
+    for (const database of config.databases)
+      if (database.directory)
+        daemons.push(
+          await startDirectory(database, {
+            logger: options.logger,
+            env: options.env,
+            localLocks: options.localLocks ?? true,
+          }),
+        );
+  } catch (error) {
+    await Promise.allSettled(daemons.map((daemon) => daemon.shutdown()));
+    throw error;
+  }
+  const [only] = daemons;
+  if (daemons.length === 1 && only !== undefined) return only;
+  return {
+    statuses: () => daemons.flatMap((daemon) => daemon.statuses()),
+    shutdown: async () => (await Promise.all(daemons.map((daemon) => daemon.shutdown()))).flat(),
+  };
 }
 
 /** Applies `cpuPriority` and logs what it got (a warning when less than asked). */

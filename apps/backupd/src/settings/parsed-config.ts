@@ -50,9 +50,22 @@ export interface EncryptionSettings {
   readonly identityFiles: readonly IdentityFile[];
 }
 
+/** How a directory's databases are found and put to sleep (`replicate --dir`, a `directory` entry). */
+export interface DirectoryOptions {
+  /** A glob on the file name. */
+  readonly pattern: string;
+  readonly recursive: boolean;
+  /** A database whose files stay unchanged this long sleeps. */
+  readonly quietMs: number;
+  /** How often the directory is read again and sleeping databases looked at. */
+  readonly rescanMs: number;
+}
+
 export interface DatabaseConfig extends DatabaseSettings {
-  /** Absolute. */
+  /** Absolute: the database, or with `directory` the directory of databases. */
   readonly path: string;
+  /** Present: `path` is a directory, each database of it backed up under `<url>/<its relative path>`. */
+  readonly directory?: DirectoryOptions;
   readonly type: SourceKind;
   readonly urls: readonly { readonly text: string; readonly location: StoreLocation }[];
   /** Absent: nothing encrypted, no identity to read with. */

@@ -7,6 +7,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { describe } from '../duration.ts';
 import { parseStoreUrl, type StoreLocation, StoreUrlError } from '../store-url.ts';
 import { DATABASE_SETTINGS, settingsOf } from './database-settings.ts';
+import { validateDirectory } from './directory.ts';
 import { isMapping } from './document.ts';
 import { validateEncryption } from './encryption.ts';
 import { ENCRYPTION_SETTINGS, keysAt } from './other-settings.ts';
@@ -99,13 +100,24 @@ function validateDatabase(
   }
   const before = problems.length;
   unknownKeys(entry, DATABASE_KEYS, path, problems);
-  const databasePath = validatePath(entry.path, path, baseDir, problems);
+  const directory = validateDirectory(entry, path, baseDir, problems);
+  const databasePath =
+    entry.directory !== undefined
+      ? (directory?.path ?? '')
+      : validatePath(entry.path, path, baseDir, problems);
   const type = validateType(entry.type, path, problems);
   const urls = validateUrls(entry, path, type, problems);
   const settings = validateSettings(entry, path, problems);
   const encryption = validateEncryption(entry.encryption, `${path}.encryption`, baseDir, problems);
   if (problems.length > before) return undefined;
-  return { path: databasePath, type, urls, ...settings, ...(encryption ? { encryption } : {}) };
+  return {
+    path: databasePath,
+    type,
+    urls,
+    ...settings,
+    ...(encryption ? { encryption } : {}),
+    ...(directory ? { directory: directory.directory } : {}),
+  };
 }
 
 /** Each row's setting in one entry; a mapping such as `checkpoint` is checked when first read. */
@@ -175,7 +187,7 @@ function unknownKeys(
 
 function validatePath(value: unknown, path: string, baseDir: string, problems: string[]): string {
   if (typeof value !== 'string' || value.trim() === '') {
-    problems.push(`${path}.path: required, the database file to back up`);
+    problems.push(`${path}.path: required, the database file to back up (or "directory")`);
     return '';
   }
   return isAbsolute(value) ? value : resolve(baseDir, value);
