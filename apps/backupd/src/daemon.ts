@@ -26,7 +26,7 @@ import {
 import { InstrumentedStore } from './instrumented-store.ts';
 import type { Logger } from './logger.ts';
 import { openStore } from './open-store.ts';
-import type { ReplicaStatus } from './status.ts';
+import type { DatabaseQuery, DirectoryDatabaseRow, ReplicaStatus } from './status.ts';
 import { describeLocation, type StoreLocation } from './store-url.ts';
 
 interface Replica {
@@ -42,6 +42,10 @@ interface Replica {
 
 export interface Daemon {
   statuses(): ReplicaStatus[];
+  /** A directory's databases (see `StatusSource.databases`). */
+  databases?(query: DatabaseQuery): DirectoryDatabaseRow[];
+  /** A directory's awake databases, a row each. */
+  perDatabase?(): ReplicaStatus[];
   /**
    * Graceful: every worker flushes, writes its final manifest and releases
    * its lease, within its grace period. Resolves with each replica's report
@@ -135,7 +139,8 @@ export function replicaStatus(
   parts: {
     readonly replica: string;
     readonly health: BackupHealth;
-    readonly requests: ReplicaStatus['requests'];
+    /** Absent for a database of a directory (see `ReplicaStatus.requests`). */
+    readonly requests?: ReplicaStatus['requests'];
     readonly stopped: boolean;
   },
 ): ReplicaStatus {
@@ -168,7 +173,7 @@ export function replicaStatus(
     ...(health.restorePoints !== null ? { restorePoints: health.restorePoints } : {}),
     ...(health.refusal !== null ? { refusal: health.refusal } : {}),
     ...(health.engine !== null ? { engine: health.engine } : {}),
-    requests: parts.requests,
+    ...(parts.requests ? { requests: parts.requests } : {}),
     stopped: parts.stopped,
     evaluationIntervalSeconds: database.intervalMs / 1000,
   };

@@ -71,6 +71,9 @@ export function readinessProblem(status: ReplicaStatus): string | null {
   return null;
 }
 
+/** How many databases `/databases` lists when `limit` is not given. */
+export const DATABASES_LIMIT = 100;
+
 export async function startStatusServer(
   listen: string,
   source: StatusSource,
@@ -99,7 +102,8 @@ export async function startStatusServer(
       send(405, 'text/plain; charset=utf-8', 'method not allowed\n');
       return;
     }
-    const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    const path = url.pathname;
     const statuses = source.statuses();
     if (path === '/healthz') {
       const healthy = statuses.length > 0 && statuses.every((status) => status.healthy);
@@ -159,9 +163,27 @@ export async function startStatusServer(
         `${JSON.stringify({ ready, version: source.version, replicas }, null, 2)}\n`,
       );
     } else if (path === '/metrics') {
-      send(200, 'text/plain; version=0.0.4; charset=utf-8', renderMetrics(statuses));
+      // A directory's databases are summed in its row; one row each only on request.
+      const perDatabase =
+        url.searchParams.has('per-database') && source.perDatabase ? source.perDatabase() : [];
+      send(
+        200,
+        'text/plain; version=0.0.4; charset=utf-8',
+        renderMetrics([...statuses, ...perDatabase]),
+      );
+    } else if (path === '/databases' && source.databases) {
+      const limit = Number(url.searchParams.get('limit') ?? DATABASES_LIMIT);
+      const databases = source.databases({
+        search: url.searchParams.get('q') ?? '',
+        limit: Number.isSafeInteger(limit) && limit > 0 ? limit : DATABASES_LIMIT,
+      });
+      send(200, 'application/json; charset=utf-8', `${JSON.stringify({ databases }, null, 2)}\n`);
     } else if (path === '/') {
-      send(200, 'text/html; charset=utf-8', renderStatusPage(statuses, source));
+      send(
+        200,
+        'text/html; charset=utf-8',
+        renderStatusPage(statuses, source, Date.now(), url.searchParams.get('q') ?? ''),
+      );
     } else {
       send(404, 'text/plain; charset=utf-8', 'not found\n');
     }

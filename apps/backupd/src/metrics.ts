@@ -182,8 +182,11 @@ const FAMILIES: readonly Family[] = [
     samples: (s) =>
       OPERATIONS.map(
         (operation) =>
-          [{ operation }, s.requests[operation].requests] as [Record<string, string>, number],
-      ),
+          [{ operation }, s.requests?.[operation].requests ?? 0] as [
+            Record<string, string>,
+            number,
+          ],
+      ).filter(() => s.requests !== undefined),
   },
   {
     name: 'backupd_request_errors_total',
@@ -192,8 +195,8 @@ const FAMILIES: readonly Family[] = [
     samples: (s) =>
       OPERATIONS.map(
         (operation) =>
-          [{ operation }, s.requests[operation].errors] as [Record<string, string>, number],
-      ),
+          [{ operation }, s.requests?.[operation].errors ?? 0] as [Record<string, string>, number],
+      ).filter(() => s.requests !== undefined),
   },
   {
     name: 'backupd_bytes_total',
@@ -201,15 +204,15 @@ const FAMILIES: readonly Family[] = [
     type: 'counter',
     samples: (s) =>
       OPERATIONS.flatMap((operation) => [
-        [{ operation, direction: 'out' }, s.requests[operation].bytesOut] as [
+        [{ operation, direction: 'out' }, s.requests?.[operation].bytesOut ?? 0] as [
           Record<string, string>,
           number,
         ],
-        [{ operation, direction: 'in' }, s.requests[operation].bytesIn] as [
+        [{ operation, direction: 'in' }, s.requests?.[operation].bytesIn ?? 0] as [
           Record<string, string>,
           number,
         ],
-      ]),
+      ]).filter(() => s.requests !== undefined),
   },
 ];
 

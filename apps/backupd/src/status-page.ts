@@ -36,7 +36,7 @@ function ageOf(rfc3339: string, now: number): string {
 function requestTotals(status: ReplicaStatus): { bytesOut: number; errors: number } {
   let bytesOut = 0;
   let errors = 0;
-  for (const counters of Object.values(status.requests)) {
+  for (const counters of Object.values(status.requests ?? {})) {
     bytesOut += counters.bytesOut;
     errors += counters.errors;
   }
@@ -89,10 +89,34 @@ function row(status: ReplicaStatus, now: number): string {
   return `<tr><td>${escapeHtml(status.database)}</td><td>${escapeHtml(status.replica)}</td><td>${health}</td><td class="lag">${status.lagSeconds}s</td><td>${ago(status.lastSuccessSeconds, now)}</td><td>${lease}</td><td class="latest">${latest}</td><td class="window">${window}</td><td class="files">${files}</td><td class="shipped">${formatBytes(totals.bytesOut)}</td><td class="errors">${errors}</td></tr>`;
 }
 
+/** How many of a directory's databases the page lists: the worst, or those a search found. */
+export const PAGE_DATABASES = 20;
+
+/** A directory's databases: the worst by lag, or those whose path holds the search. */
+function databasesSection(source: StatusSource, search: string): string {
+  if (!source.databases) return '';
+  const rows = source.databases({ search, limit: PAGE_DATABASES });
+  const title =
+    search === ''
+      ? `The directories' databases, worst lag first (${rows.length} shown)`
+      : `Databases whose path holds "${escapeHtml(search)}" (${rows.length} shown, at most ${PAGE_DATABASES})`;
+  const cell = (value: number | null) => (value === null ? '—' : String(value));
+  return `<h2>${title}</h2>
+<form method="get" action="/"><input name="q" value="${escapeHtml(search)}" placeholder="search a database"> <button>search</button></form>
+<table><thead><tr><th>Database</th><th>State</th><th>Lag (s)</th><th>Unshipped bytes</th><th>Latest restore point</th><th>Last change seen</th><th>Backup</th></tr></thead>
+<tbody>${rows
+    .map(
+      (row) =>
+        `<tr><td>${escapeHtml(row.database)}<br><small>${escapeHtml(row.directory)}</small></td><td>${escapeHtml(row.state)}${row.problem ? `<br><small>${escapeHtml(row.problem)}</small>` : ''}</td><td>${cell(row.lagSeconds)}</td><td>${cell(row.unshippedBytes)}</td><td>${row.latestCommitSeq === null ? '—' : `commit ${row.latestCommitSeq}`}</td><td>${escapeHtml(row.changedAt)}</td><td>${escapeHtml(row.url)}</td></tr>`,
+    )
+    .join('\n')}</tbody></table>`;
+}
+
 export function renderStatusPage(
   statuses: readonly ReplicaStatus[],
   source: StatusSource,
   now = Date.now(),
+  search = '',
 ): string {
   const healthy = statuses.length > 0 && statuses.every((status) => status.healthy);
   return `<!doctype html>
@@ -108,6 +132,7 @@ th{background:#f4f4f4}.ok{color:#17702f;font-weight:600}.bad{color:#b00020;font-
 <p>Overall: ${healthy ? '<span class="ok">healthy</span>' : '<span class="bad">attention needed</span>'} · up since ${new Date(source.startedAt).toISOString()} · refreshes every 5 s</p>
 <table><thead><tr><th>Database</th><th>Replica</th><th>Health</th><th>Lag</th><th>Last success</th><th>Lease</th><th>Latest restore point</th><th>Restorable window</th><th>Database</th><th>Shipped</th><th>Errors</th></tr></thead>
 <tbody>${statuses.map((status) => row(status, now)).join('\n')}</tbody></table>
+${databasesSection(source, search)}
 </body></html>
 `;
 }

@@ -42,7 +42,8 @@ export interface ReplicaStatus {
   readonly refusal?: PermanentRefusal;
   /** The engine's files (database and WAL size, checkpoints) at the last evaluation; absent when unknown. */
   readonly engine?: EngineFiles;
-  readonly requests: Readonly<Record<Operation, OperationCounters>>;
+  /** Absent for one database of a directory: its requests count in the directory's row. */
+  readonly requests?: Readonly<Record<Operation, OperationCounters>>;
   /**
    * Whether the worker has ended for good (shut down, or panicked): it will
    * not ship again in this process. Absent when the source does not say;
@@ -83,9 +84,44 @@ export interface ReplicaStatus {
   readonly evaluationIntervalSeconds?: number;
 }
 
+/** One database of a directory (`replicate --dir`), as `/databases` and the status page list it. */
+export interface DirectoryDatabaseRow {
+  /** Relative to the directory. */
+  readonly database: string;
+  /** The directory. */
+  readonly directory: string;
+  /** Its backup's URL, as displayed. */
+  readonly url: string;
+  /** `awake` (a worker runs), `waking`, `stopping`, `asleep`, `in-use` (another replicate holds it), `refused`. */
+  readonly state: string;
+  /** While awake: the worker's lag and what waits to be shipped. */
+  readonly lagSeconds: number | null;
+  readonly unshippedBytes: number | null;
+  /** While awake: the restore point `LATEST` names, as the worker knows it. */
+  readonly latestCommitSeq: number | null;
+  /** Why it is in use or refused. */
+  readonly problem: string | null;
+  /** When its files last changed, as backupd saw it (RFC 3339). */
+  readonly changedAt: string;
+}
+
+/** What `/databases` and the status page's search ask for. */
+export interface DatabaseQuery {
+  /** A part of the relative path, case-insensitive; empty: every database. */
+  readonly search: string;
+  readonly limit: number;
+}
+
 export interface StatusSource {
   /** A fresh snapshot of every replica's status. */
   statuses(): readonly ReplicaStatus[];
+  /**
+   * The databases of the directories (`replicate --dir`): the awake ones
+   * first, worst lag first, then the others by name. Absent without a directory.
+   */
+  databases?(query: DatabaseQuery): readonly DirectoryDatabaseRow[];
+  /** Each awake database of the directories as a row of its own (`/metrics?per-database=1`). */
+  perDatabase?(): readonly ReplicaStatus[];
   readonly version: string;
   readonly startedAt: number;
 }

@@ -154,6 +154,31 @@ describe('backupd replicate --dir', () => {
     expect(before).toBeGreaterThan(0);
     expect(openFilesIn(backupd.child.pid!, tenants)).toEqual([]);
 
+    // The per-database view: a search over the directory's databases, worst first.
+    const found = JSON.parse((await getText(`${status}/databases?q=PLAIN`)).body) as {
+      databases: { database: string; state: string; problem: string }[];
+    };
+    expect(found.databases).toEqual([
+      expect.objectContaining({
+        database: 'plain.db',
+        state: 'refused',
+        problem: 'not a SQLite database in WAL mode',
+      }),
+    ]);
+    const all = JSON.parse((await getText(`${status}/databases`)).body) as {
+      databases: { database: string; state: string }[];
+    };
+    expect(all.databases.map((row) => `${row.database} ${row.state}`).sort()).toEqual([
+      'a.db asleep',
+      'b.db asleep',
+      'plain.db refused',
+      'sub/c.db asleep',
+    ]);
+    const page = (await getText(`${status}/?q=sub%2F`)).body;
+    expect(page).toContain('Databases whose path holds "sub/"');
+    expect(page).toContain('sub/c.db');
+    expect(page).not.toContain('>a.db<');
+
     // A commit while asleep, the application's connection kept open.
     const sleptA = events(backupd, 'backupd.database_asleep', a).length;
     const application = new DatabaseSync(a);

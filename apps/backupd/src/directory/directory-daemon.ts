@@ -15,7 +15,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { basename } from 'node:path';
 import type { BackupHandle, BackupHealth, ShutdownReport } from '@x/backup-worker';
 import type { DatabaseConfig } from '../config.ts';
-import { newWorker, type ReplicaShutdown } from '../daemon.ts';
+import { newWorker, type ReplicaShutdown, replicaStatus } from '../daemon.ts';
 import type { EncryptionKeys } from '../encryption-settings.ts';
 import type { InstrumentedStore } from '../instrumented-store.ts';
 import { errorFields, type Logger } from '../logger.ts';
@@ -26,7 +26,7 @@ import {
   lockDatabase,
   unlockedDatabase,
 } from '../replicate/database-lock.ts';
-import type { ReplicaStatus } from '../status.ts';
+import type { DatabaseQuery, DirectoryDatabaseRow, ReplicaStatus } from '../status.ts';
 import { describeLocation, type StoreLocation } from '../store-url.ts';
 import { type DirectoryDatabaseName, globMatcher, scanDirectory } from './database-names.ts';
 import type { DirectoryLayout } from './directory-layout.ts';
@@ -107,6 +107,8 @@ export interface DirectorySummary {
 export interface DirectoryDaemon {
   statuses(): ReplicaStatus[];
   summary(): DirectorySummary;
+  databases(query: DatabaseQuery): DirectoryDatabaseRow[];
+  perDatabase(): ReplicaStatus[];
   /** Every awake database stops gracefully; a database changed since it last slept is woken and stopped first. */
   shutdown(): Promise<ReplicaShutdown[]>;
 }
@@ -474,9 +476,51 @@ export async function startDirectoryDaemon(
     };
   };
 
+  const row = (entry: Entry): DirectoryDatabaseRow => {
+    const health = entry.awake?.handle.health();
+    return {
+      database: entry.name.relative,
+      directory: settings.directory,
+      url: replicaOf(entry),
+      state: entry.state,
+      lagSeconds: health?.lagSeconds ?? null,
+      unshippedBytes: health?.unshippedBytes ?? null,
+      latestCommitSeq: health?.latestRestorePoint?.commitSeq ?? null,
+      problem: entry.problem,
+      changedAt: new Date(entry.lastChangeAt).toISOString(),
+    };
+  };
+
   return {
     summary,
     statuses: () => [directoryStatus(settings, parts, summary(), entries, firstPassDone)],
+    databases: (query) => {
+      const search = query.search.toLowerCase();
+      const rows = [...entries.values()]
+        .filter((entry) => entry.name.relative.toLowerCase().includes(search))
+        .map(row);
+      rows.sort(
+        (a, b) =>
+          (b.lagSeconds ?? -1) - (a.lagSeconds ?? -1) ||
+          (a.database < b.database ? -1 : a.database > b.database ? 1 : 0),
+      );
+      return rows.slice(0, query.limit);
+    },
+    perDatabase: () =>
+      [...active].flatMap((entry) =>
+        entry.awake === null
+          ? []
+          : [
+              replicaStatus(
+                { ...parts.template, path: entry.name.path },
+                {
+                  replica: replicaOf(entry),
+                  health: entry.awake.handle.health(),
+                  stopped: entry.awake.ended,
+                },
+              ),
+            ],
+      ),
     shutdown: async () => {
       stopping = true;
       clearInterval(awakeTimer);

@@ -21,6 +21,7 @@ import type { DirectoryOptions } from '../settings/parsed-config.ts';
 import { commandLineUrl, describeLocation, type StoreLocation } from '../store-url.ts';
 import { type DirectoryDaemon, startDirectoryDaemon } from './directory-daemon.ts';
 import { directoryLayout } from './directory-layout.ts';
+import { DEFAULT_MAX_REQUESTS, LimitedStore, RequestLimit } from './request-limit.ts';
 
 /** The name the directory's own lock is taken under (hidden: never a database of it). */
 export const DIRECTORY_LOCK_NAME = '.backupd-directory';
@@ -111,7 +112,8 @@ export async function startDirectory(
       `its backups cannot be written inside it (${url.location.root}): give a URL outside it`,
     );
   const { store: bare, prefix } = await openStore(layout.root, options.env);
-  const store = new InstrumentedStore(bare);
+  const limit = new RequestLimit(DEFAULT_MAX_REQUESTS);
+  const store = new InstrumentedStore(new LimitedStore(bare, limit));
   if ((await store.head(joinKey(prefix, 'LATEST'))) !== null)
     throw new DirectoryUnusableError(
       directory,
@@ -120,7 +122,10 @@ export async function startDirectory(
   const storeOf = (location: StoreLocation): InstrumentedStore => {
     if (layout.sharedStore) return store;
     if (location.scheme !== 'file') throw new Error(`no store of its own for ${location.scheme}`);
-    return new InstrumentedStore(new FsStore({ root: location.root }), store.counters);
+    return new InstrumentedStore(
+      new LimitedStore(new FsStore({ root: location.root }), limit),
+      store.counters,
+    );
   };
   const daemon = await startDirectoryDaemon(
     { directory, ...directoryOptions, maxStarting: DEFAULT_MAX_STARTING },
@@ -138,6 +143,8 @@ export async function startDirectory(
   return {
     directory: daemon,
     statuses: () => daemon.statuses(),
+    databases: (query) => daemon.databases(query),
+    perDatabase: () => daemon.perDatabase(),
     shutdown: () => daemon.shutdown(),
   };
 }

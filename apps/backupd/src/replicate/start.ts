@@ -57,7 +57,13 @@ export async function startReplication(
   if (!config.listen) return { daemon };
   const server = await startStatusServer(
     config.listen,
-    { statuses: () => daemon.statuses(), version: VERSION, startedAt: Date.now() },
+    {
+      statuses: () => daemon.statuses(),
+      ...(daemon.databases ? { databases: daemon.databases } : {}),
+      ...(daemon.perDatabase ? { perDatabase: daemon.perDatabase } : {}),
+      version: VERSION,
+      startedAt: Date.now(),
+    },
     options.redactor,
   );
   options.logger.info({ event: 'backupd.listening', url: server.url });
@@ -98,6 +104,12 @@ async function startDaemons(
   if (daemons.length === 1 && only !== undefined) return only;
   return {
     statuses: () => daemons.flatMap((daemon) => daemon.statuses()),
+    databases: (query) =>
+      daemons
+        .flatMap((daemon) => daemon.databases?.(query) ?? [])
+        .sort((a, b) => (b.lagSeconds ?? -1) - (a.lagSeconds ?? -1))
+        .slice(0, query.limit),
+    perDatabase: () => daemons.flatMap((daemon) => daemon.perDatabase?.() ?? []),
     shutdown: async () => (await Promise.all(daemons.map((daemon) => daemon.shutdown()))).flat(),
   };
 }

@@ -1,0 +1,96 @@
+import { MemoryStore, type ObjectStore } from '@x/store';
+import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
+import { describe, expect, it } from 'vitest';
+import { LimitedStore, RequestLimit } from './request-limit.ts';
+
+/** Records the order calls start in, and holds each until `open()`. */
+class GatedStore extends ForwardingStore {
+  readonly started: string[] = [];
+  #gates: (() => void)[] = [];
+  inFlight = 0;
+  highest = 0;
+
+  protected override async intercept<T>(
+    _operation: StoreOperation,
+    key: string,
+    _signal: AbortSignal | undefined,
+    proceed: () => Promise<T>,
+  ): Promise<T> {
+    this.started.push(key);
+    this.inFlight += 1;
+    this.highest = Math.max(this.highest, this.inFlight);
+    await new Promise<void>((resolve) => this.#gates.push(resolve));
+    this.inFlight -= 1;
+    return proceed();
+  }
+
+  /** Lets every held call go on. */
+  open(): number {
+    const gates = this.#gates;
+    this.#gates = [];
+    for (const gate of gates) gate();
+    return gates.length;
+  }
+}
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i += 1) await Promise.resolve();
+}
+
+async function drain(gated: GatedStore, calls: Promise<unknown>[]): Promise<void> {
+  let done = false;
+  void Promise.all(calls).finally(() => {
+    done = true;
+  });
+  while (!done) {
+    gated.open();
+    await settle();
+  }
+}
+
+describe('LimitedStore', () => {
+  it('never has more than max requests in flight, and starts them in the order asked', async () => {
+    const gated = new GatedStore(new MemoryStore());
+    const store: ObjectStore = new LimitedStore(gated, new RequestLimit(4));
+    const keys = Array.from({ length: 40 }, (_, i) => `db-${i % 5}/object-${i}`);
+    const calls = keys.map((key) => store.put(key, new Uint8Array([1])));
+    await settle();
+    expect(gated.started).toHaveLength(4);
+    await drain(gated, calls);
+    expect(gated.highest).toBe(4);
+    expect(gated.started).toEqual(keys);
+  });
+
+  it('lets a lease record through at once, however many wait', async () => {
+    const gated = new GatedStore(new MemoryStore());
+    const store = new LimitedStore(gated, new RequestLimit(1));
+    const uploads = Array.from({ length: 5 }, (_, i) =>
+      store.put(`db/object-${i}`, new Uint8Array([1])),
+    );
+    const renewal = store.put('db/LEASE', new Uint8Array([2]));
+    await settle();
+    expect([...gated.started].sort()).toEqual(['db/LEASE', 'db/object-0']);
+    await drain(gated, [...uploads, renewal]);
+  });
+
+  it('gives up its place when its signal aborts while it waits', async () => {
+    const gated = new GatedStore(new MemoryStore());
+    const limit = new RequestLimit(1);
+    const store = new LimitedStore(gated, limit);
+    const first = store.put('a', new Uint8Array([1]));
+    const controller = new AbortController();
+    const abandoned = store.put('b', new Uint8Array([1]), { signal: controller.signal });
+    const third = store.put('c', new Uint8Array([1]));
+    await settle();
+    controller.abort(new Error('gave up'));
+    await expect(abandoned).rejects.toThrow('gave up');
+    expect(limit.waiting).toBe(1);
+    await drain(gated, [first, third]);
+    expect(gated.started).toEqual(['a', 'c']);
+    expect(limit.inFlight).toBe(0);
+  });
+
+  it('refuses a limit below one', () => {
+    expect(() => new RequestLimit(0)).toThrow(RangeError);
+  });
+});
