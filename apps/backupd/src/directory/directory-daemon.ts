@@ -163,6 +163,20 @@ export async function startDirectoryDaemon(
     if (queued.has(entry) || entry.removed) return;
     queued.add(entry);
     queue.push(entry);
+    scheduleCheck();
+  };
+
+  // The look at awake databases runs only while one is awake or waits to
+  // wake: a directory whose databases all sleep has no timer but the rescan.
+  let checkTimer: NodeJS.Timeout | null = null;
+  const scheduleCheck = (): void => {
+    if (checkTimer !== null || stopping) return;
+    checkTimer = setTimeout(() => {
+      checkTimer = null;
+      checkAwake();
+      if (active.size > 0 || queue.length > 0) scheduleCheck();
+    }, AWAKE_CHECK_MS);
+    checkTimer.unref();
   };
 
   const drain = (): void => {
@@ -456,8 +470,6 @@ export async function startDirectoryDaemon(
   }
 
   rescan();
-  const awakeTimer = setInterval(checkAwake, AWAKE_CHECK_MS);
-  awakeTimer.unref();
   const rescanInterval = setInterval(rescan, settings.rescanMs);
   rescanInterval.unref();
 
@@ -523,7 +535,7 @@ export async function startDirectoryDaemon(
       ),
     shutdown: async () => {
       stopping = true;
-      clearInterval(awakeTimer);
+      if (checkTimer !== null) clearTimeout(checkTimer);
       clearInterval(rescanInterval);
       if (rescanTimer !== null) clearTimeout(rescanTimer);
       watcher?.close();
