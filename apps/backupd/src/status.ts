@@ -70,18 +70,21 @@ export interface ReplicaStatus {
    * Present for a directory (`replicate --dir`): this row sums its
    * databases, and these count them by state.
    */
-  readonly directory?: {
-    readonly databases: number;
-    readonly awake: number;
-    readonly asleep: number;
-    readonly starting: number;
-    readonly inUse: number;
-    readonly refused: number;
-    readonly wakes: number;
-    readonly incompleteSleeps: number;
-  };
+  readonly directory?: DirectorySummary;
   /** How often the supervisor evaluates health (the WAL interval), in seconds; absent: 1. */
   readonly evaluationIntervalSeconds?: number;
+}
+
+/** A directory's databases counted by state, and its wakes and incomplete sleeps since start. */
+export interface DirectorySummary {
+  readonly databases: number;
+  readonly awake: number;
+  readonly asleep: number;
+  readonly starting: number;
+  readonly inUse: number;
+  readonly refused: number;
+  readonly wakes: number;
+  readonly incompleteSleeps: number;
 }
 
 /** One database of a directory (`replicate --dir`), as `/databases` and the status page list it. */

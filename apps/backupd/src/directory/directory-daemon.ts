@@ -26,7 +26,12 @@ import {
   lockDatabase,
   unlockedDatabase,
 } from '../replicate/database-lock.ts';
-import type { DatabaseQuery, DirectoryDatabaseRow, ReplicaStatus } from '../status.ts';
+import type {
+  DatabaseQuery,
+  DirectoryDatabaseRow,
+  DirectorySummary,
+  ReplicaStatus,
+} from '../status.ts';
 import { describeLocation, type StoreLocation } from '../store-url.ts';
 import { type DirectoryDatabaseName, globMatcher, scanDirectory } from './database-names.ts';
 import type { DirectoryLayout } from './directory-layout.ts';
@@ -90,18 +95,6 @@ interface Entry {
   store: InstrumentedStore | null;
   /** What the worker that ended by itself could not make restorable (reported at shutdown while refused). */
   ended: ReplicaShutdown | null;
-}
-
-/** What the status page and `/metrics` show of a directory, beside its one summary row. */
-export interface DirectorySummary {
-  readonly databases: number;
-  readonly awake: number;
-  readonly asleep: number;
-  readonly starting: number;
-  readonly inUse: number;
-  readonly refused: number;
-  readonly wakes: number;
-  readonly incompleteSleeps: number;
 }
 
 export interface DirectoryDaemon {
