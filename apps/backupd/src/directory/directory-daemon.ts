@@ -137,9 +137,13 @@ export async function startDirectoryDaemon(
 
   const replicaOf = (entry: Entry): string => describeLocation(entry.name.location);
 
+  /** Keeps a wake or a sleep for the stop to wait on; a failure is logged, never left unhandled. */
   const track = (work: Promise<void>): void => {
-    pending.add(work);
-    void work.finally(() => pending.delete(work));
+    const settled = work.catch((error: unknown) => {
+      logger.error({ event: 'backupd.directory_step_failed', ...errorFields(error) });
+    });
+    pending.add(settled);
+    void settled.finally(() => pending.delete(settled));
   };
 
   /** Waking, awake or stopping: what `checkAwake` looks at. */
@@ -188,6 +192,10 @@ export async function startDirectoryDaemon(
     const before = fingerprintOf(path);
     if (before === null) {
       forget(entry);
+      return;
+    }
+    if (before.changedAtMs === null) {
+      refuse(entry, before, 'refused', `cannot look at it (${before.key})`);
       return;
     }
     // Read before any source of this database is open here: closing a

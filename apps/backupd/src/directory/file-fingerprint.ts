@@ -11,12 +11,27 @@ import { statSync } from 'node:fs';
 export interface FileFingerprint {
   /** Equal for two fingerprints of unchanged files. */
   readonly key: string;
-  /** The newer of the two files' modification times (ms), or `null` when the database is gone. */
+  /** The newer of the two files' modification times (ms); `null` when `stat` refused to look (the key says why). */
   readonly changedAtMs: number | null;
 }
 
-/** `null`: the database file is gone (or is no longer a regular file). */
+/**
+ * `null`: the database file is gone (or is no longer a regular file). Never
+ * throws: a file `stat` refuses gets a fingerprint that names why, so it
+ * counts as changed and its wake reports the problem.
+ */
 export function fingerprintOf(path: string): FileFingerprint | null {
+  try {
+    return statFingerprint(path);
+  } catch (error) {
+    return {
+      key: `unreadable: ${String((error as NodeJS.ErrnoException).code ?? error)}`,
+      changedAtMs: null,
+    };
+  }
+}
+
+function statFingerprint(path: string): FileFingerprint | null {
   const database = statSync(path, { bigint: true, throwIfNoEntry: false });
   if (database === undefined || !database.isFile()) return null;
   const found = statSync(`${path}-wal`, { bigint: true, throwIfNoEntry: false });
