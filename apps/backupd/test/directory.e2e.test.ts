@@ -6,7 +6,8 @@
  * wakes it, also when the application checkpoints the WAL away before the
  * wake; a database created later is picked up, a removed one stops and
  * stays restorable; a matching file that is not a WAL database is refused
- * (logged, exit 4 at the stop) while the others go on. On S3, the
+ * (logged, exit 4 at the stop) while the others go on. Killed (SIGKILL)
+ * while databases are awake, a restart ships what they hold. On S3, the
  * databases share one store under the URL's prefix, and a URL that holds
  * one database's backup is refused.
  */
@@ -364,6 +365,70 @@ describe('backupd replicate --dir', () => {
     expect(await restoredHash(appUrl, join(directory, 'restored-app.db'), env)).toBe(
       databaseHash(app),
     );
+  });
+
+  it('killed while databases are awake, a restart ships what they hold', async () => {
+    const { mkdirSync } = await import('node:fs');
+    const tenants = join(directory, 'killed');
+    mkdirSync(tenants);
+    const paths = ['k1.db', 'k2.db'].map((name) => join(tenants, name));
+    for (const path of paths) createDatabase(path);
+    const url = pathToFileURL(join(directory, 'killed-bucket')).href;
+    const args = [
+      'replicate',
+      '--dir',
+      tenants,
+      url,
+      '--sleep-after',
+      '1s',
+      '--log-format',
+      'json',
+      '--log-level',
+      'debug',
+    ];
+    const first = startBackupd(args, { env });
+    running.push(first);
+    await waitFor(
+      'both asleep once',
+      () => paths.every((path) => sleptMoreThan(first, path, 0)) || undefined,
+      { describe: () => first.describe(), timeoutMs: 60_000 },
+    );
+    // Commits that wake both, then SIGKILL before either sleeps again.
+    const applications = paths.map((path) => new DatabaseSync(path));
+    for (const application of applications)
+      application.exec(
+        "BEGIN; DELETE FROM t WHERE id < 5; INSERT INTO t (body) VALUES ('before the kill'); COMMIT;",
+      );
+    await waitFor(
+      'both woken again',
+      () =>
+        paths.every((path) => events(first, 'backupd.database_woken', path).length > 1) ||
+        undefined,
+      { describe: () => first.describe(), timeoutMs: 30_000 },
+    );
+    expect(await first.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+    for (const application of applications)
+      application.exec("INSERT INTO t (body) VALUES ('while stopped')");
+    for (const application of applications) application.close();
+
+    const second = startBackupd(args, { env });
+    running.push(second);
+    await waitFor(
+      'both asleep after the restart',
+      () => paths.every((path) => sleptMoreThan(second, path, 0)) || undefined,
+      { describe: () => second.describe(), timeoutMs: 60_000 },
+    );
+    expect(await second.stop('SIGTERM', 30_000), second.describe()).toEqual({
+      code: 0,
+      signal: null,
+    });
+    for (const path of paths) {
+      const name = path.slice(tenants.length + 1);
+      expect(
+        await restoredHash(`${url}/${name}`, join(directory, `restored-killed-${name}`), env),
+        name,
+      ).toBe(databaseHash(path));
+    }
   });
 
   it('refuses a second replicate of the same directory on this host', async () => {
