@@ -4,9 +4,8 @@
  * a second to each of 100 others. Over a 20 s window none of the 100 is
  * starved: its lag (whole seconds the oldest unshipped byte waited, from
  * `/metrics?per-database=1`, sampled every half second) never passes 2,
- * two intervals (measured on 2 cores: 0 or 1 for nearly all, 2 at worst
- * for one database in a few runs); and after the stop each restores to
- * exactly what was committed.
+ * two intervals; and after the stop each restores to exactly what was
+ * committed.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
