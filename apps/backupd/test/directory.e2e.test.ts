@@ -6,7 +6,8 @@
  * wakes it, also when the application checkpoints the WAL away before the
  * wake; a database created later is picked up, a removed one stops and
  * stays restorable; a matching file that is not a WAL database is refused
- * (logged, exit 4 at the stop) while the others go on. Killed (SIGKILL)
+ * (logged, exit 4 at the stop) while the others go on, and so is one whose
+ * place in the bucket holds another database's backup. Killed (SIGKILL)
  * while databases are awake, a restart ships what they hold. On S3, the
  * databases share one store under the URL's prefix, and a URL that holds
  * one database's backup is refused.
@@ -429,6 +430,75 @@ describe('backupd replicate --dir', () => {
         name,
       ).toBe(databaseHash(path));
     }
+  });
+
+  it('refuses a database whose place in the bucket holds another database’s backup, and backs up the rest', async () => {
+    const { mkdirSync } = await import('node:fs');
+    const tenants = join(directory, 'foreign');
+    mkdirSync(tenants);
+    createDatabase(join(tenants, 'mine.db'));
+    createDatabase(join(tenants, 'ok.db'));
+    const url = pathToFileURL(join(directory, 'foreign-bucket')).href;
+    // Another database backed up, alone, where mine.db's backup would go.
+    const other = join(directory, 'other.db');
+    createDatabase(other, 35);
+    const alone = startBackupd(['replicate', other, `${url}/mine.db`, '--log-format', 'json'], {
+      env,
+    });
+    running.push(alone);
+    await waitFor(
+      'the other database backed up',
+      () => events(alone, 'backup.restore_point_written').length > 0 || undefined,
+      { describe: () => alone.describe(), timeoutMs: 30_000 },
+    );
+    expect(await alone.stop('SIGTERM', 30_000), alone.describe()).toEqual({
+      code: 0,
+      signal: null,
+    });
+
+    const backupd = startBackupd(
+      [
+        'replicate',
+        '--dir',
+        tenants,
+        url,
+        '--sleep-after',
+        '1s',
+        '--log-format',
+        'json',
+        '--log-level',
+        'debug',
+      ],
+      { env },
+    );
+    running.push(backupd);
+    const mine = join(tenants, 'mine.db');
+    await waitFor(
+      'ok.db asleep, mine.db refused',
+      () =>
+        (sleptMoreThan(backupd, join(tenants, 'ok.db'), 0) &&
+          events(backupd, 'backupd.database_refused', mine).length > 0) ||
+        undefined,
+      { describe: () => backupd.describe(), timeoutMs: 60_000 },
+    );
+    // Refused once: not woken again and again while the bucket stays as it is.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect(events(backupd, 'backupd.database_refused', mine)).toHaveLength(1);
+    expect(events(backupd, 'backup.prefix_refused', mine)).toHaveLength(1);
+    expect(await backupd.stop('SIGTERM', 30_000), backupd.describe()).toEqual({
+      code: 4,
+      signal: null,
+    });
+    const incomplete = events(backupd, 'backupd.stopped_incomplete');
+    expect(incomplete.map((event) => event.database)).toEqual([mine]);
+    expect(incomplete[0]?.lastError).toMatch(/holds the backups of another store/);
+    // The other database's backup is as it was; ok.db's is its own.
+    expect(await restoredHash(`${url}/mine.db`, join(directory, 'restored-other.db'), env)).toBe(
+      databaseHash(other),
+    );
+    expect(await restoredHash(`${url}/ok.db`, join(directory, 'restored-ok.db'), env)).toBe(
+      databaseHash(join(tenants, 'ok.db')),
+    );
   });
 
   it('refuses a second replicate of the same directory on this host', async () => {

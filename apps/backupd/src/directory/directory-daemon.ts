@@ -308,21 +308,25 @@ export async function startDirectoryDaemon(
     };
   };
 
-  /** Awake databases: changes noted, quiet ones put to sleep, ended workers released. */
+  /** Awake databases: changes noted, quiet ones put to sleep, ended or refused workers released. */
   const checkAwake = (): void => {
     const now = Date.now();
     for (const entry of active) {
       const awake = entry.awake;
       if (entry.state !== 'awake' || awake === null) continue;
-      if (awake.ended) {
+      // A refusal no retry of this worker clears (another database's backup
+      // in its place, say) ends it as if it had stopped by itself.
+      if (awake.ended || awake.handle.health().refusal !== null) {
         const health = awake.handle.health();
-        awake.lock.release();
         entry.awake = null;
         settle(entry);
         track(
-          awake.handle.shutdown().then((report) => {
-            entry.ended = { database: entry.name.path, replica: replicaOf(entry), report };
-          }),
+          awake.handle
+            .shutdown()
+            .then((report) => {
+              entry.ended = { database: entry.name.path, replica: replicaOf(entry), report };
+            })
+            .finally(() => awake.lock.release()),
         );
         refuse(
           entry,
