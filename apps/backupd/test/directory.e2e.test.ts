@@ -42,6 +42,23 @@ function createDatabase(path: string, rows = 20): void {
   database.close();
 }
 
+/** `replicate --dir` of `tenants` to `url`, asleep after 1 s, logging JSON at debug level; then `extra`. */
+function directoryArgs(tenants: string, url: string, ...extra: string[]): string[] {
+  return [
+    'replicate',
+    '--dir',
+    tenants,
+    url,
+    '--sleep-after',
+    '1s',
+    '--log-format',
+    'json',
+    '--log-level',
+    'debug',
+    ...extra,
+  ];
+}
+
 function events(backupd: RunningProcess, name: string, database?: string) {
   return backupd
     .logEvents()
@@ -102,23 +119,7 @@ describe('backupd replicate --dir', () => {
     rollback.close();
 
     const backupd = startBackupd(
-      [
-        'replicate',
-        '--dir',
-        tenants,
-        url,
-        '--recursive',
-        '--sleep-after',
-        '1s',
-        '--rescan',
-        '1s',
-        '--listen',
-        '127.0.0.1:0',
-        '--log-format',
-        'json',
-        '--log-level',
-        'debug',
-      ],
+      directoryArgs(tenants, url, '--recursive', '--rescan', '1s', '--listen', '127.0.0.1:0'),
       { env },
     );
     running.push(backupd);
@@ -288,21 +289,7 @@ describe('backupd replicate --dir', () => {
       },
     );
     const url = pathToFileURL(join(directory, 'shared-bucket')).href;
-    const backupd = startBackupd(
-      [
-        'replicate',
-        '--dir',
-        shared,
-        url,
-        '--sleep-after',
-        '1s',
-        '--log-format',
-        'json',
-        '--log-level',
-        'debug',
-      ],
-      { env },
-    );
+    const backupd = startBackupd(directoryArgs(shared, url), { env });
     running.push(backupd);
     await waitFor(
       'two.db asleep, one.db left to the other',
@@ -375,18 +362,7 @@ describe('backupd replicate --dir', () => {
     const paths = ['k1.db', 'k2.db'].map((name) => join(tenants, name));
     for (const path of paths) createDatabase(path);
     const url = pathToFileURL(join(directory, 'killed-bucket')).href;
-    const args = [
-      'replicate',
-      '--dir',
-      tenants,
-      url,
-      '--sleep-after',
-      '1s',
-      '--log-format',
-      'json',
-      '--log-level',
-      'debug',
-    ];
+    const args = directoryArgs(tenants, url);
     const first = startBackupd(args, { env });
     running.push(first);
     await waitFor(
@@ -456,21 +432,7 @@ describe('backupd replicate --dir', () => {
       signal: null,
     });
 
-    const backupd = startBackupd(
-      [
-        'replicate',
-        '--dir',
-        tenants,
-        url,
-        '--sleep-after',
-        '1s',
-        '--log-format',
-        'json',
-        '--log-level',
-        'debug',
-      ],
-      { env },
-    );
+    const backupd = startBackupd(directoryArgs(tenants, url), { env });
     running.push(backupd);
     const mine = join(tenants, 'mine.db');
     await waitFor(
@@ -541,21 +503,7 @@ describe.skipIf(!versitygw)('backupd replicate --dir on S3', () => {
     mkdirSync(tenants);
     for (const name of ['t1.db', 't2.db']) createDatabase(join(tenants, name));
     const prefix = `directory-${Date.now()}`;
-    const backupd = startBackupd(
-      [
-        'replicate',
-        '--dir',
-        tenants,
-        s3Url(server, prefix),
-        '--sleep-after',
-        '1s',
-        '--log-format',
-        'json',
-        '--log-level',
-        'debug',
-      ],
-      { env },
-    );
+    const backupd = startBackupd(directoryArgs(tenants, s3Url(server, prefix)), { env });
     running.push(backupd);
     await waitFor(
       'both asleep',
