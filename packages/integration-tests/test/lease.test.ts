@@ -157,12 +157,14 @@ for (const storeCase of [...localStoreCases(), ...realStoreCases()]) {
       // A successor takes over after the TTL and writes its restore point.
       // B uploads the 9 MiB archive for real while the fake clock runs some
       // twenty times faster than real time (100 ms per five event-loop
-      // turns): its operation deadline has to cover a slow real upload.
+      // turns): its operation deadline, and the wait for its manifest, have
+      // to cover a slow real upload to a server every suite shares.
       const storeB = new CountingStore(inner);
-      const b = workers.start(storeB, { prefix, ...TIMINGS, operationTimeoutMs: 30_000 });
+      const b = workers.start(storeB, { prefix, ...TIMINGS, operationTimeoutMs: 600_000 });
       await waitFor(clock, () => b.handle.health().leaseHeld, { what: 'B to take the lease' });
       await waitFor(clock, () => storeB.writes.includes(`PUT ${latestKey(prefix)}`), {
         what: "B's manifest",
+        maxMs: 1_200_000,
       });
       const successor = await checkBucket(inner, prefix, { content: true });
       const named = new Map<string, string>();
