@@ -33,6 +33,7 @@ function application(source: string): string {
 function insertRows(database: string, from: number, count: number): string {
   return `const { DatabaseSync } = require('node:sqlite');
 const db = new DatabaseSync(${JSON.stringify(database)});
+db.exec("PRAGMA busy_timeout = 10000");
 for (let i = ${from}; i < ${from + count}; i++) db.exec('INSERT INTO t VALUES (' + i + ')');
 db.close();`;
 }

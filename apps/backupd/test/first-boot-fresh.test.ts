@@ -32,6 +32,7 @@ function creatingApplication(database: string, rows: number, code: number): stri
   return application(`const { DatabaseSync } = require('node:sqlite');
 setTimeout(() => {
   const db = new DatabaseSync(${JSON.stringify(database)});
+  db.exec("PRAGMA busy_timeout = 10000");
   db.exec('PRAGMA journal_mode=WAL; CREATE TABLE t (x INTEGER);');
   for (let i = 0; i < ${rows}; i++) db.exec('INSERT INTO t VALUES (' + i + ')');
   db.close();

@@ -36,6 +36,7 @@ const env = baseEnv({
 function application(database: string): string {
   const source = `const { DatabaseSync } = require('node:sqlite');
 const db = new DatabaseSync(${JSON.stringify(database)});
+db.exec("PRAGMA busy_timeout = 10000");
 for (let i = 0; i < 20; i++) db.exec('INSERT INTO t VALUES (' + i + ')');
 db.close();
 setTimeout(() => process.exit(0), 300);`;
