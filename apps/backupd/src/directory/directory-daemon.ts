@@ -36,6 +36,7 @@ import { describeLocation, type StoreLocation } from '../store-url.ts';
 import { type DirectoryDatabaseName, globMatcher, scanDirectory } from './database-names.ts';
 import type { DirectoryLayout } from './directory-layout.ts';
 import { type FileFingerprint, fingerprintOf } from './file-fingerprint.ts';
+import { requestOwner } from './request-limit.ts';
 
 export interface DirectorySettings {
   /** Absolute. */
@@ -228,7 +229,8 @@ export async function startDirectoryDaemon(
         replica: replicaOf(entry),
         instanceId: parts.localLocks ? lock.instanceId : undefined,
       });
-      const awake: Awake = { handle: worker.start(), lock, started: false, ended: false };
+      const handle = requestOwner.run(entry, () => worker.start());
+      const awake: Awake = { handle, lock, started: false, ended: false };
       void awake.handle.done.then(() => {
         awake.ended = true;
       });

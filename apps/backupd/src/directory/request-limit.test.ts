@@ -1,7 +1,7 @@
 import { MemoryStore, type ObjectStore } from '@x/store';
 import { ForwardingStore, type StoreOperation } from '@x/store/adapter';
 import { describe, expect, it } from 'vitest';
-import { LimitedStore, RequestLimit } from './request-limit.ts';
+import { LimitedStore, RequestLimit, requestOwner } from './request-limit.ts';
 
 /** Records the order calls start in, and holds each until `open()`. */
 class GatedStore extends ForwardingStore {
@@ -49,6 +49,32 @@ async function drain(gated: GatedStore, calls: Promise<unknown>[]): Promise<void
 }
 
 describe('LimitedStore', () => {
+  it('shares turns round-robin among owners, each owner in the order it asked', async () => {
+    const gated = new GatedStore(new MemoryStore());
+    const limit = new RequestLimit(1);
+    const store: ObjectStore = new LimitedStore(gated, limit);
+    const hot = { name: 'hot' };
+    const quiet = [{ name: 'a' }, { name: 'b' }];
+    const asked = (owner: object, key: string) =>
+      requestOwner.run(owner, () => store.put(key, new Uint8Array([1])));
+    // The hot database asks first, and for many; each quiet one asks once after.
+    const calls = Array.from({ length: 6 }, (_, i) => asked(hot, `hot/${i}`));
+    calls.push(asked(quiet[0]!, 'a/0'), asked(quiet[1]!, 'b/0'));
+    await settle();
+    await drain(gated, calls);
+    expect(gated.started).toEqual([
+      'hot/0',
+      'hot/1',
+      'a/0',
+      'b/0',
+      'hot/2',
+      'hot/3',
+      'hot/4',
+      'hot/5',
+    ]);
+    expect(limit.waiting).toBe(0);
+  });
+
   it('never has more than max requests in flight, and starts them in the order asked', async () => {
     const gated = new GatedStore(new MemoryStore());
     const store: ObjectStore = new LimitedStore(gated, new RequestLimit(4));
