@@ -75,6 +75,29 @@ describe('LimitedStore', () => {
     expect(limit.waiting).toBe(0);
   });
 
+  it('drops an owner from the rotation when its only waiting request aborts', async () => {
+    const gated = new GatedStore(new MemoryStore());
+    const limit = new RequestLimit(1);
+    const store: ObjectStore = new LimitedStore(gated, limit);
+    const [a, b, c] = [{ name: 'a' }, { name: 'b' }, { name: 'c' }];
+    const asked = (owner: object, key: string, signal?: AbortSignal) =>
+      requestOwner.run(owner, () => store.put(key, new Uint8Array([1]), { signal }));
+    const first = asked(a, 'a/0');
+    const controller = new AbortController();
+    const abandoned = asked(b, 'b/0', controller.signal);
+    const rest = [asked(c, 'c/0'), asked(a, 'a/1')];
+    await settle();
+    controller.abort(new Error('gave up'));
+    await expect(abandoned).rejects.toThrow('gave up');
+    expect(limit.waiting).toBe(2);
+    // Back in the rotation, b asks again: it comes last, not in its old place.
+    rest.push(asked(b, 'b/1'));
+    await settle();
+    await drain(gated, [first, ...rest]);
+    expect(gated.started).toEqual(['a/0', 'c/0', 'a/1', 'b/1']);
+    expect(limit).toMatchObject({ waiting: 0, inFlight: 0 });
+  });
+
   it('never has more than max requests in flight, and starts them in the order asked', async () => {
     const gated = new GatedStore(new MemoryStore());
     const store: ObjectStore = new LimitedStore(gated, new RequestLimit(4));
