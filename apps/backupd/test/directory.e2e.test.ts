@@ -221,6 +221,11 @@ describe('backupd replicate --dir', () => {
     expect(events(backupd, 'backupd.stopped_incomplete').map((event) => event.database)).toEqual([
       join(tenants, 'plain.db'),
     ]);
+    expect(events(backupd, 'backupd.stopped_incomplete')[0]).toMatchObject({
+      shortfall: 'refused',
+      lastError: expect.stringMatching(/not a SQLite database in WAL mode/),
+      reason: expect.stringMatching(/was refused \(not a SQLite database in WAL mode\)/),
+    });
 
     for (const [path, relative] of [
       [a, 'a.db'],
@@ -454,6 +459,8 @@ describe('backupd replicate --dir', () => {
     const incomplete = events(backupd, 'backupd.stopped_incomplete');
     expect(incomplete.map((event) => event.database)).toEqual([mine]);
     expect(incomplete[0]?.lastError).toMatch(/holds the backups of another store/);
+    expect(incomplete[0]?.shortfall).toBe('refused');
+    expect(incomplete[0]?.reason).toMatch(/was refused \(.*holds the backups of another store/);
     // The other database's backup is as it was; ok.db's is its own.
     expect(await restoredHash(`${url}/mine.db`, join(directory, 'restored-other.db'), env)).toBe(
       databaseHash(other),

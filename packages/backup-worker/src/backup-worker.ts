@@ -258,10 +258,14 @@ export class BackupWorker {
       shutdown: async () => {
         triggers.trigger('shutdown');
         await finished;
-        return (
-          this.#shutdownReport ??
-          this.#unrestorable.unknown(this.#lease.tenures > 0, this.#health.lastError)
-        );
+        const heldLease = this.#lease.tenures > 0;
+        if (this.#shutdownReport !== null) return this.#shutdownReport;
+        if (this.#refused !== null)
+          return this.#unrestorable.refused(
+            heldLease,
+            this.#refused.reason ?? this.#refused.message,
+          );
+        return this.#unrestorable.unknown(heldLease, this.#health.lastError);
       },
       done: finished,
     };

@@ -70,6 +70,16 @@ export class UnrestorableCommits {
     };
   }
 
+  /** The report of a run that refused its prefix for good (`why`): nothing reached it after the refusal. */
+  refused(heldLease: boolean, why: string): ShutdownReport {
+    return {
+      ...this.#nothingLeft(heldLease),
+      complete: false,
+      shortfall: 'refused',
+      lastError: why,
+    };
+  }
+
   /** A complete report's fields: nothing counted as left out. */
   #nothingLeft(heldLease: boolean): ShutdownReport {
     return {

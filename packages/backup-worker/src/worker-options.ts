@@ -254,8 +254,9 @@ export interface ShutdownReport {
    * Why it is not complete (absent when it is): `unrestorable-commits`
    * (captured commits in no restore point); `flush-abandoned` (the grace
    * period ended before the final flush finished: `unrestorableCommits` is
-   * then a floor, commits not captured yet are not counted); `count-unknown`;
-   * `never-held-lease` (no tenure: nothing reached the bucket in this run;
+   * then a floor, commits not captured yet are not counted); `refused` (the
+   * prefix was refused for good: nothing of this run reached it after the
+   * refusal, `lastError` says why); `count-unknown`; `never-held-lease` (no tenure: nothing reached the bucket in this run;
    * `capturedCommitSeq` is `null` when the source was never opened).
    */
   readonly shortfall?: ShutdownShortfall;
@@ -275,6 +276,7 @@ export interface ShutdownReport {
 export type ShutdownShortfall =
   | 'unrestorable-commits'
   | 'flush-abandoned'
+  | 'refused'
   | 'count-unknown'
   | 'never-held-lease';
 

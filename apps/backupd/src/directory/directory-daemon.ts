@@ -574,7 +574,7 @@ export async function startDirectoryDaemon(
             entry.ended ?? {
               database: entry.name.path,
               replica: replicaOf(entry),
-              report: neverStarted(entry.problem),
+              report: refusedBeforeStart(entry.problem),
             },
           );
       return reports;
@@ -582,11 +582,11 @@ export async function startDirectoryDaemon(
   };
 }
 
-/** The report of a database no worker ran for: what is on disk decides (replicate/shutdown.ts). */
-function neverStarted(problem: string | null): ShutdownReport {
+/** The report of a database refused before any worker ran for it (`problem`: why). */
+function refusedBeforeStart(problem: string | null): ShutdownReport {
   return {
     complete: false,
-    shortfall: 'never-held-lease',
+    shortfall: 'refused',
     heldLease: false,
     unrestorableCommits: 0,
     restorableCommitSeq: null,

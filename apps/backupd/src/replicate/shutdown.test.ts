@@ -138,4 +138,23 @@ describe('reviewShutdown', () => {
     const held = replica(false);
     expect(reviewShutdown(held, () => disk('empty'))).toBe(held);
   });
+
+  it('a refused one stays incomplete whatever is on disk, and the event names the refusal', () => {
+    const refused: ReplicaShutdown = {
+      ...neverHeld,
+      report: {
+        ...neverHeld.report,
+        shortfall: 'refused',
+        lastError: 'not a SQLite database in WAL mode',
+      },
+    };
+    const reviewed = reviewShutdown(refused, () => disk('empty'));
+    expect(reviewed).toBe(refused);
+    expect(shutdownExitCode([reviewed], EXIT_OK)).toBe(EXIT_INCOMPLETE);
+    expect(stoppedIncompleteEvent(reviewed)).toMatchObject({
+      shortfall: 'refused',
+      reason:
+        'the backup of this database was refused (not a SQLite database in WAL mode), so this run backed up nothing of it after the refusal',
+    });
+  });
 });

@@ -75,6 +75,8 @@ function incompleteReason(entry: ReviewedShutdown): string {
       }`;
     case 'flush-abandoned':
       return `the shutdown grace period ended before the final flush finished: at least ${commits}${upTo} are not restorable (${after}); commits not captured yet are not counted${sizes}`;
+    case 'refused':
+      return `the backup of this database was refused (${report.lastError ?? 'no reason given'}), so this run backed up nothing of it after the refusal`;
     case 'count-unknown':
       return `the commit count could not be read, so what this stop left unrestorable is not known (${after})${lastError}`;
     default:
